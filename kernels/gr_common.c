@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+#include "gr_common.h"
+#include "nmi_dense_cuda.h"
+
+const char *
+gr_status_string (GrStatus status)
+{
+  switch (status) {
+    case GR_OK: return "ok";
+    case GR_ERR_INVALID: return "invalid argument";
+    case GR_ERR_NOMEM: return "out of memory";
+    case GR_ERR_NO_CUDA: return "CUDA not available";
+    case GR_ERR_CUDA: return "CUDA error";
+    case GR_ERR_IO: return "I/O error";
+    case GR_ERR_FORMAT: return "unusable file content";
+  }
+  return "unknown error";
+}
+
+const char *
+gr_backend_name (GrBackend backend)
+{
+  switch (backend) {
+    case GR_BACKEND_AUTO: return "auto";
+    case GR_BACKEND_CPU: return "cpu";
+    case GR_BACKEND_CUDA: return "cuda";
+  }
+  return "?";
+}
+
+bool
+gr_cuda_compiled (void)
+{
+  return GR_HAVE_CUDA;
+}
+
+int
+gr_cuda_device_count (void)
+{
+#if GR_HAVE_CUDA
+  /* cudart is static: with no driver it reports an error, which means zero devices. */
+  return gr_cuda_device_count_impl ();
+#else
+  return 0;
+#endif
+}

@@ -1,0 +1,294 @@
+/* Dense NMI translation search: dispatcher and the multi-threaded CPU backend.
+ *
+ * CPU method: one joint histogram of 65,536 32-bit counters per thread.  For each
+ * translation the jointly valid pixels are counted into it, the bins that went from
+ * 0 to 1 are remembered, and S = sum c ln c is summed over those bins only (a
+ * precomputed c ln c table), which also resets them.  So a translation costs
+ * O(template pixels), never a 65,536-bin scan.  H = ln n - S / n.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+#include "nmi_dense.h"
+#include "nmi_dense_cuda.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+struct GrNmiDense {
+  GrBackend backend;
+  int threads;
+  /* CPU copy of the control, packed (stride = width) */
+  uint8_t *ctl_pix;
+  uint8_t *ctl_mask;              /* NULL = all valid */
+  int ctl_w, ctl_h;               /* kept for both backends, to validate regions */
+#if GR_HAVE_CUDA
+  GrNmiDenseCuda *cuda;
+#endif
+};
+
+static void
+set_err (char *errbuf, size_t errlen, const char *fmt, ...)
+{
+  if (!errbuf || errlen == 0)
+    return;
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (errbuf, errlen, fmt, ap);
+  va_end (ap);
+}
+
+GrNmiDense *
+gr_nmi_dense_new (GrBackend backend, int cuda_device, GrStatus *status,
+    char *errbuf, size_t errlen)
+{
+  GrStatus dummy;
+  if (!status)
+    status = &dummy;
+  *status = GR_OK;
+
+  GrBackend use = backend;
+  if (use == GR_BACKEND_AUTO)
+    use = gr_cuda_device_count () > 0 ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
+  if (use == GR_BACKEND_CUDA && gr_cuda_device_count () <= 0) {
+    *status = GR_ERR_NO_CUDA;
+    set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
+        ? "no usable CUDA device (no GPU or no driver)"
+        : "this build has no CUDA kernels (built without nvcc)");
+    return NULL;
+  }
+
+  GrNmiDense *nmi = calloc (1, sizeof *nmi);
+  if (!nmi) {
+    *status = GR_ERR_NOMEM;
+    return NULL;
+  }
+  nmi->backend = use;
+#if GR_HAVE_CUDA
+  if (use == GR_BACKEND_CUDA) {
+    nmi->cuda = gr_nmi_dense_cuda_new (cuda_device < 0 ? 0 : cuda_device, errbuf, errlen);
+    if (!nmi->cuda) {
+      free (nmi);
+      *status = GR_ERR_CUDA;
+      return NULL;
+    }
+  }
+#else
+  (void) cuda_device;
+#endif
+  return nmi;
+}
+
+void
+gr_nmi_dense_free (GrNmiDense *nmi)
+{
+  if (!nmi)
+    return;
+#if GR_HAVE_CUDA
+  gr_nmi_dense_cuda_free (nmi->cuda);
+#endif
+  free (nmi->ctl_pix);
+  free (nmi->ctl_mask);
+  free (nmi);
+}
+
+GrBackend
+gr_nmi_dense_backend (const GrNmiDense *nmi)
+{
+  return nmi->backend;
+}
+
+void
+gr_nmi_dense_set_threads (GrNmiDense *nmi, int threads)
+{
+  nmi->threads = threads > 0 ? threads : 0;
+}
+
+static bool
+image_ok (const GrImage8 *im)
+{
+  return im && im->pix && im->width > 0 && im->height > 0 &&
+      im->pix_stride >= (size_t) im->width &&
+      (!im->mask || im->mask_stride >= (size_t) im->width);
+}
+
+GrStatus
+gr_nmi_dense_set_control (GrNmiDense *nmi, const GrImage8 *control,
+    char *errbuf, size_t errlen)
+{
+  if (!nmi || !image_ok (control)) {
+    set_err (errbuf, errlen, "control image: bad size, stride or pointer");
+    return GR_ERR_INVALID;
+  }
+#if GR_HAVE_CUDA
+  if (nmi->backend == GR_BACKEND_CUDA) {
+    GrStatus st = gr_nmi_dense_cuda_set_control (nmi->cuda, control, errbuf, errlen);
+    if (st == GR_OK) {
+      nmi->ctl_w = control->width;
+      nmi->ctl_h = control->height;
+    }
+    return st;
+  }
+#endif
+  size_t n = (size_t) control->width * control->height;
+  uint8_t *pix = malloc (n);
+  uint8_t *mask = control->mask ? malloc (n) : NULL;
+  if (!pix || (control->mask && !mask)) {
+    free (pix);
+    free (mask);
+    return GR_ERR_NOMEM;
+  }
+  for (int y = 0; y < control->height; y++) {
+    memcpy (pix + (size_t) y * control->width,
+        control->pix + y * control->pix_stride, control->width);
+    if (mask)
+      for (int x = 0; x < control->width; x++)
+        mask[(size_t) y * control->width + x] =
+            control->mask[y * control->mask_stride + x] ? 1 : 0;
+  }
+  free (nmi->ctl_pix);
+  free (nmi->ctl_mask);
+  nmi->ctl_pix = pix;
+  nmi->ctl_mask = mask;
+  nmi->ctl_w = control->width;
+  nmi->ctl_h = control->height;
+  return GR_OK;
+}
+
+/* One valid template pixel: its offset in the (packed) control relative to the
+ * translation's top-left, and its bin. */
+typedef struct {
+  int32_t off;
+  int32_t bin;
+} TplPixel;
+
+static double
+entropy_256 (const int32_t *h, double n, const double *clnc)
+{
+  double s = 0.0;
+  for (int i = 0; i < 256; i++)
+    s += clnc[h[i]];
+  return log (n) - s / n;
+}
+
+static GrStatus
+run_cpu (GrNmiDense *nmi, const GrImage8 *templ, GrRegion r, int min_valid,
+    double *scores, int32_t *valid)
+{
+  const int tw = templ->width, th = templ->height;
+  const int cw = nmi->ctl_w;
+  TplPixel *tp = malloc (sizeof (TplPixel) * (size_t) tw * th);
+  double *clnc = malloc (sizeof (double) * ((size_t) tw * th + 1));
+  if (!tp || !clnc) {
+    free (tp);
+    free (clnc);
+    return GR_ERR_NOMEM;
+  }
+  int ntp = 0;
+  for (int y = 0; y < th; y++)
+    for (int x = 0; x < tw; x++)
+      if (!templ->mask || templ->mask[y * templ->mask_stride + x]) {
+        tp[ntp].off = y * cw + x;
+        tp[ntp].bin = templ->pix[y * templ->pix_stride + x] << 8;
+        ntp++;
+      }
+  clnc[0] = 0.0;
+  for (int c = 1; c <= ntp; c++)
+    clnc[c] = c * log ((double) c);
+
+  const int rw = r.x1 - r.x0, rh = r.y1 - r.y0;
+  const long npos = (long) rw * rh;
+  const uint8_t *cpix = nmi->ctl_pix, *cmask = nmi->ctl_mask;
+  bool oom = false;
+
+#pragma omp parallel num_threads (nmi->threads > 0 ? nmi->threads : omp_get_max_threads ())
+  {
+    uint32_t *joint = calloc (65536, sizeof (uint32_t));
+    uint16_t *touched = malloc (sizeof (uint16_t) * 65536);
+    int32_t ha[256], hb[256];
+    if (!joint || !touched) {
+#pragma omp atomic write
+      oom = true;
+    }
+#pragma omp for schedule (dynamic, 16)
+    for (long i = 0; i < npos; i++) {
+      if (!joint || !touched)
+        continue;
+      const int dy = r.y0 + (int) (i / rw), dx = r.x0 + (int) (i % rw);
+      const size_t base = (size_t) dy * cw + dx;
+      const uint8_t *cp = cpix + base;
+      const uint8_t *cm = cmask ? cmask + base : NULL;
+      int n = 0, nt = 0;
+      memset (ha, 0, sizeof ha);
+      memset (hb, 0, sizeof hb);
+      for (int k = 0; k < ntp; k++) {
+        const int32_t off = tp[k].off;
+        if (cm && !cm[off])
+          continue;
+        const int b = cp[off];
+        const int bin = tp[k].bin | b;
+        if (joint[bin]++ == 0)
+          touched[nt++] = (uint16_t) bin;
+        ha[bin >> 8]++;
+        hb[b]++;
+        n++;
+      }
+      double s = 0.0;
+      for (int t = 0; t < nt; t++) {
+        s += clnc[joint[touched[t]]];
+        joint[touched[t]] = 0;
+      }
+      if (valid)
+        valid[i] = n;
+      if (n < min_valid || n == 0) {
+        scores[i] = NAN;
+        continue;
+      }
+      const double dn = n;
+      const double hab = log (dn) - s / dn;
+      const double hA = entropy_256 (ha, dn, clnc);
+      const double hB = entropy_256 (hb, dn, clnc);
+      scores[i] = hab > 0.0 ? (hA + hB) / hab : 1.0;
+    }
+    free (joint);
+    free (touched);
+  }
+  free (tp);
+  free (clnc);
+  return oom ? GR_ERR_NOMEM : GR_OK;
+}
+
+GrStatus
+gr_nmi_dense_run (GrNmiDense *nmi, const GrImage8 *templ, GrRegion region,
+    int min_valid, double *scores, int32_t *valid, char *errbuf, size_t errlen)
+{
+  if (!nmi || !image_ok (templ) || !scores) {
+    set_err (errbuf, errlen, "template image: bad size, stride or pointer");
+    return GR_ERR_INVALID;
+  }
+  const int cw = nmi->ctl_w, ch = nmi->ctl_h;
+  if (cw == 0) {
+    set_err (errbuf, errlen, "no control image set");
+    return GR_ERR_INVALID;
+  }
+  if (region.x1 <= region.x0 || region.y1 <= region.y0 || region.x0 < 0 || region.y0 < 0 ||
+      region.x1 - 1 + templ->width > cw || region.y1 - 1 + templ->height > ch) {
+    set_err (errbuf, errlen, "search region [%d,%d)x[%d,%d) with a %dx%d template does "
+        "not fit the %dx%d control", region.x0, region.x1, region.y0, region.y1,
+        templ->width, templ->height, cw, ch);
+    return GR_ERR_INVALID;
+  }
+  if (min_valid < 1)
+    min_valid = 1;
+#if GR_HAVE_CUDA
+  if (nmi->backend == GR_BACKEND_CUDA)
+    return gr_nmi_dense_cuda_run (nmi->cuda, templ, region, min_valid, scores, valid,
+        errbuf, errlen);
+#endif
+  GrStatus st = run_cpu (nmi, templ, region, min_valid, scores, valid);
+  if (st != GR_OK)
+    set_err (errbuf, errlen, "%s", gr_status_string (st));
+  return st;
+}

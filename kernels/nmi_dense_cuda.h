@@ -1,0 +1,29 @@
+/* Internal: the CUDA half of nmi_dense (kernels/nmi_dense_cuda.cu).  Only built when
+ * the build has CUDA; nmi_dense.c dispatches to it.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef GR_NMI_DENSE_CUDA_H
+#define GR_NMI_DENSE_CUDA_H
+
+#include "nmi_dense.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct GrNmiDenseCuda GrNmiDenseCuda;
+
+GrNmiDenseCuda *gr_nmi_dense_cuda_new (int device, char *errbuf, size_t errlen);
+void gr_nmi_dense_cuda_free (GrNmiDenseCuda *c);
+GrStatus gr_nmi_dense_cuda_set_control (GrNmiDenseCuda *c, const GrImage8 *control,
+    char *errbuf, size_t errlen);
+/* Same contract as gr_nmi_dense_run; region already validated by the caller. */
+GrStatus gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ,
+    GrRegion region, int min_valid, double *scores, int32_t *valid,
+    char *errbuf, size_t errlen);
+
+int gr_cuda_device_count_impl (void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
