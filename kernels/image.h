@@ -21,8 +21,10 @@ size_t gr_plane_count_valid (const GrPlaneF *p);
 /* Area (box) resampling by `scale` (0 < scale <= 1; 1 copies): each output pixel is
  * the mean of the valid source pixels it covers, weighted by covered area; it is
  * valid when at least half of its covered area is valid.  Output size is
- * max(1, round(width * scale)) x max(1, round(height * scale)).  dst is allocated;
- * it has a mask when src has one. */
+ * max(1, round(width * scale)) x max(1, round(height * scale)).  dst must be zeroed
+ * or hold a plane from an earlier call: it is reused when its size and mask presence
+ * already fit (per-frame callers allocate once), else (re)allocated.  It has a mask
+ * when src has one. */
 GrStatus gr_plane_downscale (const GrPlaneF *src, double scale, GrPlaneF *dst);
 
 typedef enum {

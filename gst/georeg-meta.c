@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <math.h>
+#include <string.h>
+
+#include "georeg-meta.h"
+
+/* No tags: the result describes where the frame is, not its pixels, so it survives
+ * every transform that keeps the buffer (GstBaseTransform copies untagged metas). */
+GType
+gst_nmi_localize_meta_api_get_type (void)
+{
+  static GType type = 0;
+  static const gchar *tags[] = { NULL };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, gst_meta_api_type_register ("GstNmiLocalizeMetaAPI", tags));
+  return type;
+}
+
+static gboolean
+nmi_localize_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
+{
+  GstNmiLocalizeMeta *m = (GstNmiLocalizeMeta *) meta;
+  m->flags = 0;
+  m->offset_x = m->offset_y = NAN;
+  m->control_x = m->control_y = NAN;
+  m->center_x = m->center_y = NAN;
+  m->frame_scale = m->control_scale = 1.0;
+  m->score = m->second_score = m->peak_ratio = NAN;
+  m->valid_pixels = 0;
+  m->has_map = FALSE;
+  m->map_x = m->map_y = NAN;
+  return TRUE;
+}
+
+static gboolean
+nmi_localize_meta_transform (GstBuffer * dest, GstMeta * meta, GstBuffer * buffer,
+    GQuark type, gpointer data)
+{
+  /* copy for every transform: a copy, a region copy or a format conversion keeps
+   * the frame where it is */
+  GstNmiLocalizeMeta *src = (GstNmiLocalizeMeta *) meta;
+  GstNmiLocalizeMeta *dst = gst_buffer_add_nmi_localize_meta (dest);
+  if (!dst)
+    return FALSE;
+  memcpy ((guint8 *) dst + sizeof (GstMeta), (guint8 *) src + sizeof (GstMeta),
+      sizeof (GstNmiLocalizeMeta) - sizeof (GstMeta));
+  return TRUE;
+}
+
+const GstMetaInfo *
+gst_nmi_localize_meta_get_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+    const GstMetaInfo *mi = gst_meta_register (GST_NMI_LOCALIZE_META_API_TYPE,
+        "GstNmiLocalizeMeta", sizeof (GstNmiLocalizeMeta),
+        nmi_localize_meta_init, NULL, nmi_localize_meta_transform);
+    g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) mi);
+  }
+  return info;
+}
+
+GstNmiLocalizeMeta *
+gst_buffer_add_nmi_localize_meta (GstBuffer * buffer)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  return (GstNmiLocalizeMeta *) gst_buffer_add_meta (buffer,
+      GST_NMI_LOCALIZE_META_INFO, NULL);
+}

@@ -1,0 +1,23 @@
+/* georeg: plugin entry.  One GST_ELEMENT_REGISTER per element.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <gst/gst.h>
+
+#include "gstnmilocalize.h"
+
+static gboolean
+plugin_init (GstPlugin * plugin)
+{
+  gboolean ret = FALSE;
+
+  ret |= GST_ELEMENT_REGISTER (nmilocalize, plugin);
+
+  return ret;
+}
+
+GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, georeg,
+    "Georegistration of drone imagery: NMI localization and registration, feature "
+    "matching, landmark shooting (CPU and CUDA)",
+    plugin_init, VERSION, GST_LICENSE, GST_PACKAGE_NAME, GST_PACKAGE_ORIGIN)

@@ -1,0 +1,195 @@
+/* Image preparation: masked area downscaling and mapping to 256 bins.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "image.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool
+gr_plane_alloc (GrPlaneF *p, int width, int height, bool with_mask)
+{
+  memset (p, 0, sizeof *p);
+  if (width <= 0 || height <= 0)
+    return false;
+  const size_t n = (size_t) width * height;
+  p->data = malloc (n * sizeof (float));
+  p->mask = with_mask ? malloc (n) : NULL;
+  if (!p->data || (with_mask && !p->mask)) {
+    gr_plane_clear (p);
+    return false;
+  }
+  if (p->mask)
+    memset (p->mask, 1, n);
+  p->width = width;
+  p->height = height;
+  p->stride = (size_t) width;
+  return true;
+}
+
+void
+gr_plane_clear (GrPlaneF *p)
+{
+  free (p->data);
+  free (p->mask);
+  memset (p, 0, sizeof *p);
+}
+
+size_t
+gr_plane_count_valid (const GrPlaneF *p)
+{
+  const size_t n = (size_t) p->width * p->height;
+  if (!p->mask)
+    return n;
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++)
+    c += p->mask[i] != 0;
+  return c;
+}
+
+/* The source interval [a, b) covered by output cell i at inverse scale `inv`,
+ * clipped to [0, len). */
+static void
+cell_span (int i, double inv, int len, double *a, double *b)
+{
+  *a = i * inv;
+  *b = (i + 1) * inv;
+  if (*b > len)
+    *b = len;
+}
+
+GrStatus
+gr_plane_downscale (const GrPlaneF *src, double scale, GrPlaneF *dst)
+{
+  if (!src || !src->data || !dst || !(scale > 0.0) || scale > 1.0)
+    return GR_ERR_INVALID;
+  const int ow = (int) fmax (1.0, floor (src->width * scale + 0.5));
+  const int oh = (int) fmax (1.0, floor (src->height * scale + 0.5));
+  const bool fits = dst->data && dst->width == ow && dst->height == oh &&
+      dst->stride == (size_t) ow && (dst->mask != NULL) == (src->mask != NULL);
+  if (!fits) {
+    gr_plane_clear (dst);
+    if (!gr_plane_alloc (dst, ow, oh, src->mask != NULL))
+      return GR_ERR_NOMEM;
+  }
+  /* exact cell edges from the actual output size, so the whole source is covered */
+  const double invx = (double) src->width / ow, invy = (double) src->height / oh;
+
+#pragma omp parallel for schedule (static)
+  for (int oy = 0; oy < oh; oy++) {
+    double ya, yb;
+    cell_span (oy, invy, src->height, &ya, &yb);
+    for (int ox = 0; ox < ow; ox++) {
+      double xa, xb;
+      cell_span (ox, invx, src->width, &xa, &xb);
+      double sum = 0.0, wvalid = 0.0, wall = 0.0;
+      for (int sy = (int) ya; sy < yb; sy++) {
+        const double wy = fmin (yb, sy + 1.0) - fmax (ya, (double) sy);
+        const float *row = src->data + (size_t) sy * src->stride;
+        const uint8_t *mrow = src->mask ? src->mask + (size_t) sy * src->width : NULL;
+        for (int sx = (int) xa; sx < xb; sx++) {
+          const double w = wy * (fmin (xb, sx + 1.0) - fmax (xa, (double) sx));
+          wall += w;
+          if (mrow && !mrow[sx])
+            continue;
+          wvalid += w;
+          sum += w * row[sx];
+        }
+      }
+      const size_t o = (size_t) oy * ow + ox;
+      dst->data[o] = wvalid > 0.0 ? (float) (sum / wvalid) : 0.0f;
+      if (dst->mask)
+        dst->mask[o] = wvalid >= 0.5 * wall && wvalid > 0.0;
+    }
+  }
+  return GR_OK;
+}
+
+static int
+cmp_float (const void *a, const void *b)
+{
+  const float x = *(const float *) a, y = *(const float *) b;
+  return (x > y) - (x < y);
+}
+
+/* The value range [a, b] that `mode` maps onto the bins. */
+static GrStatus
+bin_range (const GrPlaneF *p, GrBinMode mode, double lo, double hi, double *a, double *b)
+{
+  const size_t n = (size_t) p->width * p->height;
+  switch (mode) {
+    case GR_BINS_IDENTITY:
+      *a = 0.0;
+      *b = 256.0;
+      return GR_OK;
+    case GR_BINS_FIXED:
+      if (!(hi > lo))
+        return GR_ERR_INVALID;
+      *a = lo;
+      *b = hi;
+      return GR_OK;
+    case GR_BINS_MINMAX: {
+      double mn = INFINITY, mx = -INFINITY;
+      for (size_t i = 0; i < n; i++) {
+        if (p->mask && !p->mask[i])
+          continue;
+        const double v = p->data[i];
+        if (v < mn)
+          mn = v;
+        if (v > mx)
+          mx = v;
+      }
+      *a = isfinite (mn) ? mn : 0.0;
+      *b = isfinite (mx) ? mx : 0.0;
+      return GR_OK;
+    }
+    case GR_BINS_PERCENTILE: {
+      if (!(lo >= 0.0 && hi <= 100.0 && hi > lo))
+        return GR_ERR_INVALID;
+      const size_t nv = gr_plane_count_valid (p);
+      if (nv == 0) {
+        *a = *b = 0.0;
+        return GR_OK;
+      }
+      float *v = malloc (nv * sizeof (float));
+      if (!v)
+        return GR_ERR_NOMEM;
+      size_t k = 0;
+      for (size_t i = 0; i < n; i++)
+        if (!p->mask || p->mask[i])
+          v[k++] = p->data[i];
+      qsort (v, nv, sizeof (float), cmp_float);
+      *a = v[(size_t) floor (lo / 100.0 * (nv - 1) + 0.5)];
+      *b = v[(size_t) floor (hi / 100.0 * (nv - 1) + 0.5)];
+      free (v);
+      return GR_OK;
+    }
+  }
+  return GR_ERR_INVALID;
+}
+
+GrStatus
+gr_plane_to_bins (const GrPlaneF *p, GrBinMode mode, double lo, double hi, uint8_t *out)
+{
+  if (!p || !p->data || !out)
+    return GR_ERR_INVALID;
+  double a, b;
+  GrStatus st = bin_range (p, mode, lo, hi, &a, &b);
+  if (st != GR_OK)
+    return st;
+  /* 256 equal-width bins over [a, b]; b itself falls on 256 and is clamped into 255. */
+  const double k = b > a ? 256.0 / (b - a) : 0.0;
+  for (int y = 0; y < p->height; y++) {
+    const float *row = p->data + (size_t) y * p->stride;
+    for (int x = 0; x < p->width; x++) {
+      const size_t i = (size_t) y * p->width + x;
+      if (p->mask && !p->mask[i]) {
+        out[i] = 0;
+        continue;
+      }
+      double v = mode == GR_BINS_IDENTITY ? floor (row[x] + 0.5) : floor ((row[x] - a) * k);
+      out[i] = (uint8_t) (v < 0.0 ? 0 : v > 255.0 ? 255 : v);
+    }
+  }
+  return GR_OK;
+}

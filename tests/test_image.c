@@ -1,0 +1,94 @@
+/* Image preparation: masked area downscaling and the mapping to 256 bins.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+#include "test_check.h"
+
+static void
+test_downscale_means_and_masks (void)
+{
+  GrPlaneF src, dst = { 0 };
+  gr_plane_alloc (&src, 8, 6, true);
+  for (int i = 0; i < 48; i++)
+    src.data[i] = (float) i;
+  /* 2x2 cell (0,0) covers 0,1,8,9: mask out 9 -> mean of 0,1,8 = 3, still valid */
+  src.mask[9] = 0;
+  /* cell (1,0) covers 2,3,10,11: mask out three -> invalid */
+  src.mask[2] = src.mask[3] = src.mask[10] = 0;
+  CHECK (gr_plane_downscale (&src, 0.5, &dst) == GR_OK, "downscale");
+  CHECK (dst.width == 4 && dst.height == 3, "size %dx%d", dst.width, dst.height);
+  CHECK (fabsf (dst.data[0] - 3.0f) < 1e-6f && dst.mask[0], "cell 0: %g %d", dst.data[0], dst.mask[0]);
+  CHECK (!dst.mask[1], "cell 1 has 1/4 valid: must be invalid");
+  CHECK (fabsf (dst.data[5] - (18 + 19 + 26 + 27) / 4.0f) < 1e-5f, "cell (1,1): %g", dst.data[5]);
+  /* the same call again reuses the buffers */
+  float *before = dst.data;
+  CHECK (gr_plane_downscale (&src, 0.5, &dst) == GR_OK && dst.data == before, "reuse");
+
+  /* a non-integer factor keeps the mean of a constant plane and covers everything */
+  GrPlaneF c, cd = { 0 };
+  gr_plane_alloc (&c, 101, 37, false);
+  for (int i = 0; i < 101 * 37; i++)
+    c.data[i] = 7.25f;
+  CHECK (gr_plane_downscale (&c, 0.13, &cd) == GR_OK, "downscale 0.13");
+  CHECK (cd.width == 13 && cd.height == 5 && cd.mask == NULL, "size %dx%d", cd.width, cd.height);
+  for (int i = 0; i < cd.width * cd.height; i++)
+    CHECK (fabsf (cd.data[i] - 7.25f) < 1e-5f, "constant: %g", cd.data[i]);
+  CHECK (gr_plane_downscale (&c, 1.5, &cd) == GR_ERR_INVALID, "scale > 1 refused");
+  CHECK (gr_plane_downscale (&c, 0.0, &cd) == GR_ERR_INVALID, "scale 0 refused");
+  gr_plane_clear (&c);
+  gr_plane_clear (&cd);
+  gr_plane_clear (&src);
+  gr_plane_clear (&dst);
+}
+
+static void
+test_bins (void)
+{
+  GrPlaneF p;
+  gr_plane_alloc (&p, 5, 1, true);
+  const float v[5] = { 1000, 2000, 3000, 65535, 0 };
+  memcpy (p.data, v, sizeof v);
+  p.mask[4] = 0;                              /* the 0 is nodata: not in min-max */
+  uint8_t out[5];
+  CHECK (gr_plane_to_bins (&p, GR_BINS_MINMAX, 0, 0, out) == GR_OK, "minmax");
+  CHECK (out[0] == 0 && out[3] == 255 && out[4] == 0, "minmax ends %d %d", out[0], out[3]);
+  CHECK (out[1] == (int) floor ((2000.0 - 1000) / (64535.0) * 256), "minmax mid %d", out[1]);
+  CHECK (gr_plane_to_bins (&p, GR_BINS_FIXED, 1000, 3000, out) == GR_OK, "fixed");
+  CHECK (out[0] == 0 && out[1] == 128 && out[2] == 255 && out[3] == 255, "fixed %d %d %d %d",
+      out[0], out[1], out[2], out[3]);
+  CHECK (gr_plane_to_bins (&p, GR_BINS_FIXED, 5, 5, out) == GR_ERR_INVALID, "empty range");
+  CHECK (gr_plane_to_bins (&p, GR_BINS_PERCENTILE, 50, 40, out) == GR_ERR_INVALID, "bad pct");
+  gr_plane_clear (&p);
+
+  /* percentile clipping: 1000 values 0..999 plus one wild outlier */
+  GrPlaneF q;
+  gr_plane_alloc (&q, 1001, 1, false);
+  for (int i = 0; i < 1000; i++)
+    q.data[i] = (float) i;
+  q.data[1000] = 1e6f;
+  uint8_t *o = malloc (1001);
+  CHECK (gr_plane_to_bins (&q, GR_BINS_PERCENTILE, 0, 99, o) == GR_OK, "pct");
+  CHECK (o[500] > 120 && o[500] < 135, "outlier clipped: mid bin %d", o[500]);
+  CHECK (o[1000] == 255, "outlier clamps to 255");
+  CHECK (gr_plane_to_bins (&q, GR_BINS_MINMAX, 0, 0, o) == GR_OK && o[999] == 0,
+      "min-max is dominated by the outlier (why percentile exists)");
+  /* identity: 8-bit values keep their value */
+  for (int i = 0; i < 1001; i++)
+    q.data[i] = (float) (i % 256);
+  CHECK (gr_plane_to_bins (&q, GR_BINS_IDENTITY, 0, 0, o) == GR_OK, "identity");
+  for (int i = 0; i < 1001; i++)
+    CHECK (o[i] == i % 256, "identity %d -> %d", i % 256, o[i]);
+  free (o);
+  gr_plane_clear (&q);
+}
+
+int
+main (void)
+{
+  test_downscale_means_and_masks ();
+  test_bins ();
+  return CHECK_DONE ();
+}
