@@ -206,7 +206,7 @@ run_cpu (GrNmiDense *nmi, const GrImage8 *templ, GrRegion r, int min_valid,
 #pragma omp parallel num_threads (nmi->threads > 0 ? nmi->threads : omp_get_max_threads ())
   {
     uint32_t *joint = calloc (65536, sizeof (uint32_t));
-    uint16_t *touched = malloc (sizeof (uint16_t) * 65536);
+    uint16_t *touched = malloc (sizeof (uint16_t) * 65537);   /* one spare slot */
     int32_t ha[256], hb[256];
     if (!joint || !touched) {
 #pragma omp atomic write
@@ -223,22 +223,38 @@ run_cpu (GrNmiDense *nmi, const GrImage8 *templ, GrRegion r, int min_valid,
       int n = 0, nt = 0;
       memset (ha, 0, sizeof ha);
       memset (hb, 0, sizeof hb);
-      for (int k = 0; k < ntp; k++) {
-        const int32_t off = tp[k].off;
-        if (cm && !cm[off])
-          continue;
-        const int b = cp[off];
-        const int bin = tp[k].bin | b;
-        if (joint[bin]++ == 0)
-          touched[nt++] = (uint16_t) bin;
-        ha[bin >> 8]++;
-        hb[b]++;
-        n++;
+      /* branch-free inner loops: first touches of a bin, and masked pixels, come in
+       * no predictable order */
+      if (cm) {
+        for (int k = 0; k < ntp; k++) {
+          const int32_t off = tp[k].off;
+          const uint32_t v = cm[off];          /* 0 or 1 (normalized in set_control) */
+          const int bin = tp[k].bin | cp[off];
+          const uint32_t old = joint[bin];
+          joint[bin] = old + v;
+          touched[nt] = (uint16_t) bin;
+          nt += (old == 0) & v;
+          n += v;
+        }
+      } else {
+        for (int k = 0; k < ntp; k++) {
+          const int32_t off = tp[k].off;
+          const int bin = tp[k].bin | cp[off];
+          touched[nt] = (uint16_t) bin;
+          nt += joint[bin]++ == 0;
+        }
+        n = ntp;
       }
+      /* the marginals come from the touched bins (at most n of them, usually far
+       * fewer), not from two more increments per pixel */
       double s = 0.0;
       for (int t = 0; t < nt; t++) {
-        s += clnc[joint[touched[t]]];
-        joint[touched[t]] = 0;
+        const int bin = touched[t];
+        const uint32_t c = joint[bin];
+        s += clnc[c];
+        ha[bin >> 8] += c;
+        hb[bin & 255] += c;
+        joint[bin] = 0;
       }
       if (valid)
         valid[i] = n;
