@@ -292,6 +292,9 @@ gst_nmi_localize_start (GstBaseTransform * trans)
     goto done;
   }
 
+  /* a large GeoTIFF takes a while: say so on the bus (GST_MESSAGE_PROGRESS) */
+  gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
+          (self), GST_PROGRESS_TYPE_START, "control", "Loading the control image"));
   GrStatus st = gr_raster_load (s.control_location, (int) s.band, &raster, err, sizeof err);
   if (st != GR_OK) {
     if (st == GR_ERR_IO)
@@ -367,6 +370,9 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   ok = TRUE;
 
 done:
+  gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
+          (self), ok ? GST_PROGRESS_TYPE_COMPLETE : GST_PROGRESS_TYPE_ERROR, "control",
+          ok ? "Control image ready" : "Control image unusable"));
   if (!ok)
     release_resources (self);
   gr_raster_clear (&raster);

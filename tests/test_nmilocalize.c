@@ -473,6 +473,63 @@ GST_START_TEST (test_unsupported_caps)
 }
 GST_END_TEST;
 
+/* nodata and mask-location mask frame pixels; with too few jointly valid pixels
+ * for min-overlap nowhere, the result is flagged, not invented. */
+GST_START_TEST (test_nodata_and_mask_file)
+{
+  const int tx = 77, ty = 111;
+  /* nodata=0: pixels set to 0 in the frame are ignored */
+  GstHarness *h = new_harness ("nodata=0", GRAY8_CAPS);
+  GstBuffer *buf = gray8_frame (tx, ty, FALSE);
+  GstMapInfo map;
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  for (int v = 0; v < FH; v++)
+    for (int u = 0; u < FW; u++)
+      if (v < FH / 2 || map.data[v * FW + u] == 0)
+        map.data[v * FW + u] = 0;
+  gst_buffer_unmap (buf, &map);
+  GstBuffer *out = gst_harness_push_and_pull (h, buf);
+  GstNmiLocalizeMeta *m = gst_buffer_get_nmi_localize_meta (out);
+  fail_unless (fabs (m->offset_x - tx) < 0.5 && fabs (m->offset_y - ty) < 0.5,
+      "nodata offset (%g, %g)", m->offset_x, m->offset_y);
+  fail_unless (m->valid_pixels <= FW * FH / 2 && m->valid_pixels > FW * FH / 3,
+      "valid %" G_GUINT64_FORMAT, m->valid_pixels);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+
+  /* a mask file of the frame's size: only the right half is valid */
+  gchar *mask_path = g_build_filename (tmpdir, "mask.png", NULL);
+  guint8 mask[FW * FH];
+  for (int i = 0; i < FW * FH; i++)
+    mask[i] = (i % FW) >= FW / 2 ? 255 : 0;
+  char err[256];
+  fail_unless (gr_png_write_gray8 (mask_path, mask, FW, FH, FW, err, sizeof err) == GR_OK);
+  gchar *extra = g_strdup_printf ("mask-location=\"%s\"", mask_path);
+  h = new_harness (extra, GRAY8_CAPS);
+  buf = gray8_frame (tx, ty, FALSE);
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  for (int v = 0; v < FH; v++)
+    memset (map.data + v * FW, 99, FW / 2);    /* garbage under the mask */
+  gst_buffer_unmap (buf, &map);
+  out = gst_harness_push_and_pull (h, buf);
+  m = gst_buffer_get_nmi_localize_meta (out);
+  fail_unless (fabs (m->offset_x - tx) < 0.5 && fabs (m->offset_y - ty) < 0.5,
+      "mask file offset (%g, %g)", m->offset_x, m->offset_y);
+  fail_unless_equals_uint64 (m->valid_pixels, FW * FH / 2);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+
+  /* a mask file of another size is a clear error at negotiation */
+  fail_unless (gr_png_write_gray8 (mask_path, mask, FW / 2, FH, FW, err, sizeof err) == GR_OK);
+  h = new_harness (extra, GRAY8_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, gray8_frame (0, 0, FALSE)),
+      GST_FLOW_NOT_NEGOTIATED);
+  gst_harness_teardown (h);
+  g_free (extra);
+  g_free (mask_path);
+}
+GST_END_TEST;
+
 /* A search region entirely outside the control: the documented NO_OVERLAP flag. */
 GST_START_TEST (test_no_overlap_flag)
 {
@@ -504,6 +561,7 @@ nmilocalize_suite (void)
   tcase_add_test (tc, test_frame_larger_than_control);
   tcase_add_test (tc, test_unsupported_caps);
   tcase_add_test (tc, test_no_overlap_flag);
+  tcase_add_test (tc, test_nodata_and_mask_file);
   return s;
 }
 
