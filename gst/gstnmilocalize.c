@@ -26,6 +26,7 @@ enum {
   PROP_0,
   PROP_CONTROL_LOCATION,
   PROP_BAND,
+  PROP_CONTROL_NODATA,
   PROP_CONTROL_SCALE,
   PROP_FRAME_SCALE,
   PROP_SEARCH_X,
@@ -46,6 +47,7 @@ enum {
 };
 
 #define DEFAULT_BAND 0
+#define DEFAULT_CONTROL_NODATA -1
 #define DEFAULT_SCALE 1.0
 #define DEFAULT_SEARCH_XY -1.0
 #define DEFAULT_SEARCH_RADIUS 0.0
@@ -109,6 +111,9 @@ gst_nmi_localize_set_property (GObject * object, guint prop_id,
       break;
     case PROP_BAND:
       s->band = g_value_get_uint (value);
+      break;
+    case PROP_CONTROL_NODATA:
+      s->control_nodata = g_value_get_int (value);
       break;
     case PROP_CONTROL_SCALE:
       s->control_scale = g_value_get_double (value);
@@ -192,6 +197,9 @@ gst_nmi_localize_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_BAND:
       g_value_set_uint (value, s->band);
+      break;
+    case PROP_CONTROL_NODATA:
+      g_value_set_int (value, s->control_nodata);
       break;
     case PROP_CONTROL_SCALE:
       g_value_set_double (value, s->control_scale);
@@ -303,6 +311,10 @@ gst_nmi_localize_start (GstBaseTransform * trans)
     else
       GST_ELEMENT_ERROR (self, RESOURCE, READ,
           ("Unusable control image \"%s\".", s.control_location), ("%s", err));
+    goto done;
+  }
+  if (s.control_nodata >= 0 && !gr_plane_mask_value (&raster.plane, s.control_nodata)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
     goto done;
   }
   if (gr_plane_count_valid (&raster.plane) == 0) {
@@ -680,6 +692,11 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
       g_param_spec_uint ("band", "Band",
           "Band of the control image to match (1-based); 0 = luminance of its colour "
           "bands", 0, 65535, DEFAULT_BAND, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_CONTROL_NODATA,
+      g_param_spec_int ("control-nodata", "Control nodata",
+          "Value of the chosen control band (or rounded luminance) that marks no data, "
+          "for controls whose file carries no nodata or alpha (e.g. a white or black "
+          "background); -1 = none", -1, 65535, DEFAULT_CONTROL_NODATA, rw_ready));
   g_object_class_install_property (gobject_class, PROP_CONTROL_SCALE,
       g_param_spec_double ("control-scale", "Control scale",
           "Resampling factor of the control image before the search (area average): "
@@ -780,6 +797,7 @@ gst_nmi_localize_init (GstNmiLocalize * self)
 {
   GstNmiLocalizeSettings *s = &self->settings;
   s->band = DEFAULT_BAND;
+  s->control_nodata = DEFAULT_CONTROL_NODATA;
   s->control_scale = DEFAULT_SCALE;
   s->frame_scale = DEFAULT_SCALE;
   s->search_x = s->search_y = DEFAULT_SEARCH_XY;

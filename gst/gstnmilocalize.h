@@ -19,6 +19,7 @@ G_DECLARE_FINAL_TYPE (GstNmiLocalize, gst_nmi_localize, GST, NMI_LOCALIZE, GstBa
 typedef struct {
   gchar *control_location;
   guint band;
+  gint control_nodata;
   gdouble control_scale;
   gdouble frame_scale;
   gdouble search_x, search_y, search_radius;

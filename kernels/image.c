@@ -47,6 +47,23 @@ gr_plane_count_valid (const GrPlaneF *p)
   return c;
 }
 
+bool
+gr_plane_mask_value (GrPlaneF *p, double value)
+{
+  const size_t n = (size_t) p->width * p->height;
+  if (!p->mask) {
+    p->mask = malloc (n);
+    if (!p->mask)
+      return false;
+    memset (p->mask, 1, n);
+  }
+  for (int y = 0; y < p->height; y++)
+    for (int x = 0; x < p->width; x++)
+      if (floor (p->data[(size_t) y * p->stride + x] + 0.5) == value)
+        p->mask[(size_t) y * p->width + x] = 0;
+  return true;
+}
+
 /* The source interval [a, b) covered by output cell i at inverse scale `inv`,
  * clipped to [0, len). */
 static void

@@ -18,6 +18,10 @@ void gr_plane_clear (GrPlaneF *p);
 /* Number of valid pixels (width*height when the plane has no mask). */
 size_t gr_plane_count_valid (const GrPlaneF *p);
 
+/* Marks pixels whose value rounds to `value` invalid (a nodata value), creating the
+ * mask when the plane has none.  false when out of memory. */
+bool gr_plane_mask_value (GrPlaneF *p, double value);
+
 /* Area (box) resampling by `scale` (0 < scale <= 1; 1 copies): each output pixel is
  * the mean of the valid source pixels it covers, weighted by covered area; it is
  * valid when at least half of its covered area is valid.  Output size is

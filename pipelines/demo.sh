@@ -16,16 +16,16 @@ export GST_PLUGIN_PATH=$PWD/$build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}
 
 if [ -n "${GEOREG_DATA:-}" ] && [ -f "$GEOREG_DATA/aukerman.png" ]; then
   control=$GEOREG_DATA/aukerman.png          # real survey orthomosaic, alpha = no data
-  size=(--width 512 --height 384); scale=0.25
+  size=(--width 512 --height 384); scale=0.25; nodata=255   # opaque white background
 else
   control=$work/control.png                  # procedural, georeferenced (world file)
-  "$synth" control --out "$control" --width 2048 --height 1536 --seed 3
-  size=(--width 640 --height 480); scale=0.2
+  "$synth" control --out "$control" --width 1600 --height 1200 --seed 3
+  size=(--width 640 --height 480); scale=0.2; nodata=-1
 fi
 "$synth" frames --control "$control" --out "$work/frames" --count "${GEOREG_DEMO_FRAMES:-20}" \
   "${size[@]}" --control-band 1 --frame-band 2 --tone scurve --noise 3 \
   --rotation-max 2 --format gray8 --seed 11
 echo
 "$build/pipelines/georeg-demo" --frames "$work/frames" --control "$control" --band 1 \
-  --frame-scale "$scale" --control-scale "$scale" --backend "${GEOREG_BACKEND:-auto}"
+  --control-nodata "$nodata" --frame-scale "$scale" --control-scale "$scale" --backend "${GEOREG_BACKEND:-auto}"
 echo "frames, truth and control in $work"

@@ -3,7 +3,7 @@
  * and prints, per frame, the offset, the map position, the score and, when a truth
  * file is given, the error against the known position.
  *
- *   georeg-demo --frames DIR --control PATH [--band B] [--frame-scale S]
+ *   georeg-demo --frames DIR --control PATH [--band B] [--control-nodata V] [--frame-scale S]
  *       [--control-scale S] [--backend auto|cpu|cuda] [--require N]
  *
  * DIR holds frame_%04d.png and truth.csv as georeg-synth writes them.  --require N
@@ -112,13 +112,15 @@ int
 main (int argc, char **argv)
 {
   gchar *frames = NULL, *control = NULL, *backend = g_strdup ("auto");
-  gint band = 0, require = -1;
+  gint band = 0, require = -1, control_nodata = -1;
   gdouble fs = 1.0, cs = 1.0;
   GOptionEntry entries[] = {
     {"frames", 'f', 0, G_OPTION_ARG_FILENAME, &frames, "folder with frame_%04d.png "
           "and truth.csv (from georeg-synth frames)", "DIR"},
     {"control", 'c', 0, G_OPTION_ARG_FILENAME, &control, "control image", "PATH"},
     {"band", 'b', 0, G_OPTION_ARG_INT, &band, "control band (0 = luminance)", "B"},
+    {"control-nodata", 0, 0, G_OPTION_ARG_INT, &control_nodata, "control value that "
+          "marks no data (-1 = none)", "V"},
     {"frame-scale", 0, 0, G_OPTION_ARG_DOUBLE, &fs, "frame resampling factor", "S"},
     {"control-scale", 0, 0, G_OPTION_ARG_DOUBLE, &cs, "control resampling factor", "S"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "auto, cpu or cuda", "B"},
@@ -155,8 +157,9 @@ main (int argc, char **argv)
   gchar *desc = g_strdup_printf ("multifilesrc location=\"%s\" index=0 stop-index=%d "
       "caps=image/png,framerate=10/1 ! pngdec ! videoconvert ! "
       "nmilocalize name=loc "
-      "control-location=\"%s\" band=%d frame-scale=%g control-scale=%g backend=%s ! "
-      "fakesink sync=false", pattern, d.ntruth - 1, control, band, fs, cs, backend);
+      "control-location=\"%s\" band=%d control-nodata=%d frame-scale=%g control-scale=%g "
+      "backend=%s ! fakesink sync=false", pattern, d.ntruth - 1, control, band,
+      control_nodata, fs, cs, backend);
   GstElement *pipe = gst_parse_launch (desc, &err);
   if (!pipe || err) {       /* a missing element is a "recoverable" error: not here */
     fprintf (stderr, "georeg-demo: %s (is GST_PLUGIN_PATH set to the build's gst/ "

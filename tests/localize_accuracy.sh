@@ -16,4 +16,4 @@ ctl=$GEOREG_DATA/aukerman.png
   --width 512 --height 384 --control-band 1 --frame-band 2 --tone lut --noise 4 \
   --rotation-max 2 --format gray8 --seed 2026
 "$build/pipelines/georeg-demo" --frames "$work" --control "$ctl" --band 1 \
-  --frame-scale 0.25 --control-scale 0.25 --backend "$backend" --require "$need"
+  --control-nodata 255 --frame-scale 0.25 --control-scale 0.25 --backend "$backend" --require "$need"

@@ -417,6 +417,19 @@ GST_START_TEST (test_bad_control)
   g_free (zeros);
   g_free (masked);
 
+  /* control-nodata covering every pixel of a constant control */
+  gchar *flat = g_build_filename (tmpdir, "flat.png", NULL);
+  guint8 *twohundred = g_malloc (CW * CH);
+  memset (twohundred, 200, CW * CH);
+  fail_unless (gr_png_write_gray8 (flat, twohundred, CW, CH, CW, e2, sizeof e2) == GR_OK);
+  g_object_set (e, "control-location", flat, "control-nodata", 200, NULL);
+  err = start_error (e);
+  fail_unless (err && g_error_matches (err, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ));
+  g_clear_error (&err);
+  g_object_set (e, "control-nodata", -1, NULL);
+  g_free (twohundred);
+  g_free (flat);
+
   /* a band the control does not have */
   g_object_set (e, "control-location", control_path, "band", 9, NULL);
   err = start_error (e);
