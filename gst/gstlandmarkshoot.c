@@ -1,0 +1,802 @@
+/* landmarkshoot: registers a template landmark set onto each incoming target point set
+ * by geodesic shooting (Hamiltonian LDDMM, kernels/shoot.h): it finds the initial
+ * momentum p0 whose geodesic flow carries the template onto the target, minimizing
+ * H(q0, p0) + lambda / 2 sum |q(1) - target|^2 by L-BFGS with the exact discrete
+ * adjoint gradient, on the CPU (OpenMP) or CUDA.
+ *
+ * Input: application/x-pointset buffers (targets), each with the template's number of
+ * points and dimension, corresponding by index.  Output: the shot template q(1) (or,
+ * output=extra-points, the points of extra-location carried along the same flow), with
+ * a GstLandmarkShootMeta (p0 and the fit statistics), GST_MESSAGE_PROGRESS messages
+ * while it runs and a final element message "landmarkshoot".
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <math.h>
+#include <string.h>
+
+#include "gstlandmarkshoot.h"
+#include "gstgeoregutils.h"
+#include "gstpointset.h"
+#include "landmarkshoot-meta.h"
+#include "pointset_io.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_landmark_shoot_debug);
+#define GST_CAT_DEFAULT gst_landmark_shoot_debug
+
+enum {
+  PROP_0,
+  PROP_TEMPLATE_LOCATION,
+  PROP_SIGMA,
+  PROP_TIME_STEPS,
+  PROP_LAMBDA,
+  PROP_MAX_ITERATIONS,
+  PROP_GRADIENT_TOLERANCE,
+  PROP_FUNCTION_TOLERANCE,
+  PROP_INTEGRATOR,
+  PROP_PRECISION,
+  PROP_BACKEND,
+  PROP_CUDA_DEVICE_ID,
+  PROP_EXTRA_LOCATION,
+  PROP_OUTPUT,
+  PROP_WARM_START,
+  PROP_POST_MESSAGES,
+  PROP_PROGRESS_INTERVAL,
+};
+
+#define DEFAULT_SIGMA 1.5
+#define DEFAULT_TIME_STEPS 40
+#define DEFAULT_LAMBDA 5e5
+#define DEFAULT_MAX_ITERATIONS 400
+#define DEFAULT_GRADIENT_TOLERANCE 1e-6
+#define DEFAULT_FUNCTION_TOLERANCE 1e-9
+#define DEFAULT_INTEGRATOR GR_SHOOT_EULER
+#define DEFAULT_PRECISION GR_SHOOT_FLOAT32
+#define DEFAULT_BACKEND GR_BACKEND_AUTO
+#define DEFAULT_CUDA_DEVICE_ID -1
+#define DEFAULT_OUTPUT GST_LANDMARK_SHOOT_OUTPUT_LANDMARKS
+#define DEFAULT_WARM_START FALSE
+#define DEFAULT_POST_MESSAGES TRUE
+#define DEFAULT_PROGRESS_INTERVAL 10
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_POINTSET_CAPS));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_POINTSET_CAPS));
+
+GType
+gst_landmark_shoot_integrator_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GR_SHOOT_EULER, "forward Euler (as the seed)", "euler"},
+    {GR_SHOOT_RALSTON, "Ralston's second-order Runge-Kutta (twice the work per step)",
+        "ralston"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstLandmarkShootIntegrator", values));
+  return type;
+}
+
+GType
+gst_landmark_shoot_precision_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GR_SHOOT_FLOAT32,
+        "float32 pair arithmetic and storage, float64 sums, integration and loss",
+        "float32-f64acc"},
+    {GR_SHOOT_FLOAT64, "float64 throughout (slower, reference)", "float64"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstLandmarkShootPrecision",
+            values));
+  return type;
+}
+
+GType
+gst_landmark_shoot_output_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_LANDMARK_SHOOT_OUTPUT_LANDMARKS, "the shot template landmarks q(1)",
+        "landmarks"},
+    {GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS,
+        "the extra-location points carried along the same flow", "extra-points"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstLandmarkShootOutput", values));
+  return type;
+}
+
+#define gst_landmark_shoot_parent_class parent_class
+G_DEFINE_TYPE (GstLandmarkShoot, gst_landmark_shoot, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE (landmarkshoot, "landmarkshoot", GST_RANK_NONE,
+    GST_TYPE_LANDMARK_SHOOT);
+
+static void
+release_resources (GstLandmarkShoot * self)
+{
+  gr_shoot_free (self->engine);
+  self->engine = NULL;
+  g_clear_pointer (&self->q0, g_free);
+  g_clear_pointer (&self->extra, g_free);
+  g_clear_pointer (&self->p0, g_free);
+  self->n = self->n_extra = 0;
+  self->dim = 0;
+  self->have_p0 = FALSE;
+}
+
+static gdouble *
+take_points (GrPointSet * ps)
+{
+  gdouble *v = g_new (gdouble, ps->n * ps->dim);
+  memcpy (v, ps->xyz, sizeof (gdouble) * ps->n * ps->dim);
+  gr_pointset_clear (ps);
+  return v;
+}
+
+static gboolean
+gst_landmark_shoot_start (GstBaseTransform * trans)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  GstLandmarkShootSettings s;
+  char err[512] = "";
+
+  GST_OBJECT_LOCK (self);
+  s = self->settings;
+  s.template_location = g_strdup (s.template_location);
+  s.extra_location = g_strdup (s.extra_location);
+  GST_OBJECT_UNLOCK (self);
+  release_resources (self);
+  g_atomic_int_set (&self->stop, 0);
+  self->announced = FALSE;
+  self->count = 0;
+  gboolean ok = FALSE;
+
+  if (!s.template_location || !*s.template_location) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No template: set the template-location property to a point-set file."),
+        (NULL));
+    goto done;
+  }
+  GrPointSet ps;
+  GrStatus st = gr_pointset_load (s.template_location, GR_POINTSET_AUTO, 0, &ps, err,
+      sizeof err);
+  if (st == GR_ERR_IO) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Could not read the template \"%s\".", s.template_location), ("%s", err));
+    goto done;
+  }
+  if (st != GR_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("Malformed template \"%s\": %s", s.template_location, err), (NULL));
+    goto done;
+  }
+  if (ps.n < 2) {
+    gr_pointset_clear (&ps);
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("The template \"%s\" has only one point: at least 2 landmarks are needed.",
+            s.template_location), (NULL));
+    goto done;
+  }
+  self->n = ps.n;
+  self->dim = ps.dim;
+  self->q0 = take_points (&ps);
+
+  if (s.extra_location && *s.extra_location) {
+    st = gr_pointset_load (s.extra_location, GR_POINTSET_AUTO, self->dim, &ps, err,
+        sizeof err);
+    if (st != GR_OK) {
+      if (st == GR_ERR_IO)
+        GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+            ("Could not read the extra points \"%s\".", s.extra_location), ("%s", err));
+      else
+        GST_ELEMENT_ERROR (self, RESOURCE, READ,
+            ("Malformed extra points \"%s\": %s", s.extra_location, err), (NULL));
+      goto done;
+    }
+    self->n_extra = ps.n;
+    self->extra = take_points (&ps);
+  }
+  self->output = s.output;
+  if (s.output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS && !self->extra) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("output=extra-points needs extra-location (the points to carry along)."),
+        (NULL));
+    goto done;
+  }
+
+  GrShootParams p;
+  gr_shoot_params_init (&p);
+  p.n = self->n;
+  p.dim = self->dim;
+  p.sigma = s.sigma;
+  p.time_points = s.time_steps;
+  p.lambda = s.lambda;
+  p.integrator = s.integrator;
+  p.precision = s.precision;
+  self->engine = gr_shoot_new (&p, s.backend, s.cuda_device_id, &st, err, sizeof err);
+  if (!self->engine) {
+    if (st == GR_ERR_NO_CUDA || st == GR_ERR_CUDA)
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("backend=cuda, but CUDA cannot be used: %s.", err), (NULL));
+    else
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+          ("Could not set up the shooting engine: %s.", err), (NULL));
+    goto done;
+  }
+  if (gr_shoot_set_template (self->engine, self->q0, err, sizeof err) != GR_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Unusable template \"%s\": %s.",
+            s.template_location, err), (NULL));
+    goto done;
+  }
+  self->p0 = g_new0 (gdouble, self->n * self->dim);
+  GST_INFO_OBJECT (self, "template \"%s\": %" G_GSIZE_FORMAT " %d-D landmarks; "
+      "backend %s (%s)", s.template_location, self->n, self->dim,
+      gr_backend_name (gr_shoot_backend (self->engine)),
+      gr_shoot_device_description (self->engine));
+  ok = TRUE;
+
+done:
+  if (!ok)
+    release_resources (self);
+  g_free (s.template_location);
+  g_free (s.extra_location);
+  return ok;
+}
+
+static gboolean
+gst_landmark_shoot_stop (GstBaseTransform * trans)
+{
+  release_resources (GST_LANDMARK_SHOOT (trans));
+  return TRUE;
+}
+
+static gboolean
+gst_landmark_shoot_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  gint dim;
+  if (!gst_pointset_caps_get_dimensions (incaps, &dim)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unsupported caps."),
+        ("%" GST_PTR_FORMAT, incaps));
+    return FALSE;
+  }
+  if (self->dim && dim != self->dim) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Dimension mismatch: the targets are %d-D point sets, the template is %d-D.",
+            dim, self->dim), (NULL));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+gst_landmark_shoot_transform_size (GstBaseTransform * trans, GstPadDirection direction,
+    GstCaps * caps, gsize size, GstCaps * othercaps, gsize * othersize)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  if (direction == GST_PAD_SINK && self->output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS
+      && self->dim)
+    *othersize = self->n_extra * (gsize) self->dim * 4;
+  else
+    *othersize = size;
+  return TRUE;
+}
+
+static gboolean
+gst_landmark_shoot_sink_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_START)
+    g_atomic_int_set (&self->stop, 1);
+  else if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP)
+    g_atomic_int_set (&self->stop, 0);
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+}
+
+typedef struct {
+  GstLandmarkShoot *self;
+  guint interval;
+} ProgressCtx;
+
+static int
+fit_progress (void *user, int iteration, int evaluations, double loss, double gnorm)
+{
+  ProgressCtx *ctx = user;
+  if (ctx->interval > 0 && iteration % ctx->interval == 0) {
+    gchar *text = g_strdup_printf ("iteration %d (%d evaluations): loss %.6g, gradient "
+        "norm %.3g", iteration, evaluations, loss, gnorm);
+    gst_element_post_message (GST_ELEMENT (ctx->self),
+        gst_message_new_progress (GST_OBJECT (ctx->self), GST_PROGRESS_TYPE_CONTINUE,
+            "landmarkshoot", text));
+    g_free (text);
+  }
+  return g_atomic_int_get (&ctx->self->stop);
+}
+
+static gdouble
+mean_distance (const gdouble * a, const gdouble * b, gsize n, gint dim)
+{
+  gdouble s = 0.0;
+  for (gsize i = 0; i < n; i++) {
+    gdouble d2 = 0.0;
+    for (gint k = 0; k < dim; k++) {
+      gdouble d = a[i * dim + k] - b[i * dim + k];
+      d2 += d * d;
+    }
+    s += sqrt (d2);
+  }
+  return n ? s / n : 0.0;
+}
+
+static GstFlowReturn
+gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  GstLandmarkShootSettings s;
+  char err[512] = "";
+  GstFlowReturn ret = GST_FLOW_ERROR;
+  gdouble *tgt = NULL, *q1 = NULL, *xout = NULL;
+  gsize n = 0;
+  gchar *error = NULL;
+
+  if (!self->engine) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Not started."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  GST_OBJECT_LOCK (self);
+  s = self->settings;
+  GST_OBJECT_UNLOCK (self);
+
+  GstMapInfo in;
+  if (!gst_buffer_map (inbuf, &in, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the input."), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gboolean ok = gst_pointset_read (in.data, in.size, self->dim, &tgt, &n, &error);
+  gst_buffer_unmap (inbuf, &in);
+  if (!ok) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed point-set buffer: %s.", error),
+        (NULL));
+    goto out;
+  }
+  if (n == 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Empty point set: the target buffer holds no points."), (NULL));
+    goto out;
+  }
+  if (n == 1) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("The target has only one point; the template has %" G_GSIZE_FORMAT
+            " (points correspond by index).", self->n), (NULL));
+    goto out;
+  }
+  if (n != self->n) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Point count mismatch: the target has %" G_GSIZE_FORMAT " points, the template "
+            "%" G_GSIZE_FORMAT " (points correspond by index).", n, self->n), (NULL));
+    goto out;
+  }
+  for (gsize i = 0; i < n * self->dim; i++)
+    if (!isfinite (tgt[i])) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("Target point %" G_GSIZE_FORMAT " has a non-finite coordinate (%s).",
+              i / self->dim, isnan (tgt[i]) ? "NaN" : "Inf"), (NULL));
+      goto out;
+    }
+  if (gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not set the target: %s.", err),
+        (NULL));
+    goto out;
+  }
+
+  const gchar *backend = gr_backend_name (gr_shoot_backend (self->engine));
+  const gchar *device = gr_shoot_device_description (self->engine);
+  if (!self->announced) {
+    GST_INFO_OBJECT (self, "registering on the %s backend: %s", backend, device);
+    self->announced = TRUE;
+  }
+  {
+    gchar *text = g_strdup_printf ("Registering %" G_GSIZE_FORMAT " %d-D landmarks on "
+        "the %s backend (%s)", n, self->dim, backend, device);
+    gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
+            (self), GST_PROGRESS_TYPE_START, "landmarkshoot", text));
+    g_free (text);
+  }
+
+  if (!s.warm_start || !self->have_p0)
+    memset (self->p0, 0, sizeof (gdouble) * n * self->dim);
+  GrLbfgsParams lp;
+  gr_lbfgs_params_init (&lp);
+  lp.max_iterations = (int) MIN (s.max_iterations, (guint) G_MAXINT);
+  lp.gtol_rel = s.gradient_tolerance;
+  lp.ftol = s.function_tolerance;
+  ProgressCtx pctx = { self, s.progress_interval };
+  GrShootFitResult res;
+  GrStatus st = gr_shoot_fit (self->engine, self->p0, &lp, fit_progress, &pctx, &res,
+      err, sizeof err);
+  if (st != GR_OK) {
+    gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
+            (self), GST_PROGRESS_TYPE_ERROR, "landmarkshoot", "Registration failed"));
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
+        (NULL));
+    goto out;
+  }
+  if (res.result == GR_LBFGS_STOPPED) {
+    gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
+            (self), GST_PROGRESS_TYPE_CANCELED, "landmarkshoot", "Registration stopped"));
+    GST_DEBUG_OBJECT (self, "stopped (flushing or shutting down)");
+    ret = GST_FLOW_FLUSHING;
+    goto out;
+  }
+  self->have_p0 = TRUE;
+
+  q1 = g_new (gdouble, n * self->dim);
+  if (self->n_extra)
+    xout = g_new (gdouble, self->n_extra * self->dim);
+  if (gr_shoot_flow (self->engine, self->p0, q1, NULL, self->extra, self->n_extra, xout,
+          err, sizeof err) != GR_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
+        (NULL));
+    goto out;
+  }
+  {
+    gchar *text = g_strdup_printf ("Done: %d iterations, %s", res.iterations,
+        gr_lbfgs_result_string (res.result));
+    gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
+            (self), GST_PROGRESS_TYPE_COMPLETE, "landmarkshoot", text));
+    g_free (text);
+  }
+
+  GstMapInfo out;
+  if (!gst_buffer_map (outbuf, &out, GST_MAP_WRITE)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the output."), (NULL));
+    goto out;
+  }
+  gboolean extra_out = self->output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS;
+  gsize nout = extra_out ? self->n_extra : n;
+  if (out.size != nout * self->dim * 4) {
+    gst_buffer_unmap (outbuf, &out);
+    GST_ELEMENT_ERROR (self, CORE, FAILED, ("Output buffer of the wrong size."), (NULL));
+    goto out;
+  }
+  gst_pointset_write (out.data, extra_out ? xout : q1, nout, self->dim);
+  gst_buffer_unmap (outbuf, &out);
+
+  gdouble before = mean_distance (self->q0, tgt, n, self->dim);
+  gdouble after = mean_distance (q1, tgt, n, self->dim);
+  gboolean converged = gr_lbfgs_result_converged (res.result);
+  GstLandmarkShootMeta *m = gst_buffer_add_landmark_shoot_meta (outbuf, self->p0,
+      (guint) n, (guint) self->dim);
+  m->kinetic_energy = res.kinetic;
+  m->mismatch = res.mismatch;
+  m->loss = res.loss;
+  m->mean_distance = after;
+  m->mean_distance_before = before;
+  m->iterations = res.iterations;
+  m->evaluations = res.evaluations;
+  m->gradient_norm = res.gnorm;
+  m->converged = converged;
+  m->run_time = res.seconds;
+  m->backend = gr_shoot_backend (self->engine);
+  GST_DEBUG_OBJECT (self, "set %" G_GUINT64_FORMAT ": mean distance %.5g -> %.5g, "
+      "%d iterations, %d evaluations, %s, %.3f s", self->count, before, after,
+      res.iterations, res.evaluations, gr_lbfgs_result_string (res.result), res.seconds);
+
+  if (s.post_messages) {
+    GstStructure *st_msg = gst_structure_new ("landmarkshoot",
+        "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (inbuf),
+        "index", G_TYPE_UINT64, self->count,
+        "points", G_TYPE_UINT, (guint) n,
+        "dimensions", G_TYPE_INT, self->dim,
+        "loss", G_TYPE_DOUBLE, res.loss,
+        "kinetic-energy", G_TYPE_DOUBLE, res.kinetic,
+        "mismatch", G_TYPE_DOUBLE, res.mismatch,
+        "mean-distance", G_TYPE_DOUBLE, after,
+        "mean-distance-before", G_TYPE_DOUBLE, before,
+        "gradient-norm", G_TYPE_DOUBLE, res.gnorm,
+        "iterations", G_TYPE_UINT, (guint) res.iterations,
+        "evaluations", G_TYPE_UINT, (guint) res.evaluations,
+        "converged", G_TYPE_BOOLEAN, converged,
+        "stop-reason", G_TYPE_STRING, gr_lbfgs_result_string (res.result),
+        "run-time", G_TYPE_DOUBLE, res.seconds,
+        "backend", G_TYPE_STRING, backend,
+        "device", G_TYPE_STRING, device, NULL);
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self), st_msg));
+  }
+  self->count++;
+  ret = GST_FLOW_OK;
+
+out:
+  g_free (error);
+  g_free (tgt);
+  g_free (q1);
+  g_free (xout);
+  return ret;
+}
+
+static GstStateChangeReturn
+gst_landmark_shoot_change_state (GstElement * element, GstStateChange transition)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (element);
+  /* a running fit checks this flag after every iteration */
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    g_atomic_int_set (&self->stop, 1);
+  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+}
+
+static void
+gst_landmark_shoot_set_property (GObject * object, guint prop_id, const GValue * value,
+    GParamSpec * pspec)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (object);
+  GstLandmarkShootSettings *s = &self->settings;
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_TEMPLATE_LOCATION:
+      g_free (s->template_location);
+      s->template_location = g_value_dup_string (value);
+      break;
+    case PROP_EXTRA_LOCATION:
+      g_free (s->extra_location);
+      s->extra_location = g_value_dup_string (value);
+      break;
+    case PROP_SIGMA:
+      s->sigma = g_value_get_double (value);
+      break;
+    case PROP_TIME_STEPS:
+      s->time_steps = g_value_get_int (value);
+      break;
+    case PROP_LAMBDA:
+      s->lambda = g_value_get_double (value);
+      break;
+    case PROP_MAX_ITERATIONS:
+      s->max_iterations = g_value_get_uint (value);
+      break;
+    case PROP_GRADIENT_TOLERANCE:
+      s->gradient_tolerance = g_value_get_double (value);
+      break;
+    case PROP_FUNCTION_TOLERANCE:
+      s->function_tolerance = g_value_get_double (value);
+      break;
+    case PROP_INTEGRATOR:
+      s->integrator = g_value_get_enum (value);
+      break;
+    case PROP_PRECISION:
+      s->precision = g_value_get_enum (value);
+      break;
+    case PROP_BACKEND:
+      s->backend = g_value_get_enum (value);
+      break;
+    case PROP_CUDA_DEVICE_ID:
+      s->cuda_device_id = g_value_get_int (value);
+      break;
+    case PROP_OUTPUT:
+      s->output = g_value_get_enum (value);
+      break;
+    case PROP_WARM_START:
+      s->warm_start = g_value_get_boolean (value);
+      break;
+    case PROP_POST_MESSAGES:
+      s->post_messages = g_value_get_boolean (value);
+      break;
+    case PROP_PROGRESS_INTERVAL:
+      s->progress_interval = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_landmark_shoot_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (object);
+  GstLandmarkShootSettings *s = &self->settings;
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_TEMPLATE_LOCATION:
+      g_value_set_string (value, s->template_location);
+      break;
+    case PROP_EXTRA_LOCATION:
+      g_value_set_string (value, s->extra_location);
+      break;
+    case PROP_SIGMA:
+      g_value_set_double (value, s->sigma);
+      break;
+    case PROP_TIME_STEPS:
+      g_value_set_int (value, s->time_steps);
+      break;
+    case PROP_LAMBDA:
+      g_value_set_double (value, s->lambda);
+      break;
+    case PROP_MAX_ITERATIONS:
+      g_value_set_uint (value, s->max_iterations);
+      break;
+    case PROP_GRADIENT_TOLERANCE:
+      g_value_set_double (value, s->gradient_tolerance);
+      break;
+    case PROP_FUNCTION_TOLERANCE:
+      g_value_set_double (value, s->function_tolerance);
+      break;
+    case PROP_INTEGRATOR:
+      g_value_set_enum (value, s->integrator);
+      break;
+    case PROP_PRECISION:
+      g_value_set_enum (value, s->precision);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum (value, s->backend);
+      break;
+    case PROP_CUDA_DEVICE_ID:
+      g_value_set_int (value, s->cuda_device_id);
+      break;
+    case PROP_OUTPUT:
+      g_value_set_enum (value, s->output);
+      break;
+    case PROP_WARM_START:
+      g_value_set_boolean (value, s->warm_start);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, s->post_messages);
+      break;
+    case PROP_PROGRESS_INTERVAL:
+      g_value_set_uint (value, s->progress_interval);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_landmark_shoot_finalize (GObject * object)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (object);
+  release_resources (self);
+  g_free (self->settings.template_location);
+  g_free (self->settings.extra_location);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_landmark_shoot_class_init (GstLandmarkShootClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  const GParamFlags rw_ready = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw_playing = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_PLAYING;
+
+  gobject_class->set_property = gst_landmark_shoot_set_property;
+  gobject_class->get_property = gst_landmark_shoot_get_property;
+  gobject_class->finalize = gst_landmark_shoot_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_TEMPLATE_LOCATION,
+      g_param_spec_string ("template-location", "Template location",
+          "Template landmark file (CSV/whitespace text, PLY ASCII or legacy VTK, as "
+          "pointsetparse reads): the points shot onto every target", NULL, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_SIGMA,
+      g_param_spec_double ("sigma", "Sigma",
+          "Kernel width in coordinate units: g(r) = exp(-r^2 / (2 sigma^2))",
+          1e-9, G_MAXDOUBLE, DEFAULT_SIGMA, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_TIME_STEPS,
+      g_param_spec_int ("time-steps", "Time steps",
+          "Time points T of the geodesic over [0, 1], both ends included "
+          "(T - 1 integration steps of 1/(T - 1))", 2, 100000, DEFAULT_TIME_STEPS,
+          rw_ready));
+  g_object_class_install_property (gobject_class, PROP_LAMBDA,
+      g_param_spec_double ("lambda", "Lambda",
+          "Weight of the mismatch: loss = H(q0, p0) + lambda / 2 sum |q(1) - target|^2",
+          1e-12, G_MAXDOUBLE, DEFAULT_LAMBDA, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_MAX_ITERATIONS,
+      g_param_spec_uint ("max-iterations", "Maximum iterations",
+          "L-BFGS iterations per target at most (0 = until a tolerance is met)",
+          0, G_MAXINT, DEFAULT_MAX_ITERATIONS, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_GRADIENT_TOLERANCE,
+      g_param_spec_double ("gradient-tolerance", "Gradient tolerance",
+          "Stop when the gradient norm falls below this fraction of its initial value "
+          "(0 = off)", 0.0, 1.0, DEFAULT_GRADIENT_TOLERANCE, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_FUNCTION_TOLERANCE,
+      g_param_spec_double ("function-tolerance", "Function tolerance",
+          "Stop when the loss decreased by less than this fraction over the last 5 "
+          "iterations (0 = off)", 0.0, 1.0, DEFAULT_FUNCTION_TOLERANCE, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_INTEGRATOR,
+      g_param_spec_enum ("integrator", "Integrator", "Time integration of the geodesic",
+          GST_TYPE_LANDMARK_SHOOT_INTEGRATOR, DEFAULT_INTEGRATOR, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_PRECISION,
+      g_param_spec_enum ("precision", "Precision", "Arithmetic of the pair sums",
+          GST_TYPE_LANDMARK_SHOOT_PRECISION, DEFAULT_PRECISION, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_BACKEND,
+      g_param_spec_enum ("backend", "Backend", "Where the shooting runs",
+          GST_TYPE_GEOREG_BACKEND, DEFAULT_BACKEND, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
+      g_param_spec_int ("cuda-device-id", "CUDA device id",
+          "CUDA device to use (-1 = any)", -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
+          rw_ready));
+  g_object_class_install_property (gobject_class, PROP_EXTRA_LOCATION,
+      g_param_spec_string ("extra-location", "Extra points location",
+          "Optional point file (mesh vertices, a grid, ...) carried along the same "
+          "geodesic by the interpolated velocity v(x, t) = sum_l g(|q_l - x|) p_l(t); "
+          "see output", NULL, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_OUTPUT,
+      g_param_spec_enum ("output", "Output",
+          "What the output buffer holds", GST_TYPE_LANDMARK_SHOOT_OUTPUT,
+          DEFAULT_OUTPUT, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_WARM_START,
+      g_param_spec_boolean ("warm-start", "Warm start",
+          "Start each target from the previous target's momentum instead of zero "
+          "(for sequences of similar targets)", DEFAULT_WARM_START, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post an element message 'landmarkshoot' per target", DEFAULT_POST_MESSAGES,
+          rw_playing));
+  g_object_class_install_property (gobject_class, PROP_PROGRESS_INTERVAL,
+      g_param_spec_uint ("progress-interval", "Progress interval",
+          "Post a GST_MESSAGE_PROGRESS every this many iterations (0 = only at the "
+          "start and the end)", 0, G_MAXINT, DEFAULT_PROGRESS_INTERVAL, rw_playing));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Landmark geodesic shooting", "Filter/Analyzer",
+      "Diffeomorphic landmark matching (Hamiltonian LDDMM): finds the initial momentum "
+      "whose geodesic flow carries the template-location landmarks onto each incoming "
+      "target point set (same count, matched by index), by L-BFGS on kinetic energy + "
+      "lambda x mismatch with exact adjoint gradients, on CUDA or multi-threaded CPU. "
+      "Outputs the shot template with a GstLandmarkShootMeta (momentum, energy, "
+      "mismatch, iterations, convergence) and a 'landmarkshoot' message",
+      "georeg developers");
+
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_landmark_shoot_change_state);
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_landmark_shoot_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_landmark_shoot_stop);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_landmark_shoot_set_caps);
+  trans_class->transform_size = GST_DEBUG_FUNCPTR (gst_landmark_shoot_transform_size);
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_landmark_shoot_transform);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_landmark_shoot_sink_event);
+  trans_class->passthrough_on_same_caps = FALSE;
+
+  gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_LANDMARK_SHOOT_INTEGRATOR, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_LANDMARK_SHOOT_PRECISION, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_LANDMARK_SHOOT_OUTPUT, 0);
+  GST_DEBUG_CATEGORY_INIT (gst_landmark_shoot_debug, "landmarkshoot", 0,
+      "landmark geodesic shooting");
+}
+
+static void
+gst_landmark_shoot_init (GstLandmarkShoot * self)
+{
+  GstLandmarkShootSettings *s = &self->settings;
+  s->sigma = DEFAULT_SIGMA;
+  s->time_steps = DEFAULT_TIME_STEPS;
+  s->lambda = DEFAULT_LAMBDA;
+  s->max_iterations = DEFAULT_MAX_ITERATIONS;
+  s->gradient_tolerance = DEFAULT_GRADIENT_TOLERANCE;
+  s->function_tolerance = DEFAULT_FUNCTION_TOLERANCE;
+  s->integrator = DEFAULT_INTEGRATOR;
+  s->precision = DEFAULT_PRECISION;
+  s->backend = DEFAULT_BACKEND;
+  s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
+  s->output = DEFAULT_OUTPUT;
+  s->warm_start = DEFAULT_WARM_START;
+  s->post_messages = DEFAULT_POST_MESSAGES;
+  s->progress_interval = DEFAULT_PROGRESS_INTERVAL;
+}

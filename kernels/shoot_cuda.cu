@@ -1,0 +1,1036 @@
+/* Geodesic shooting: the CUDA backend (see shoot.h for the maths, shoot.c for the
+ * CPU twin that these kernels must agree with).
+ *
+ * Matrix-free and fused: one kernel per time step evaluates every pair sum the step
+ * needs (Hp and Hq forward; the four adjoint products backward) and applies the
+ * step's update in its epilogue, so a step is one launch and no n x n buffer exists.
+ * Work split: a group of `tpr` threads (32 by default) owns RPT rows and strides over
+ * j; the block stages 256 j points at a time in shared memory (double-buffered with
+ * cp.async in float32 mode) for all its groups.  Each thread keeps float32 partial
+ * sums over one tile and adds them into float64 accumulators, which are reduced in a
+ * fixed order (warp shuffles, then shared memory), so results are deterministic.
+ * Integration states (q, p), the adjoint and the loss are float64; the kernels read
+ * float32 copies of them for the pair arithmetic (float64 copies in float64 mode).
+ * One evaluation = H2D copy of p0, 2 (T-1) step kernels (4 (T-1) for Ralston), a
+ * one-block loss kernel and a D2H copy, captured once into a CUDA graph and replayed:
+ * no allocation and no host synchronization between the steps.  The variant choice
+ * (rows per thread, tiling, group size) is in gr_shoot_cuda_new.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <cuda_runtime.h>
+#include <cuda_pipeline.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shoot_cuda.h"
+
+#define CUTOFF 60.0           /* same as GR_SHOOT_CUTOFF in shoot.c */
+#define BLOCK 256
+#define CH 8
+
+template <typename S> struct alignas (4 * sizeof (S)) V4 {
+  S x, y, z, w;
+};
+
+template <typename S> __device__ __forceinline__ S
+cget (const V4<S> &v, int d)
+{
+  return d == 0 ? v.x : (d == 1 ? v.y : v.z);
+}
+
+template <typename S> __device__ __forceinline__ void
+cset (V4<S> &v, int d, S val)
+{
+  if (d == 0) v.x = val;
+  else if (d == 1) v.y = val;
+  else v.z = val;
+}
+
+template <typename S> __device__ __forceinline__ V4<S>
+zero4 ()
+{
+  V4<S> v;
+  v.x = v.y = v.z = v.w = (S) 0;
+  return v;
+}
+
+template <typename S> __device__ __forceinline__ V4<S>
+conv4 (const V4<double> &a)
+{
+  V4<S> v;
+  v.x = (S) a.x;
+  v.y = (S) a.y;
+  v.z = (S) a.z;
+  v.w = (S) 0;
+  return v;
+}
+
+/* g = exp(-k r^2).  float: kl = -k log2(e) and the hardware ex2.approx (relative error
+ * < 2^-22; results below 2^-126 flush to 0, which replaces the CPU's cutoff: both drop
+ * terms < 1e-26 of the g_ii = 1 term).  double: kl = -k, exp, 0 beyond the cutoff. */
+__device__ __forceinline__ float
+gexp (float r2, float kl, float r2cut)
+{
+  float y;
+  asm ("ex2.approx.ftz.f32 %0, %1;" : "=f" (y) : "f" (r2 * kl));
+  return y;
+}
+
+__device__ __forceinline__ double
+gexp (double r2, double kl, double r2cut)
+{
+  return r2 > r2cut ? 0.0 : exp (r2 * kl);
+}
+
+/* Stages BLOCK points of NA arrays, from base, into shared memory asynchronously
+ * (cp.async on sm_80+); always commits a batch, possibly empty. */
+template <typename S, int NA>
+__device__ __forceinline__ void
+stage_tile (V4<S> (*buf)[BLOCK], const V4<S> *const *src, int base, int n)
+{
+  const int jj = base + threadIdx.x;
+  if (jj < n) {
+#pragma unroll
+    for (int a = 0; a < NA; a++)
+      __pipeline_memcpy_async (&buf[a][threadIdx.x], &src[a][jj], sizeof (V4<S>));
+  }
+  __pipeline_commit ();
+}
+
+template <typename S> struct Bufs {
+  int n, T;
+  double dt, k, c, lambda;
+  S kl, r2cut;
+  V4<S> *xq_s, *xp_s;           /* [T][n] pair copies of the states */
+  V4<double> *xq_d, *xp_d;      /* [T][n] states */
+  V4<S> *yq_s, *yp_s;           /* [T-1][n] Ralston stage states */
+  V4<double> *k1q, *k1p;        /* [n] Ralston first-stage derivatives */
+  V4<double> *hp0;              /* [n] Hp(q0, p0) */
+  double *erow;                 /* [n] p0_i . Hp_i */
+  V4<double> *tgt;              /* [n] */
+  V4<double> *La_d, *Lb_d;      /* [n] adjoint */
+  V4<S> *La_s, *Lb_s;           /* [2][n] its pair copies (ping-pong) */
+  V4<double> *mua, *mub;        /* [n] Ralston */
+  V4<S> *wa_s, *wb_s;           /* [n] Ralston */
+  double *p0_in;                /* [n * D] point-major */
+  double *grad_out;             /* [n * D] point-major */
+  double *scal;                 /* loss, kinetic, mismatch */
+};
+
+enum { F_EULER = 0, F_RAL1 = 1, F_RAL2 = 2 };
+enum { B_EULER = 0, B_RAL1 = 1, B_RAL2 = 2 };
+
+/* Sums NA doubles per row over the tpr threads of a group; the result is valid in the
+ * group's first thread.  Every thread of the block must call it. */
+template <int NA>
+__device__ __forceinline__ void
+group_reduce (double *acc, int tpr, double *red)
+{
+#pragma unroll
+  for (int a = 0; a < NA; a++) {
+    double v = acc[a];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+      v += __shfl_xor_sync (0xffffffffu, v, off);
+    acc[a] = v;
+  }
+  if (tpr > 32) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0)
+#pragma unroll
+      for (int a = 0; a < NA; a++)
+        red[warp * NA + a] = acc[a];
+    __syncthreads ();
+    if ((threadIdx.x % tpr) == 0) {
+      const int w0 = warp, nw = tpr >> 5;
+#pragma unroll
+      for (int a = 0; a < NA; a++) {
+        double v = red[w0 * NA + a];
+        for (int w = 1; w < nw; w++)
+          v += red[(w0 + w) * NA + a];
+        acc[a] = v;
+      }
+    }
+  }
+}
+
+/* ---- forward step ------------------------------------------------------------------ */
+
+template <typename S, int D, int RPT, int MODE, int TILED>
+__global__ void __launch_bounds__ (BLOCK)
+k_forward (Bufs<S> b, int t, int tpr)
+{
+  __shared__ double red[(BLOCK / 32) * RPT * 2 * D];
+  const int n = b.n;
+  const int group = threadIdx.x / tpr, lane = threadIdx.x % tpr;
+  const int row0 = (blockIdx.x * (BLOCK / tpr) + group) * RPT;
+  const V4<S> *__restrict__ Q = (MODE == F_RAL2 ? b.yq_s : b.xq_s) + (size_t) t * n;
+  const V4<S> *__restrict__ P = (MODE == F_RAL2 ? b.yp_s : b.xp_s) + (size_t) t * n;
+
+  S qi[RPT][D], pi[RPT][D];
+#pragma unroll
+  for (int r = 0; r < RPT; r++) {
+    int i = min (row0 + r, n - 1);
+    V4<S> a = Q[i], c = P[i];
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      qi[r][d] = cget (a, d);
+      pi[r][d] = cget (c, d);
+    }
+  }
+  /* acc[r][0..D-1] = sum g p_j; acc[r][D..2D-1] = sum g (p_i.p_j) dq */
+  double acc[RPT * 2 * D];
+  S part[RPT * 2 * D];
+#pragma unroll
+  for (int a = 0; a < RPT * 2 * D; a++) {
+    acc[a] = 0.0;
+    part[a] = (S) 0;
+  }
+  auto body = [&] (const V4<S> &qj, const V4<S> &pj) {
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+      S dq[D], r2 = 0, pp = 0;
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        dq[d] = qi[r][d] - cget (qj, d);
+        r2 += dq[d] * dq[d];
+        pp += pi[r][d] * cget (pj, d);
+      }
+      S g = gexp (r2, b.kl, b.r2cut);
+      S gp = g * pp;
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        part[r * 2 * D + d] += g * cget (pj, d);
+        part[r * 2 * D + D + d] += gp * dq[d];
+      }
+    }
+  };
+  auto flush = [&] () {
+#pragma unroll
+    for (int a = 0; a < RPT * 2 * D; a++) {
+      acc[a] += (double) part[a];
+      part[a] = (S) 0;
+    }
+  };
+  if constexpr (TILED == 0) {
+    for (int j = lane; j < n;) {
+#pragma unroll 2
+      for (int ch = 0; ch < CH && j < n; ch++, j += tpr)
+        body (Q[j], P[j]);
+      flush ();
+    }
+  } else if constexpr (TILED == 2 && sizeof (S) == sizeof (float)) {
+    /* double-buffered tiles: the next BLOCK points load (cp.async) while this tile's
+     * are summed */
+    __shared__ V4<S> sb[2][2][BLOCK];
+    const V4<S> *src[2] = { Q, P };
+    stage_tile<S, 2> (sb[0], src, 0, n);
+    int cur = 0;
+    for (int base = 0; base < n; base += BLOCK, cur ^= 1) {
+      stage_tile<S, 2> (sb[cur ^ 1], src, base + BLOCK, n);
+      __pipeline_wait_prior (1);
+      __syncthreads ();
+      const int cnt = min (BLOCK, n - base);
+#pragma unroll 4
+      for (int k = lane; k < cnt; k += tpr)
+        body (sb[cur][0][k], sb[cur][1][k]);
+      flush ();
+      __syncthreads ();
+    }
+  } else {
+    /* the block stages BLOCK points at a time in shared memory; every group reads them */
+    __shared__ V4<S> sQ[BLOCK], sP[BLOCK];
+    for (int base = 0; base < n; base += BLOCK) {
+      const int jj = base + threadIdx.x;
+      if (jj < n) {
+        sQ[threadIdx.x] = Q[jj];
+        sP[threadIdx.x] = P[jj];
+      }
+      __syncthreads ();
+      const int cnt = min (BLOCK, n - base);
+#pragma unroll 4
+      for (int k = lane; k < cnt; k += tpr)
+        body (sQ[k], sP[k]);
+      flush ();
+      __syncthreads ();
+    }
+  }
+  group_reduce<RPT * 2 * D> (acc, tpr, red);
+  if (lane != 0)
+    return;
+
+  const double dt = b.dt;
+#pragma unroll
+  for (int r = 0; r < RPT; r++) {
+    const int i = row0 + r;
+    if (i >= n)
+      break;
+    double hp[D], hq[D];
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      hp[d] = acc[r * 2 * D + d];
+      hq[d] = b.c * acc[r * 2 * D + D + d];
+    }
+    const size_t cur = (size_t) t * n + i, nxt = cur + n;
+    const V4<double> xq = b.xq_d[cur], xp = b.xp_d[cur];
+    if (MODE != F_RAL2 && t == 0) {
+      V4<double> h = zero4<double> ();
+      double e = 0.0;
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        cset (h, d, hp[d]);
+        e += cget (xp, d) * hp[d];
+      }
+      b.hp0[i] = h;
+      b.erow[i] = e;
+    }
+    if (MODE == F_EULER) {
+      V4<double> nq = zero4<double> (), np = zero4<double> ();
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        cset (nq, d, cget (xq, d) + dt * hp[d]);
+        cset (np, d, cget (xp, d) - dt * hq[d]);
+      }
+      b.xq_d[nxt] = nq;
+      b.xp_d[nxt] = np;
+      b.xq_s[nxt] = conv4<S> (nq);
+      b.xp_s[nxt] = conv4<S> (np);
+    } else if (MODE == F_RAL1) {
+      const double h = 2.0 / 3.0 * dt;
+      V4<double> k1q = zero4<double> (), k1p = zero4<double> ();
+      V4<double> yq = zero4<double> (), yp = zero4<double> ();
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        cset (k1q, d, hp[d]);
+        cset (k1p, d, -hq[d]);
+        cset (yq, d, cget (xq, d) + h * hp[d]);
+        cset (yp, d, cget (xp, d) - h * hq[d]);
+      }
+      b.k1q[i] = k1q;
+      b.k1p[i] = k1p;
+      b.yq_s[cur] = conv4<S> (yq);
+      b.yp_s[cur] = conv4<S> (yp);
+    } else {
+      const V4<double> k1q = b.k1q[i], k1p = b.k1p[i];
+      V4<double> nq = zero4<double> (), np = zero4<double> ();
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        cset (nq, d, cget (xq, d) + dt * (0.25 * cget (k1q, d) + 0.75 * hp[d]));
+        cset (np, d, cget (xp, d) + dt * (0.25 * cget (k1p, d) - 0.75 * hq[d]));
+      }
+      b.xq_d[nxt] = nq;
+      b.xp_d[nxt] = np;
+      b.xq_s[nxt] = conv4<S> (nq);
+      b.xp_s[nxt] = conv4<S> (np);
+    }
+  }
+}
+
+/* ---- backward step ------------------------------------------------------------------ */
+
+template <typename S, int D, int RPT, int MODE, int TILED>
+__global__ void __launch_bounds__ (BLOCK)
+k_backward (Bufs<S> b, int t, int tpr, int rbuf)
+{
+  __shared__ double red[(BLOCK / 32) * RPT * 2 * D];
+  const int n = b.n;
+  const int group = threadIdx.x / tpr, lane = threadIdx.x % tpr;
+  const int row0 = (blockIdx.x * (BLOCK / tpr) + group) * RPT;
+  const size_t off = (size_t) t * n;
+  const V4<S> *__restrict__ Q = (MODE == B_RAL1 ? b.yq_s : b.xq_s) + off;
+  const V4<S> *__restrict__ P = (MODE == B_RAL1 ? b.yp_s : b.xp_s) + off;
+  const V4<S> *__restrict__ A = MODE == B_RAL2 ? b.wa_s : b.La_s + (size_t) rbuf * n;
+  const V4<S> *__restrict__ B = MODE == B_RAL2 ? b.wb_s : b.Lb_s + (size_t) rbuf * n;
+  const S c = (S) b.c;
+
+  S qi[RPT][D], pi[RPT][D], ai[RPT][D], bi[RPT][D];
+#pragma unroll
+  for (int r = 0; r < RPT; r++) {
+    int i = min (row0 + r, n - 1);
+    V4<S> v0 = Q[i], v1 = P[i], v2 = A[i], v3 = B[i];
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      qi[r][d] = cget (v0, d);
+      pi[r][d] = cget (v1, d);
+      ai[r][d] = cget (v2, d);
+      bi[r][d] = cget (v3, d);
+    }
+  }
+  /* acc[r][0..D-1]: sum g [(A - c P s) dq - P db]  (times c: ra)
+   * acc[r][D..2D-1]: sum g [a_j - c s p_j]           (rb) */
+  double acc[RPT * 2 * D];
+  S part[RPT * 2 * D];
+#pragma unroll
+  for (int a = 0; a < RPT * 2 * D; a++) {
+    acc[a] = 0.0;
+    part[a] = (S) 0;
+  }
+  auto body = [&] (const V4<S> &qj, const V4<S> &pj, const V4<S> &aj, const V4<S> &bj) {
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+      S dq[D], db[D], r2 = 0, Ad = 0, Pd = 0, s = 0;
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        dq[d] = qi[r][d] - cget (qj, d);
+        db[d] = bi[r][d] - cget (bj, d);
+        r2 += dq[d] * dq[d];
+        Ad += ai[r][d] * cget (pj, d) + cget (aj, d) * pi[r][d];
+        Pd += pi[r][d] * cget (pj, d);
+        s += dq[d] * db[d];
+      }
+      S g = gexp (r2, b.kl, b.r2cut);
+      S c1 = g * (Ad - c * Pd * s), c2 = g * Pd, c4 = -c * g * s;
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        part[r * 2 * D + d] += c1 * dq[d] - c2 * db[d];
+        part[r * 2 * D + D + d] += g * cget (aj, d) + c4 * cget (pj, d);
+      }
+    }
+  };
+  auto flush = [&] () {
+#pragma unroll
+    for (int a = 0; a < RPT * 2 * D; a++) {
+      acc[a] += (double) part[a];
+      part[a] = (S) 0;
+    }
+  };
+  if constexpr (TILED == 0) {
+    for (int j = lane; j < n;) {
+#pragma unroll 2
+      for (int ch = 0; ch < CH && j < n; ch++, j += tpr)
+        body (Q[j], P[j], A[j], B[j]);
+      flush ();
+    }
+  } else if constexpr (TILED == 2 && sizeof (S) == sizeof (float)) {
+    __shared__ V4<S> sb[2][4][BLOCK];
+    const V4<S> *src[4] = { Q, P, A, B };
+    stage_tile<S, 4> (sb[0], src, 0, n);
+    int cur = 0;
+    for (int base = 0; base < n; base += BLOCK, cur ^= 1) {
+      stage_tile<S, 4> (sb[cur ^ 1], src, base + BLOCK, n);
+      __pipeline_wait_prior (1);
+      __syncthreads ();
+      const int cnt = min (BLOCK, n - base);
+#pragma unroll 4
+      for (int k = lane; k < cnt; k += tpr)
+        body (sb[cur][0][k], sb[cur][1][k], sb[cur][2][k], sb[cur][3][k]);
+      flush ();
+      __syncthreads ();
+    }
+  } else {
+    __shared__ V4<S> sQ[BLOCK], sP[BLOCK], sA[BLOCK], sB[BLOCK];
+    for (int base = 0; base < n; base += BLOCK) {
+      const int jj = base + threadIdx.x;
+      if (jj < n) {
+        sQ[threadIdx.x] = Q[jj];
+        sP[threadIdx.x] = P[jj];
+        sA[threadIdx.x] = A[jj];
+        sB[threadIdx.x] = B[jj];
+      }
+      __syncthreads ();
+      const int cnt = min (BLOCK, n - base);
+#pragma unroll 4
+      for (int k = lane; k < cnt; k += tpr)
+        body (sQ[k], sP[k], sA[k], sB[k]);
+      flush ();
+      __syncthreads ();
+    }
+  }
+  group_reduce<RPT * 2 * D> (acc, tpr, red);
+  if (lane != 0)
+    return;
+
+  const double dt = b.dt;
+#pragma unroll
+  for (int r = 0; r < RPT; r++) {
+    const int i = row0 + r;
+    if (i >= n)
+      break;
+    double ra[D], rb[D];
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      ra[d] = b.c * acc[r * 2 * D + d];
+      rb[d] = acc[r * 2 * D + D + d];
+    }
+    V4<double> la = b.La_d[i], lb = b.Lb_d[i];
+    if (MODE == B_RAL1) {
+      const double h = 0.75 * dt;
+      V4<double> ma = zero4<double> (), mb = zero4<double> ();
+      V4<double> wa = zero4<double> (), wb = zero4<double> ();
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        cset (ma, d, h * ra[d]);
+        cset (mb, d, h * rb[d]);
+        cset (wa, d, 0.25 * dt * cget (la, d) + 2.0 / 3.0 * dt * h * ra[d]);
+        cset (wb, d, 0.25 * dt * cget (lb, d) + 2.0 / 3.0 * dt * h * rb[d]);
+      }
+      b.mua[i] = ma;
+      b.mub[i] = mb;
+      b.wa_s[i] = conv4<S> (wa);
+      b.wb_s[i] = conv4<S> (wb);
+      continue;
+    }
+    if (MODE == B_EULER) {
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        cset (la, d, cget (la, d) + dt * ra[d]);
+        cset (lb, d, cget (lb, d) + dt * rb[d]);
+      }
+    } else {
+      const V4<double> ma = b.mua[i], mb = b.mub[i];
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        cset (la, d, cget (la, d) + cget (ma, d) + ra[d]);
+        cset (lb, d, cget (lb, d) + cget (mb, d) + rb[d]);
+      }
+    }
+    b.La_d[i] = la;
+    b.Lb_d[i] = lb;
+    const int wbuf = MODE == B_EULER ? 1 - rbuf : 0;
+    b.La_s[(size_t) wbuf * n + i] = conv4<S> (la);
+    b.Lb_s[(size_t) wbuf * n + i] = conv4<S> (lb);
+    if (t == 0) {
+      const V4<double> h = b.hp0[i];
+#pragma unroll
+      for (int d = 0; d < D; d++)
+        b.grad_out[(size_t) i * D + d] = cget (lb, d) + cget (h, d);
+    }
+  }
+}
+
+/* ---- small kernels ----------------------------------------------------------------- */
+
+template <typename S, int D>
+__global__ void
+k_init (Bufs<S> b)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= b.n)
+    return;
+  V4<double> p = zero4<double> ();
+#pragma unroll
+  for (int d = 0; d < D; d++)
+    cset (p, d, b.p0_in[(size_t) i * D + d]);
+  b.xp_d[i] = p;
+  b.xp_s[i] = conv4<S> (p);
+}
+
+/* One block: mismatch, kinetic energy and loss in float64 (fixed-order reduction), and
+ * the adjoint's terminal value lambda (q(1) - target). */
+template <typename S, int D>
+__global__ void __launch_bounds__ (1024)
+k_terminal (Bufs<S> b)
+{
+  __shared__ double sm[1024], se[1024];
+  const int n = b.n;
+  const V4<double> *qT = b.xq_d + (size_t) (b.T - 1) * n;
+  double m = 0.0, e = 0.0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    V4<double> q = qT[i], tg = b.tgt[i], a = zero4<double> ();
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      double r = cget (q, d) - cget (tg, d);
+      m += r * r;
+      cset (a, d, b.lambda * r);
+    }
+    e += b.erow[i];
+    b.La_d[i] = a;
+    b.Lb_d[i] = zero4<double> ();
+    b.La_s[i] = conv4<S> (a);
+    b.Lb_s[i] = zero4<S> ();
+  }
+  sm[threadIdx.x] = m;
+  se[threadIdx.x] = e;
+  __syncthreads ();
+  for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+    if ((int) threadIdx.x < h) {
+      sm[threadIdx.x] += sm[threadIdx.x + h];
+      se[threadIdx.x] += se[threadIdx.x + h];
+    }
+    __syncthreads ();
+  }
+  if (threadIdx.x == 0) {
+    b.scal[0] = 0.5 * se[0] + 0.5 * b.lambda * sm[0];
+    b.scal[1] = 0.5 * se[0];
+    b.scal[2] = sm[0];
+  }
+}
+
+/* ---- host side ------------------------------------------------------------------- */
+
+struct GrShootCuda {
+  GrShootParams p;
+  int dev, sms;
+  int n, D, T;
+  size_t es;                    /* sizeof (S) */
+  int tpr, rpt;                 /* threads per row group, rows per thread */
+  int tiled;                    /* j points staged in shared memory: 0 no, 1 one
+                                 * buffer, 2 double-buffered (cp.async) */
+  cudaStream_t stream;
+  cudaGraphExec_t exec;
+  void *arena;
+  double *h_p0, *h_grad, *h_scal;   /* pinned */
+  /* device pointers, stored untyped; Bufs<S> is rebuilt from them */
+  void *xq_s, *xp_s, *yq_s, *yp_s, *La_s, *Lb_s, *wa_s, *wb_s;
+  V4<double> *xq_d, *xp_d, *k1q, *k1p, *hp0, *tgt, *La_d, *Lb_d, *mua, *mub;
+  double *erow, *p0_in, *grad_out, *scal;
+};
+
+static void
+set_err (char *errbuf, size_t errlen, const char *fmt, ...)
+{
+  if (!errbuf || errlen == 0)
+    return;
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (errbuf, errlen, fmt, ap);
+  va_end (ap);
+}
+
+static bool
+ck (cudaError_t e, const char *what, char *errbuf, size_t errlen)
+{
+  if (e == cudaSuccess)
+    return true;
+  set_err (errbuf, errlen, "%s: %s", what, cudaGetErrorString (e));
+  cudaGetLastError ();
+  return false;
+}
+
+template <typename S>
+static Bufs<S>
+make_bufs (const GrShootCuda *c)
+{
+  Bufs<S> b;
+  b.n = c->n;
+  b.T = c->T;
+  b.dt = 1.0 / (c->T - 1);
+  b.k = 1.0 / (2.0 * c->p.sigma * c->p.sigma);
+  b.c = -1.0 / (c->p.sigma * c->p.sigma);
+  b.lambda = c->p.lambda;
+  if (sizeof (S) == sizeof (float))
+    b.kl = (S) (-b.k * 1.4426950408889634);
+  else
+    b.kl = (S) (-b.k);
+  b.r2cut = (S) (CUTOFF / b.k);
+  b.xq_s = (V4<S> *) c->xq_s;
+  b.xp_s = (V4<S> *) c->xp_s;
+  b.yq_s = (V4<S> *) c->yq_s;
+  b.yp_s = (V4<S> *) c->yp_s;
+  b.La_s = (V4<S> *) c->La_s;
+  b.Lb_s = (V4<S> *) c->Lb_s;
+  b.wa_s = (V4<S> *) c->wa_s;
+  b.wb_s = (V4<S> *) c->wb_s;
+  b.xq_d = c->xq_d;
+  b.xp_d = c->xp_d;
+  b.k1q = c->k1q;
+  b.k1p = c->k1p;
+  b.hp0 = c->hp0;
+  b.erow = c->erow;
+  b.tgt = c->tgt;
+  b.La_d = c->La_d;
+  b.Lb_d = c->Lb_d;
+  b.mua = c->mua;
+  b.mub = c->mub;
+  b.p0_in = c->p0_in;
+  b.grad_out = c->grad_out;
+  b.scal = c->scal;
+  return b;
+}
+
+/* Enqueues one whole evaluation on the stream (captured into the graph). */
+template <typename S, int D, int RPT, int TILED>
+static cudaError_t
+enqueue_eval (GrShootCuda *c)
+{
+  Bufs<S> b = make_bufs<S> (c);
+  const int n = c->n, T = c->T, tpr = c->tpr;
+  const size_t pbytes = sizeof (double) * (size_t) n * D;
+  cudaError_t e = cudaMemcpyAsync (c->p0_in, c->h_p0, pbytes, cudaMemcpyHostToDevice,
+      c->stream);
+  if (e != cudaSuccess)
+    return e;
+  k_init<S, D><<<(n + 255) / 256, 256, 0, c->stream>>> (b);
+  const int rows_per_block = (BLOCK / tpr) * RPT;
+  const int grid = (n + rows_per_block - 1) / rows_per_block;
+  const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
+  for (int t = 0; t + 1 < T; t++) {
+    if (!ral) {
+      k_forward<S, D, RPT, F_EULER, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr);
+    } else {
+      k_forward<S, D, RPT, F_RAL1, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr);
+      k_forward<S, D, RPT, F_RAL2, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr);
+    }
+  }
+  k_terminal<S, D><<<1, 1024, 0, c->stream>>> (b);
+  for (int t = T - 2; t >= 0; t--) {
+    if (!ral) {
+      int rbuf = (T - 2 - t) & 1;
+      k_backward<S, D, RPT, B_EULER, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr, rbuf);
+    } else {
+      k_backward<S, D, RPT, B_RAL1, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr, 0);
+      k_backward<S, D, RPT, B_RAL2, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr, 0);
+    }
+  }
+  e = cudaGetLastError ();
+  if (e != cudaSuccess)
+    return e;
+  e = cudaMemcpyAsync (c->h_grad, c->grad_out, pbytes, cudaMemcpyDeviceToHost, c->stream);
+  if (e != cudaSuccess)
+    return e;
+  return cudaMemcpyAsync (c->h_scal, c->scal, 4 * sizeof (double), cudaMemcpyDeviceToHost,
+      c->stream);
+}
+
+template <typename S, int RPT, int TILED>
+static cudaError_t
+enqueue_dim (GrShootCuda *c)
+{
+  return c->D == 3 ? enqueue_eval<S, 3, RPT, TILED> (c) : enqueue_eval<S, 2, RPT, TILED> (c);
+}
+
+template <typename S, int RPT>
+static cudaError_t
+enqueue_tiled (GrShootCuda *c)
+{
+  switch (c->tiled) {
+    case 0: return enqueue_dim<S, RPT, 0> (c);
+    case 1: return enqueue_dim<S, RPT, 1> (c);
+    default: return enqueue_dim<S, RPT, 2> (c);
+  }
+}
+
+static cudaError_t
+enqueue_dispatch (GrShootCuda *c)
+{
+  if (c->p.precision == GR_SHOOT_FLOAT64)
+    return c->tiled ? enqueue_dim<double, 1, 1> (c) : enqueue_dim<double, 1, 0> (c);
+  return c->rpt == 1 ? enqueue_tiled<float, 1> (c) : enqueue_tiled<float, 2> (c);
+}
+
+/* Resident blocks per SM of the chosen backward kernel (the one that limits). */
+template <typename S, int RPT, int TILED>
+static int
+occupancy_of (int D)
+{
+  int nb = 0;
+  cudaError_t e = D == 3
+      ? cudaOccupancyMaxActiveBlocksPerMultiprocessor (&nb,
+      k_backward<S, 3, RPT, B_EULER, TILED>, BLOCK, 0)
+      : cudaOccupancyMaxActiveBlocksPerMultiprocessor (&nb,
+      k_backward<S, 2, RPT, B_EULER, TILED>, BLOCK, 0);
+  cudaGetLastError ();
+  return e == cudaSuccess && nb > 0 ? nb : 2;
+}
+
+template <int RPT>
+static int
+occupancy_float (const GrShootCuda *c)
+{
+  switch (c->tiled) {
+    case 0: return occupancy_of<float, RPT, 0> (c->D);
+    case 1: return occupancy_of<float, RPT, 1> (c->D);
+    default: return occupancy_of<float, RPT, 2> (c->D);
+  }
+}
+
+static int
+occupancy (const GrShootCuda *c)
+{
+  if (c->p.precision == GR_SHOOT_FLOAT64)
+    return c->tiled ? occupancy_of<double, 1, 1> (c->D) : occupancy_of<double, 1, 0> (c->D);
+  return c->rpt == 1 ? occupancy_float<1> (c) : occupancy_float<2> (c);
+}
+
+static size_t
+align_up (size_t x)
+{
+  return (x + 255) & ~(size_t) 255;
+}
+
+extern "C" void
+gr_shoot_cuda_free (GrShootCuda *c)
+{
+  if (!c)
+    return;
+  cudaSetDevice (c->dev);
+  if (c->exec)
+    cudaGraphExecDestroy (c->exec);
+  if (c->stream)
+    cudaStreamDestroy (c->stream);
+  cudaFree (c->arena);
+  cudaFreeHost (c->h_p0);
+  cudaFreeHost (c->h_grad);
+  cudaFreeHost (c->h_scal);
+  cudaGetLastError ();
+  free (c);
+}
+
+extern "C" GrShootCuda *
+gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t desclen,
+    char *errbuf, size_t errlen)
+{
+  GrShootCuda *c = (GrShootCuda *) calloc (1, sizeof *c);
+  if (!c) {
+    set_err (errbuf, errlen, "out of memory");
+    return NULL;
+  }
+  c->p = *params;
+  c->dev = device;
+  c->n = (int) params->n;
+  c->D = params->dim;
+  c->T = params->time_points;
+  c->es = params->precision == GR_SHOOT_FLOAT32 ? sizeof (float) : sizeof (double);
+  if (!ck (cudaSetDevice (device), "cudaSetDevice", errbuf, errlen)) {
+    free (c);
+    return NULL;
+  }
+  cudaDeviceProp prop;
+  if (!ck (cudaGetDeviceProperties (&prop, device), "cudaGetDeviceProperties", errbuf,
+          errlen)) {
+    free (c);
+    return NULL;
+  }
+  c->sms = prop.multiProcessorCount;
+  if (desc)
+    snprintf (desc, desclen, "CUDA device %d: %s (%d SMs)", device, prop.name, c->sms);
+
+  /* Kernel variant, from the measurements in docs/benchmarks-landmarkshoot.md (H200,
+   * n = 500 .. 20,000; other GPUs may prefer others).  float32 mode: j points staged
+   * in shared memory, double-buffered with cp.async; rows per thread and threads per
+   * row group by n: 1 x 64 below 1500, 2 x 32 up to 3000 (the seed's 1847), 1 x 32 up
+   * to 8000, 2 x 32 above (two rows share each j load; one row per thread makes more
+   * groups).  float64 mode: single-buffered tiles, 1 row per thread, and 64 threads
+   * per group when all groups still fit in one wave of resident threads, else 32.
+   * GEOREG_SHOOT_RPT (1, 2), GEOREG_SHOOT_TILED (0 none, 1 single, 2 double buffer)
+   * and GEOREG_SHOOT_TPR (32 .. 256) override the choice, for tuning. */
+  {
+    const bool f32 = params->precision == GR_SHOOT_FLOAT32;
+    const int n = c->n;
+    c->rpt = f32 && ((n >= 1500 && n <= 3000) || n > 8000) ? 2 : 1;
+    c->tiled = f32 ? 2 : 1;
+    const char *ev = getenv ("GEOREG_SHOOT_RPT");
+    if (ev && f32 && (atoi (ev) == 1 || atoi (ev) == 2))
+      c->rpt = atoi (ev);
+    ev = getenv ("GEOREG_SHOOT_TILED");
+    if (ev && *ev && atoi (ev) >= 0 && atoi (ev) <= 2)
+      c->tiled = f32 ? atoi (ev) : (atoi (ev) ? 1 : 0);
+    const int nb = occupancy (c);
+    const long groups = (c->n + c->rpt - 1) / c->rpt;
+    const long wave = (long) c->sms * nb * BLOCK;
+    if (f32)
+      c->tpr = n < 1500 ? 64 : 32;
+    else
+      c->tpr = groups * 64 <= wave ? 64 : 32;
+    ev = getenv ("GEOREG_SHOOT_TPR");
+    if (ev) {
+      int v = atoi (ev);
+      if (v == 32 || v == 64 || v == 128 || v == 256)
+        c->tpr = v;
+    }
+    if (desc)
+      snprintf (desc + strlen (desc), desclen - strlen (desc), ", %d threads x %d rows "
+          "per group%s", c->tpr, c->rpt, c->tiled == 2 ? ", tiles double-buffered"
+          : c->tiled ? ", tiled" : "");
+  }
+
+  const size_t n = c->n, T = c->T, es = c->es;
+  const size_t v4s = 4 * es, v4d = 4 * sizeof (double);
+  const bool ral = params->integrator == GR_SHOOT_RALSTON;
+  struct {
+    void **ptr;
+    size_t bytes;
+  } parts[] = {
+    { &c->xq_s, v4s * T * n }, { &c->xp_s, v4s * T * n },
+    { (void **) &c->xq_d, v4d * T * n }, { (void **) &c->xp_d, v4d * T * n },
+    { &c->yq_s, ral ? v4s * (T - 1) * n : 0 }, { &c->yp_s, ral ? v4s * (T - 1) * n : 0 },
+    { (void **) &c->k1q, ral ? v4d * n : 0 }, { (void **) &c->k1p, ral ? v4d * n : 0 },
+    { (void **) &c->hp0, v4d * n }, { (void **) &c->erow, sizeof (double) * n },
+    { (void **) &c->tgt, v4d * n },
+    { (void **) &c->La_d, v4d * n }, { (void **) &c->Lb_d, v4d * n },
+    { &c->La_s, 2 * v4s * n }, { &c->Lb_s, 2 * v4s * n },
+    { (void **) &c->mua, ral ? v4d * n : 0 }, { (void **) &c->mub, ral ? v4d * n : 0 },
+    { &c->wa_s, ral ? v4s * n : 0 }, { &c->wb_s, ral ? v4s * n : 0 },
+    { (void **) &c->p0_in, sizeof (double) * n * c->D },
+    { (void **) &c->grad_out, sizeof (double) * n * c->D },
+    { (void **) &c->scal, 4 * sizeof (double) },
+  };
+  size_t total = 0;
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    total += align_up (parts[i].bytes);
+  if (!ck (cudaMalloc (&c->arena, total), "cudaMalloc", errbuf, errlen))
+    goto fail;
+  {
+    char *base = (char *) c->arena;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+      *parts[i].ptr = parts[i].bytes ? base : NULL;
+      base += align_up (parts[i].bytes);
+    }
+  }
+  /* zero everything once: the w lanes of the V4s and the unused z of 2-D stay 0 */
+  if (!ck (cudaMemset (c->arena, 0, total), "cudaMemset", errbuf, errlen))
+    goto fail;
+  if (!ck (cudaMallocHost ((void **) &c->h_p0, sizeof (double) * n * c->D),
+          "cudaMallocHost", errbuf, errlen) ||
+      !ck (cudaMallocHost ((void **) &c->h_grad, sizeof (double) * n * c->D),
+          "cudaMallocHost", errbuf, errlen) ||
+      !ck (cudaMallocHost ((void **) &c->h_scal, 4 * sizeof (double)), "cudaMallocHost",
+          errbuf, errlen))
+    goto fail;
+  if (!ck (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking),
+          "cudaStreamCreate", errbuf, errlen))
+    goto fail;
+  {
+    cudaGraph_t graph = NULL;
+    if (!ck (cudaStreamBeginCapture (c->stream, cudaStreamCaptureModeThreadLocal),
+            "cudaStreamBeginCapture", errbuf, errlen))
+      goto fail;
+    cudaError_t e = enqueue_dispatch (c);
+    cudaError_t e2 = cudaStreamEndCapture (c->stream, &graph);
+    if (!ck (e, "kernel launch (capture)", errbuf, errlen) ||
+        !ck (e2, "cudaStreamEndCapture", errbuf, errlen)) {
+      if (graph)
+        cudaGraphDestroy (graph);
+      goto fail;
+    }
+    e = cudaGraphInstantiate (&c->exec, graph, 0);
+    cudaGraphDestroy (graph);
+    if (!ck (e, "cudaGraphInstantiate", errbuf, errlen))
+      goto fail;
+  }
+  return c;
+
+fail:
+  gr_shoot_cuda_free (c);
+  return NULL;
+}
+
+static void
+upload_v4 (const double *pm, int n, int D, V4<double> *tmp)
+{
+  for (int i = 0; i < n; i++) {
+    tmp[i].x = pm[(size_t) i * D];
+    tmp[i].y = pm[(size_t) i * D + 1];
+    tmp[i].z = D == 3 ? pm[(size_t) i * D + 2] : 0.0;
+    tmp[i].w = 0.0;
+  }
+}
+
+extern "C" GrStatus
+gr_shoot_cuda_set_points (GrShootCuda *c, const double *q0, const double *target,
+    char *errbuf, size_t errlen)
+{
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
+    return GR_ERR_CUDA;
+  V4<double> *tmp = (V4<double> *) malloc (sizeof (V4<double>) * c->n);
+  if (!tmp)
+    return GR_ERR_NOMEM;
+  bool ok = true;
+  if (q0) {
+    upload_v4 (q0, c->n, c->D, tmp);
+    ok = ck (cudaMemcpy (c->xq_d, tmp, sizeof (V4<double>) * c->n, cudaMemcpyHostToDevice),
+        "cudaMemcpy", errbuf, errlen);
+    if (ok && c->es == sizeof (float)) {
+      V4<float> *tf = (V4<float> *) tmp;      /* fits: half the size */
+      for (int i = 0; i < c->n; i++) {
+        V4<float> v;
+        v.x = (float) tmp[i].x;
+        v.y = (float) tmp[i].y;
+        v.z = (float) tmp[i].z;
+        v.w = 0.0f;
+        tf[i] = v;
+      }
+      ok = ck (cudaMemcpy (c->xq_s, tf, sizeof (V4<float>) * c->n, cudaMemcpyHostToDevice),
+          "cudaMemcpy", errbuf, errlen);
+    } else if (ok) {
+      ok = ck (cudaMemcpy (c->xq_s, tmp, sizeof (V4<double>) * c->n,
+              cudaMemcpyHostToDevice), "cudaMemcpy", errbuf, errlen);
+    }
+  }
+  if (ok && target) {
+    upload_v4 (target, c->n, c->D, tmp);
+    ok = ck (cudaMemcpy (c->tgt, tmp, sizeof (V4<double>) * c->n, cudaMemcpyHostToDevice),
+        "cudaMemcpy", errbuf, errlen);
+  }
+  free (tmp);
+  return ok ? GR_OK : GR_ERR_CUDA;
+}
+
+extern "C" GrStatus
+gr_shoot_cuda_eval (GrShootCuda *c, const double *p0, double *grad, double out[3],
+    char *errbuf, size_t errlen)
+{
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
+    return GR_ERR_CUDA;
+  const size_t m = (size_t) c->n * c->D;
+  memcpy (c->h_p0, p0, sizeof (double) * m);
+  if (!ck (cudaGraphLaunch (c->exec, c->stream), "cudaGraphLaunch", errbuf, errlen) ||
+      !ck (cudaStreamSynchronize (c->stream), "shooting kernels", errbuf, errlen))
+    return GR_ERR_CUDA;
+  if (grad)
+    memcpy (grad, c->h_grad, sizeof (double) * m);
+  out[0] = c->h_scal[0];
+  out[1] = c->h_scal[1];
+  out[2] = c->h_scal[2];
+  return GR_OK;
+}
+
+/* [slots][n] V4 on the device -> [slots][d][n] on the host */
+static bool
+download_soa (const void *dsrc, size_t es_src, bool to_double, void *dst, int slots,
+    int n, int D, char *errbuf, size_t errlen)
+{
+  size_t bytes = 4 * es_src * (size_t) slots * n;
+  void *tmp = malloc (bytes);
+  if (!tmp) {
+    set_err (errbuf, errlen, "out of memory");
+    return false;
+  }
+  if (!ck (cudaMemcpy (tmp, dsrc, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy", errbuf,
+          errlen)) {
+    free (tmp);
+    return false;
+  }
+  for (size_t s = 0; s < (size_t) slots; s++)
+    for (int i = 0; i < n; i++)
+      for (int d = 0; d < D; d++) {
+        size_t src = (s * n + i) * 4 + d, o = (s * D + d) * n + i;
+        double v = es_src == sizeof (float) ? (double) ((const float *) tmp)[src]
+            : ((const double *) tmp)[src];
+        if (to_double)
+          ((double *) dst)[o] = v;
+        else if (es_src == sizeof (float))
+          ((float *) dst)[o] = (float) v;
+        else
+          ((double *) dst)[o] = v;
+      }
+  free (tmp);
+  return true;
+}
+
+extern "C" GrStatus
+gr_shoot_cuda_trajectory (GrShootCuda *c, double *xq, double *xp, void *xqR, void *xpR,
+    void *yqR, void *ypR, char *errbuf, size_t errlen)
+{
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
+    return GR_ERR_CUDA;
+  const int T = c->T, n = c->n, D = c->D;
+  const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
+  bool ok = true;
+  if (ok && xq)
+    ok = download_soa (c->xq_d, sizeof (double), true, xq, T, n, D, errbuf, errlen);
+  if (ok && xp)
+    ok = download_soa (c->xp_d, sizeof (double), true, xp, T, n, D, errbuf, errlen);
+  if (ok && xqR)
+    ok = download_soa (c->xq_s, c->es, false, xqR, T, n, D, errbuf, errlen);
+  if (ok && xpR)
+    ok = download_soa (c->xp_s, c->es, false, xpR, T, n, D, errbuf, errlen);
+  if (ok && ral && yqR)
+    ok = download_soa (c->yq_s, c->es, false, yqR, T - 1, n, D, errbuf, errlen);
+  if (ok && ral && ypR)
+    ok = download_soa (c->yp_s, c->es, false, ypR, T - 1, n, D, errbuf, errlen);
+  return ok ? GR_OK : GR_ERR_CUDA;
+}

@@ -1,0 +1,40 @@
+/* Internal: the CUDA half of shoot (kernels/shoot_cuda.cu).  Only built when the build
+ * has CUDA; shoot.c dispatches to it.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef GR_SHOOT_CUDA_H
+#define GR_SHOOT_CUDA_H
+
+#include "shoot.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct GrShootCuda GrShootCuda;
+
+/* Allocates every device buffer once (no allocation per evaluation).  desc receives a
+ * description of the device. */
+GrShootCuda *gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc,
+    size_t desclen, char *errbuf, size_t errlen);
+void gr_shoot_cuda_free (GrShootCuda *c);
+
+/* Point-major doubles; either may be NULL (kept as they were). */
+GrStatus gr_shoot_cuda_set_points (GrShootCuda *c, const double *q0,
+    const double *target, char *errbuf, size_t errlen);
+
+/* One evaluation (forward flow, loss, adjoint): out = {loss, kinetic, mismatch};
+ * grad (point-major, may be NULL) receives the gradient on p0. */
+GrStatus gr_shoot_cuda_eval (GrShootCuda *c, const double *p0, double *grad,
+    double out[3], char *errbuf, size_t errlen);
+
+/* The trajectory of the last evaluation, as structure-of-arrays per time point
+ * ([t][d][n]): the float64 states xq, xp (T slots), and the pair copies the kernels
+ * read: xqR/xpR (T slots) and, for Ralston, the stage states yqR/ypR (T-1 slots), of
+ * float in float32 mode and double in float64 mode.  Any pointer may be NULL. */
+GrStatus gr_shoot_cuda_trajectory (GrShootCuda *c, double *xq, double *xp, void *xqR,
+    void *xpR, void *yqR, void *ypR, char *errbuf, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,348 @@
+/* Benchmark of landmark geodesic shooting: the seed's problem (N = 1847 landmarks in
+ * 3-D, T = 40 time points, sigma 1.5, lambda 5e5, 400 L-BFGS iterations) and N from
+ * 500 to 20,000, on the CPU and CUDA backends (float32 with float64 accumulation,
+ * Euler).
+ *
+ *   bench_shoot [out.json]
+ *
+ * The problem: a closed "bunny-like" surface (tests/shoot_testdata.h) of N points,
+ * radius scaled with sqrt(N) so the spacing stays ~0.8 (about sigma / 2); the target
+ * is the template shot with a smooth momentum plus uniform noise of +-0.05, so the
+ * mismatch cannot reach zero and every one of the 400 iterations does work (the
+ * tolerances are 0).  Times are wall-clock: a fit from p0 = 0 (gr_shoot_fit), and
+ * loss+gradient evaluations (median after warm-up), host transfers included.
+ *
+ * Environment (all optional):
+ *   GEOREG_BENCH_SIZES          N values, comma separated (500,1000,1847,5000,10000,20000)
+ *   GEOREG_BENCH_BACKENDS       cpu,cuda (default: both where available)
+ *   GEOREG_BENCH_ITERATIONS     L-BFGS iterations (400)
+ *   GEOREG_BENCH_BIG_ITERATIONS iterations above N = 5000 (100)
+ *   GEOREG_BENCH_CPU_MAX_N      largest N timed on the CPU (5000; per evaluation)
+ *   GEOREG_BENCH_CPU_FIT_MAX_N  largest N fitted in full on the CPU (500); above it
+ *                               the CPU fit time is projected: median evaluation time x
+ *                               the evaluations the CUDA fit used
+ *   GEOREG_BENCH_REPS           timed evaluations (CUDA 20, CPU 3)
+ *   GEOREG_BENCH_THREADS        CPU threads (OpenMP's default)
+ *   GEOREG_BENCH_DUMP           folder: write tmpl_N.csv and tgt_N.csv (for
+ *                               tools/bench_shoot_torch.py, so both solve the same data)
+ *   GEOREG_BENCH_TUNE           N values: instead of the above, time every CUDA kernel
+ *                               variant (GEOREG_SHOOT_TILED / _RPT / _TPR, see
+ *                               kernels/shoot_cuda.cu) and the automatic choice; a full
+ *                               fit too at N = 1847
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pointset_io.h"
+#include "shoot.h"
+#include "shoot_testdata.h"
+
+#define SIGMA 1.5
+#define T_POINTS 40
+#define LAMBDA 5e5
+
+static double
+now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int
+env_int (const char *name, int def)
+{
+  const char *v = getenv (name);
+  return v && *v ? atoi (v) : def;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static void
+make_problem (size_t n, double *q0, double *tgt)
+{
+  double radius = 10.0 * sqrt ((double) n / 1847.0);
+  td_bunny3d (n, radius, q0);
+  double *p = malloc (sizeof (double) * n * 3);
+  td_smooth_momentum (q0, n, 3, 0.04, 0.25, p);
+  GrShootParams sp;
+  gr_shoot_params_init (&sp);
+  sp.n = n;
+  sp.dim = 3;
+  sp.sigma = SIGMA;
+  sp.time_points = T_POINTS;
+  sp.lambda = LAMBDA;
+  GrShoot *s = gr_shoot_new (&sp, GR_BACKEND_AUTO, -1, NULL, NULL, 0);
+  gr_shoot_set_template (s, q0, NULL, 0);
+  gr_shoot_set_target (s, q0, NULL, 0);
+  gr_shoot_flow (s, p, tgt, NULL, NULL, 0, NULL, NULL, 0);
+  gr_shoot_free (s);
+  uint64_t st = 2026 + n;
+  for (size_t i = 0; i < n * 3; i++)
+    tgt[i] += 0.05 * td_uniform (&st);
+  free (p);
+}
+
+typedef struct {
+  const char *backend;
+  size_t n;
+  double eval_ms;               /* median loss+gradient evaluation */
+  int iterations, evaluations;  /* of the fit (0 = no fit run) */
+  double fit_s;                 /* measured fit time, or NAN */
+  double projected_s;           /* eval_ms x evaluations of the reference fit, or NAN */
+  double dist0, dist1;          /* mean landmark distance before / after the fit */
+  double loss0, loss1;
+  const char *stop;
+  char device[160];
+} Result;
+
+static int
+run_one (GrBackend be, size_t n, const double *q0, const double *tgt, int iterations,
+    int reps, int fit, int threads, Result *r)
+{
+  GrShootParams sp;
+  gr_shoot_params_init (&sp);
+  sp.n = n;
+  sp.dim = 3;
+  sp.sigma = SIGMA;
+  sp.time_points = T_POINTS;
+  sp.lambda = LAMBDA;
+  char err[256] = "";
+  GrStatus st;
+  GrShoot *s = gr_shoot_new (&sp, be, -1, &st, err, sizeof err);
+  if (!s) {
+    fprintf (stderr, "%s N=%zu: %s\n", gr_backend_name (be), n, err);
+    return 0;
+  }
+  if (threads > 0)
+    gr_shoot_set_threads (s, threads);
+  gr_shoot_set_template (s, q0, NULL, 0);
+  gr_shoot_set_target (s, tgt, NULL, 0);
+  memset (r, 0, sizeof *r);
+  r->backend = gr_backend_name (be);
+  r->n = n;
+  r->fit_s = r->projected_s = NAN;
+  snprintf (r->device, sizeof r->device, "%s", gr_shoot_device_description (s));
+  size_t m = n * 3;
+  double *p = calloc (m, sizeof (double)), *g = malloc (sizeof (double) * m);
+  double *q1 = malloc (sizeof (double) * m);
+  GrShootLoss l;
+  /* evaluations at a non-trivial momentum: a small smooth field */
+  td_smooth_momentum (q0, n, 3, 0.01, 0.25, p);
+  int warm = be == GR_BACKEND_CUDA ? 3 : 1;
+  for (int i = 0; i < warm; i++)
+    gr_shoot_loss_grad (s, p, g, &l, NULL, 0);
+  double *t = malloc (sizeof (double) * reps);
+  for (int i = 0; i < reps; i++) {
+    double t0 = now ();
+    if (gr_shoot_loss_grad (s, p, g, &l, err, sizeof err) != GR_OK) {
+      fprintf (stderr, "evaluation failed: %s\n", err);
+      return 0;
+    }
+    t[i] = now () - t0;
+  }
+  qsort (t, reps, sizeof (double), cmp_double);
+  r->eval_ms = 1e3 * t[reps / 2];
+  free (t);
+  r->dist0 = td_mean_distance (q0, tgt, n, 3);
+  if (fit) {
+    memset (p, 0, sizeof (double) * m);
+    GrLbfgsParams lp;
+    gr_lbfgs_params_init (&lp);
+    lp.max_iterations = iterations;
+    lp.gtol_rel = 0;
+    lp.ftol = 0;
+    GrShootFitResult fr;
+    if (gr_shoot_fit (s, p, &lp, NULL, NULL, &fr, err, sizeof err) != GR_OK) {
+      fprintf (stderr, "fit failed: %s\n", err);
+      return 0;
+    }
+    gr_shoot_flow (s, p, q1, NULL, NULL, 0, NULL, NULL, 0);
+    r->iterations = fr.iterations;
+    r->evaluations = fr.evaluations;
+    r->fit_s = fr.seconds;
+    r->loss0 = fr.loss0;
+    r->loss1 = fr.loss;
+    r->stop = gr_lbfgs_result_string (fr.result);
+    r->dist1 = td_mean_distance (q1, tgt, n, 3);
+  }
+  free (p);
+  free (g);
+  free (q1);
+  gr_shoot_free (s);
+  return 1;
+}
+
+static void
+tune (const char *list)
+{
+  char buf[256];
+  snprintf (buf, sizeof buf, "%s", list);
+  printf ("| N | tiled (0 no, 1 yes, 2 double-buffered) | rows/thread | threads/group | "
+      "ms / evaluation | fit s (400 it) |\n"
+      "|---|---|---|---|---|---|\n");
+  for (char *tok = strtok (buf, ","); tok; tok = strtok (NULL, ",")) {
+    size_t n = (size_t) atol (tok);
+    if (n < 2)
+      continue;
+    double *q0 = malloc (sizeof (double) * n * 3), *tgt = malloc (sizeof (double) * n * 3);
+    make_problem (n, q0, tgt);
+    for (int v = -1; v < 12; v++) {
+      char e1[8], e2[8], e3[8];
+      if (v < 0) {
+        unsetenv ("GEOREG_SHOOT_TILED");
+        unsetenv ("GEOREG_SHOOT_RPT");
+        unsetenv ("GEOREG_SHOOT_TPR");
+      } else {
+        snprintf (e1, sizeof e1, "%d", v % 3);
+        snprintf (e2, sizeof e2, "%d", 1 + (v / 3) % 2);
+        snprintf (e3, sizeof e3, "%d", 32 << (v / 6));
+        setenv ("GEOREG_SHOOT_TILED", e1, 1);
+        setenv ("GEOREG_SHOOT_RPT", e2, 1);
+        setenv ("GEOREG_SHOOT_TPR", e3, 1);
+      }
+      Result r;
+      int reps = n >= 10000 ? 5 : 10;
+      if (run_one (GR_BACKEND_CUDA, n, q0, tgt, 400, reps, n == 1847, 0, &r)) {
+        char fit[32] = "-";
+        if (r.iterations)
+          snprintf (fit, sizeof fit, "%.3f", r.fit_s);
+        printf ("| %zu | %s | %s | %s | %.3f | %s |%s\n", n, v < 0 ? "auto" : e1,
+            v < 0 ? "auto" : e2, v < 0 ? "auto" : e3, r.eval_ms, fit,
+            v < 0 ? r.device : "");
+        fflush (stdout);
+      }
+    }
+    free (q0);
+    free (tgt);
+  }
+  unsetenv ("GEOREG_SHOOT_TILED");
+  unsetenv ("GEOREG_SHOOT_RPT");
+  unsetenv ("GEOREG_SHOOT_TPR");
+}
+
+int
+main (int argc, char **argv)
+{
+  if (getenv ("GEOREG_BENCH_TUNE") && gr_cuda_device_count () > 0) {
+    tune (getenv ("GEOREG_BENCH_TUNE"));
+    return 0;
+  }
+  const char *sizes_env = getenv ("GEOREG_BENCH_SIZES");
+  char sizes_buf[256];
+  snprintf (sizes_buf, sizeof sizes_buf, "%s",
+      sizes_env && *sizes_env ? sizes_env : "500,1000,1847,5000,10000,20000");
+  const char *be_env = getenv ("GEOREG_BENCH_BACKENDS");
+  int want_cpu = !be_env || strstr (be_env, "cpu");
+  int want_cuda = (!be_env || strstr (be_env, "cuda")) && gr_cuda_device_count () > 0;
+  int iterations = env_int ("GEOREG_BENCH_ITERATIONS", 400);
+  int big_iterations = env_int ("GEOREG_BENCH_BIG_ITERATIONS", 100);
+  int cpu_max_n = env_int ("GEOREG_BENCH_CPU_MAX_N", 5000);
+  int cpu_fit_max_n = env_int ("GEOREG_BENCH_CPU_FIT_MAX_N", 500);
+  int threads = env_int ("GEOREG_BENCH_THREADS", 0);
+  const char *dump = getenv ("GEOREG_BENCH_DUMP");
+  FILE *json = argc > 1 ? fopen (argv[1], "w") : NULL;
+  if (json)
+    fprintf (json, "{\"benchmark\": \"landmarkshoot\", \"sigma\": %g, \"time_points\": %d, "
+        "\"lambda\": %g, \"precision\": \"float32-f64acc\", \"integrator\": \"euler\", "
+        "\"results\": [\n", SIGMA, T_POINTS, LAMBDA);
+  printf ("geodesic shooting: 3-D, T = %d, sigma %g, lambda %g, float32 (float64 "
+      "accumulation), Euler; fits from p0 = 0 with tolerances 0\n", T_POINTS, SIGMA,
+      LAMBDA);
+  if (!want_cuda)
+    printf ("(no CUDA device: CPU only)\n");
+
+  Result rows[64];
+  int nrows = 0;
+  for (char *tok = strtok (sizes_buf, ","); tok && nrows < 60; tok = strtok (NULL, ",")) {
+    size_t n = (size_t) atol (tok);
+    if (n < 2)
+      continue;
+    double *q0 = malloc (sizeof (double) * n * 3), *tgt = malloc (sizeof (double) * n * 3);
+    make_problem (n, q0, tgt);
+    if (dump) {
+      char path[512], err[256];
+      snprintf (path, sizeof path, "%s/tmpl_%zu.csv", dump, n);
+      gr_pointset_save_csv (path, q0, n, 3, err, sizeof err);
+      snprintf (path, sizeof path, "%s/tgt_%zu.csv", dump, n);
+      gr_pointset_save_csv (path, tgt, n, 3, err, sizeof err);
+    }
+    int its = n > 5000 ? big_iterations : iterations;
+    int cuda_evals = 0;
+    if (want_cuda) {
+      Result *r = &rows[nrows];
+      if (run_one (GR_BACKEND_CUDA, n, q0, tgt, its, env_int ("GEOREG_BENCH_REPS", 20), 1,
+              0, r)) {
+        cuda_evals = r->evaluations;
+        printf ("cuda N=%zu: %.3f ms/eval; %d iterations, %d evaluations in %.3f s (%s); "
+            "mean distance %.4f -> %.4f\n", n, r->eval_ms, r->iterations, r->evaluations,
+            r->fit_s, r->stop, r->dist0, r->dist1);
+        fflush (stdout);
+        nrows++;
+      }
+    }
+    if (want_cpu && (int) n <= cpu_max_n) {
+      Result *r = &rows[nrows];
+      int fit = (int) n <= cpu_fit_max_n;
+      if (run_one (GR_BACKEND_CPU, n, q0, tgt, its, env_int ("GEOREG_BENCH_REPS", 3), fit,
+              threads, r)) {
+        int evals = fit ? r->evaluations : cuda_evals;
+        if (evals > 0)
+          r->projected_s = r->eval_ms * 1e-3 * evals;
+        printf ("cpu  N=%zu: %.3f ms/eval; %s %.3f s for %d evaluations%s\n", n, r->eval_ms,
+            fit ? "fit" : "projected", fit ? r->fit_s : r->projected_s, evals,
+            fit ? "" : " (the CUDA fit's count)");
+        fflush (stdout);
+        nrows++;
+      }
+    }
+    free (q0);
+    free (tgt);
+  }
+
+  printf ("\n| backend | N | ms / evaluation | iterations | evaluations | fit s | "
+      "mean distance before -> after |\n|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < nrows; i++) {
+    Result *r = &rows[i];
+    char fit[64];
+    if (r->iterations)
+      snprintf (fit, sizeof fit, "%.3f", r->fit_s);
+    else if (!isnan (r->projected_s))
+      snprintf (fit, sizeof fit, "%.1f (projected)", r->projected_s);
+    else
+      snprintf (fit, sizeof fit, "-");
+    printf ("| %s | %zu | %.3f | %d | %d | %s | %.4f -> %.4f |\n", r->backend, r->n,
+        r->eval_ms, r->iterations, r->evaluations, fit, r->dist0,
+        r->iterations ? r->dist1 : NAN);
+    if (json)
+      fprintf (json, "  {\"backend\": \"%s\", \"device\": \"%s\", \"n\": %zu, "
+          "\"eval_ms\": %.6f, \"iterations\": %d, \"evaluations\": %d, \"fit_s\": %.6f, "
+          "\"projected_s\": %.6f, \"mean_distance_before\": %.6f, "
+          "\"mean_distance_after\": %.6f, \"loss_before\": %.9g, \"loss_after\": %.9g, "
+          "\"stop\": \"%s\"}%s\n", r->backend, r->device, r->n, r->eval_ms,
+          r->iterations, r->evaluations, isnan (r->fit_s) ? -1.0 : r->fit_s,
+          isnan (r->projected_s) ? -1.0 : r->projected_s, r->dist0,
+          r->iterations ? r->dist1 : -1.0, r->loss0, r->loss1, r->stop ? r->stop : "",
+          i + 1 < nrows ? "," : "");
+  }
+  for (int i = 0; i < nrows; i++)
+    if (strcmp (rows[i].backend, "cuda") == 0) {
+      printf ("device: %s\n", rows[i].device);
+      break;
+    }
+  if (json) {
+    fprintf (json, "]}\n");
+    fclose (json);
+  }
+  return 0;
+}
