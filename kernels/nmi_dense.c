@@ -69,7 +69,11 @@ gr_nmi_dense_new (GrBackend backend, int cuda_device, GrStatus *status,
 #if GR_HAVE_CUDA
   if (use == GR_BACKEND_CUDA) {
     nmi->cuda = gr_nmi_dense_cuda_new (cuda_device < 0 ? 0 : cuda_device, errbuf, errlen);
-    if (!nmi->cuda) {
+    if (!nmi->cuda && backend == GR_BACKEND_AUTO) {
+      /* a device too small for the kernel (shared memory) or a failing driver: auto
+       * means "the best that works", so fall back; the reason stays in errbuf */
+      nmi->backend = GR_BACKEND_CPU;
+    } else if (!nmi->cuda) {
       free (nmi);
       *status = GR_ERR_CUDA;
       return NULL;
@@ -266,7 +270,9 @@ run_cpu (GrNmiDense *nmi, const GrImage8 *templ, GrRegion r, int min_valid,
       const double hab = log (dn) - s / dn;
       const double hA = entropy_256 (ha, dn, clnc);
       const double hB = entropy_256 (hb, dn, clnc);
-      scores[i] = hab > 0.0 ? (hA + hB) / hab : 1.0;
+      /* one occupied joint bin: both images constant, H(A,B) = 0 exactly (the
+       * formula above leaves a rounding residue), score 1 by definition */
+      scores[i] = nt > 1 && hab > 0.0 ? (hA + hB) / hab : 1.0;
     }
     free (joint);
     free (touched);
