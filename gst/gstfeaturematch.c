@@ -1,0 +1,859 @@
+/* featurematch: which earlier frames does this frame overlap, and how?
+ *
+ * Per frame: Shi-Tomasi keypoints spread over the frame (kernels/keypoints.h, mask
+ * honoured), rotation-invariant float descriptors of 32 or 64 values
+ * (kernels/descriptors.h), and the matcher's incremental form (kernels/matcher.h):
+ * the new descriptors against every held earlier frame and every held descriptor
+ * against the new frame, nearest and second-nearest by L2 with Lowe's ratio test.
+ * For each earlier frame with at least min-matches (cross-checked) matches: a robust
+ * homography (kernels/fit.h, LO-RANSAC, 2 px), its inliers refined to sub-pixel
+ * accuracy against the earlier frame's stored patches, and a final fit (1 px).
+ * Frames pass through unchanged with a GstFeatureMatchMeta (gst/featurematch-meta.h)
+ * and an element message "featurematch".  At EOS, when matrix-location is set, the
+ * whole m x n correspondence matrix, the keypoints, the image offsets and the
+ * descriptors are written as .npy files.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gstfeaturematch.h"
+#include "featurematch-meta.h"
+#include "fit.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_feature_match_debug);
+#define GST_CAT_DEFAULT gst_feature_match_debug
+
+enum {
+  PROP_0,
+  PROP_RATIO,
+  PROP_MAX_IMAGES,
+  PROP_MIN_MATCHES,
+  PROP_MAX_FEATURES,
+  PROP_DESCRIPTOR_SIZE,
+  PROP_CROSS_CHECK,
+  PROP_NODATA,
+  PROP_MATRIX_LOCATION,
+  PROP_BACKEND,
+  PROP_CUDA_DEVICE_ID,
+  PROP_POST_MESSAGES,
+};
+
+#define DEFAULT_RATIO 0.8
+#define DEFAULT_MAX_IMAGES 0
+#define DEFAULT_MIN_MATCHES 20
+#define DEFAULT_MAX_FEATURES 500
+#define DEFAULT_DESCRIPTOR_SIZE 64
+#define DEFAULT_CROSS_CHECK TRUE
+#define DEFAULT_NODATA -1
+#define DEFAULT_BACKEND GR_BACKEND_AUTO
+#define DEFAULT_CUDA_DEVICE_ID -1
+#define DEFAULT_POST_MESSAGES TRUE
+
+#define FIT_THRESHOLD 2.0         /* px, first robust fit */
+#define REFIT_THRESHOLD 1.0       /* px, fit on the refined correspondences */
+#define REFINE_MIN_NCC 0.8        /* refined correspondences kept above this */
+#define MIN_FIT_POINTS 8
+
+#define VIDEO_CAPS GST_VIDEO_CAPS_MAKE (GST_GEOREG_VIDEO_FORMATS)
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
+
+#define gst_feature_match_parent_class parent_class
+G_DEFINE_TYPE (GstFeatureMatch, gst_feature_match, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE (featurematch, "featurematch", GST_RANK_NONE,
+    GST_TYPE_FEATURE_MATCH);
+
+/* A frame held for matching. */
+typedef struct {
+  guint64 index;
+  gint n;
+  GrKeypoint *kp;
+  guint8 *patches;              /* n x GR_PATCH_BYTES */
+} HeldFrame;
+
+/* What the .npy files need of one frame. */
+typedef struct {
+  gint n;
+  guint64 first;                /* the oldest frame it was matched against */
+  gint held;                    /* frames first .. index - 1 */
+  gint64 held_desc;
+  gfloat *xy;                   /* n x 2 */
+  gfloat *desc;                 /* n x k */
+  gint32 *fwd;                  /* held x n */
+  gint32 *bwd;                  /* held_desc */
+} Record;
+
+static void
+held_frame_free (gpointer p)
+{
+  HeldFrame *f = p;
+  g_free (f->kp);
+  g_free (f->patches);
+  g_free (f);
+}
+
+static void
+record_free (gpointer p)
+{
+  Record *r = p;
+  g_free (r->xy);
+  g_free (r->desc);
+  g_free (r->fwd);
+  g_free (r->bwd);
+  g_free (r);
+}
+
+/* ------------------------------------------------------------------ properties */
+
+static void
+gst_feature_match_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (object);
+  GstFeatureMatchSettings *s = &self->settings;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_RATIO:
+      s->ratio = g_value_get_double (value);
+      break;
+    case PROP_MAX_IMAGES:
+      s->max_images = g_value_get_uint (value);
+      break;
+    case PROP_MIN_MATCHES:
+      s->min_matches = g_value_get_uint (value);
+      break;
+    case PROP_MAX_FEATURES:
+      s->max_features = g_value_get_uint (value);
+      break;
+    case PROP_DESCRIPTOR_SIZE:{
+      const gint v = g_value_get_int (value);
+      if (v != 32 && v != 64) {
+        GST_OBJECT_UNLOCK (self);
+        g_warning ("featurematch: descriptor-size must be 32 or 64 (got %d); ignored", v);
+        return;
+      }
+      if (self->matcher && v != self->k) {
+        GST_OBJECT_UNLOCK (self);
+        g_warning ("featurematch: descriptor-size cannot change while running (%d in "
+            "use); ignored", self->k);
+        return;
+      }
+      s->descriptor_size = v;
+      break;
+    }
+    case PROP_CROSS_CHECK:
+      s->cross_check = g_value_get_boolean (value);
+      break;
+    case PROP_NODATA:
+      s->nodata = g_value_get_int (value);
+      break;
+    case PROP_MATRIX_LOCATION:
+      g_free (s->matrix_location);
+      s->matrix_location = g_value_dup_string (value);
+      break;
+    case PROP_BACKEND:
+      s->backend = g_value_get_enum (value);
+      break;
+    case PROP_CUDA_DEVICE_ID:
+      s->cuda_device_id = g_value_get_int (value);
+      break;
+    case PROP_POST_MESSAGES:
+      s->post_messages = g_value_get_boolean (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_feature_match_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (object);
+  GstFeatureMatchSettings *s = &self->settings;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_RATIO:
+      g_value_set_double (value, s->ratio);
+      break;
+    case PROP_MAX_IMAGES:
+      g_value_set_uint (value, s->max_images);
+      break;
+    case PROP_MIN_MATCHES:
+      g_value_set_uint (value, s->min_matches);
+      break;
+    case PROP_MAX_FEATURES:
+      g_value_set_uint (value, s->max_features);
+      break;
+    case PROP_DESCRIPTOR_SIZE:
+      g_value_set_int (value, s->descriptor_size);
+      break;
+    case PROP_CROSS_CHECK:
+      g_value_set_boolean (value, s->cross_check);
+      break;
+    case PROP_NODATA:
+      g_value_set_int (value, s->nodata);
+      break;
+    case PROP_MATRIX_LOCATION:
+      g_value_set_string (value, s->matrix_location);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum (value, s->backend);
+      break;
+    case PROP_CUDA_DEVICE_ID:
+      g_value_set_int (value, s->cuda_device_id);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, s->post_messages);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+static void
+release_resources (GstFeatureMatch * self)
+{
+  gr_matcher_free (self->matcher);
+  self->matcher = NULL;
+  g_queue_clear_full (&self->held, held_frame_free);
+  if (self->records) {
+    g_ptr_array_free (self->records, TRUE);
+    self->records = NULL;
+  }
+  gr_plane_clear (&self->plane);
+  gr_descriptor_scratch_clear (&self->scratch);
+  g_clear_pointer (&self->matrix_location, g_free);
+}
+
+static gboolean
+gst_feature_match_start (GstBaseTransform * trans)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (trans);
+  char err[512] = "";
+  GrBackend backend;
+  gint dev;
+
+  GST_OBJECT_LOCK (self);
+  backend = self->settings.backend;
+  dev = self->settings.cuda_device_id;
+  self->k = self->settings.descriptor_size;
+  self->matrix_location = g_strdup (self->settings.matrix_location);
+  GST_OBJECT_UNLOCK (self);
+
+  GrStatus st;
+  GrMatcher *mt = gr_matcher_new (backend, dev, &st, err, sizeof err);
+  if (!mt) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Cannot use the %s backend.", gr_backend_name (backend)), ("%s", err));
+    release_resources (self);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK (self);
+  self->matcher = mt;
+  GST_OBJECT_UNLOCK (self);
+  if (self->matrix_location && *self->matrix_location)
+    self->records = g_ptr_array_new_with_free_func (record_free);
+  self->frame_count = 0;
+  self->announced = FALSE;
+  GST_INFO_OBJECT (self, "matching on the %s backend, descriptors of %d",
+      gr_backend_name (gr_matcher_backend (mt)), self->k);
+  return TRUE;
+}
+
+static gboolean
+gst_feature_match_stop (GstBaseTransform * trans)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (trans);
+  GST_OBJECT_LOCK (self);
+  GrMatcher *mt = self->matcher;
+  self->matcher = NULL;
+  GST_OBJECT_UNLOCK (self);
+  gr_matcher_free (mt);
+  release_resources (self);
+  return TRUE;
+}
+
+static gboolean
+gst_feature_match_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (trans);
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps (&info, incaps)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unsupported caps."),
+        ("%" GST_PTR_FORMAT, incaps));
+    return FALSE;
+  }
+  self->info = info;
+  self->have_info = TRUE;
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------ .npy output */
+
+/* Writes a version 1.0 .npy header for a C-order array. */
+static gboolean
+npy_header (FILE * f, const gchar * descr, guint64 rows, gint64 cols)
+{
+  gchar shape[96];
+  if (cols < 0)
+    g_snprintf (shape, sizeof shape, "(%" G_GUINT64_FORMAT ",)", rows);
+  else
+    g_snprintf (shape, sizeof shape, "(%" G_GUINT64_FORMAT ", %" G_GINT64_FORMAT ")",
+        rows, cols);
+  gchar *dict = g_strdup_printf ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+      descr, shape);
+  gsize len = strlen (dict) + 1;          /* + '\n' */
+  const gsize total = (10 + len + 63) / 64 * 64;
+  const gsize pad = total - 10 - len;
+  const guint16 hl = GUINT16_TO_LE ((guint16) (total - 10));
+  gboolean ok = fwrite ("\x93NUMPY\x01\x00", 1, 8, f) == 8 &&
+      fwrite (&hl, 2, 1, f) == 1 && fputs (dict, f) >= 0;
+  for (gsize i = 0; ok && i < pad; i++)
+    ok = fputc (' ', f) != EOF;
+  ok = ok && fputc ('\n', f) != EOF;
+  g_free (dict);
+  return ok;
+}
+
+static gchar *
+sibling_path (const gchar * location, const gchar * suffix)
+{
+  gchar *base = g_str_has_suffix (location, ".npy") ?
+      g_strndup (location, strlen (location) - 4) : g_strdup (location);
+  gchar *p = g_strconcat (base, suffix, NULL);
+  g_free (base);
+  return p;
+}
+
+static gboolean
+write_npy_files (GstFeatureMatch * self, gchar ** failed, gchar ** reason)
+{
+  GPtrArray *recs = self->records;
+  const guint m = recs->len;
+  const gint k = self->k;
+  gint64 *goff = g_new (gint64, m + 1);
+  goff[0] = 0;
+  for (guint i = 0; i < m; i++)
+    goff[i + 1] = goff[i] + ((Record *) g_ptr_array_index (recs, i))->n;
+  const gint64 n = goff[m];
+  gchar *paths[4] = { g_strdup (self->matrix_location),
+    sibling_path (self->matrix_location, "-keypoints.npy"),
+    sibling_path (self->matrix_location, "-offsets.npy"),
+    sibling_path (self->matrix_location, "-descriptors.npy")
+  };
+  gboolean ok = TRUE;
+  for (int fi = 0; fi < 4 && ok; fi++) {
+    FILE *f = fopen (paths[fi], "wb");
+    if (!f) {
+      *failed = g_strdup (paths[fi]);
+      *reason = g_strdup (g_strerror (errno));
+      ok = FALSE;
+      break;
+    }
+    if (fi == 0) {
+      /* row i = frame i; column j = descriptor j of frame b */
+      ok = npy_header (f, "<i4", m, n);
+      gint32 *row = g_new (gint32, MAX (n, 1));
+      for (guint i = 0; ok && i < m; i++) {
+        const Record *ri = g_ptr_array_index (recs, i);
+        for (guint b = 0; b < m; b++) {
+          const Record *rb = g_ptr_array_index (recs, b);
+          gint32 *dst = row + goff[b];
+          for (gint a = 0; a < rb->n; a++) {
+            gint32 v = -1;
+            if (i < b && i >= rb->first)
+              v = rb->fwd[(gint64) (i - rb->first) * rb->n + a];
+            else if (i > b && b >= ri->first)
+              v = ri->bwd[goff[b] - goff[ri->first] + a];
+            dst[a] = GINT32_TO_LE (v);
+          }
+        }
+        ok = n == 0 || fwrite (row, sizeof (gint32), n, f) == (gsize) n;
+      }
+      g_free (row);
+    } else if (fi == 1) {
+      ok = npy_header (f, "<f4", n, 2);
+      for (guint b = 0; ok && b < m; b++) {
+        const Record *rb = g_ptr_array_index (recs, b);
+        ok = rb->n == 0 || fwrite (rb->xy, sizeof (gfloat) * 2, rb->n, f) == (gsize) rb->n;
+      }
+    } else if (fi == 2) {
+      ok = npy_header (f, "<i8", m + 1, -1) &&
+          fwrite (goff, sizeof (gint64), m + 1, f) == m + 1;
+    } else {
+      ok = npy_header (f, "<f4", n, k);
+      for (guint b = 0; ok && b < m; b++) {
+        const Record *rb = g_ptr_array_index (recs, b);
+        ok = rb->n == 0 ||
+            fwrite (rb->desc, sizeof (gfloat) * k, rb->n, f) == (gsize) rb->n;
+      }
+    }
+    if (fclose (f) != 0)
+      ok = FALSE;
+    if (!ok && !*failed) {
+      *failed = g_strdup (paths[fi]);
+      *reason = g_strdup (g_strerror (errno ? errno : EIO));
+    }
+  }
+  for (int fi = 0; fi < 4; fi++)
+    g_free (paths[fi]);
+  g_free (goff);
+  return ok;
+}
+
+static gboolean
+gst_feature_match_sink_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (trans);
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->records &&
+      self->matrix_location && *self->matrix_location) {
+    gchar *failed = NULL, *reason = NULL;
+    if (!write_npy_files (self, &failed, &reason)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE,
+          ("Could not write the correspondence matrix files (\"%s\").", failed),
+          ("%s", reason));
+    } else {
+      GST_INFO_OBJECT (self, "wrote the %u x %s matrix to %s", self->records->len,
+          "n", self->matrix_location);
+    }
+    g_free (failed);
+    g_free (reason);
+  }
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+}
+
+/* ------------------------------------------------------------------ per frame */
+
+/* d(H x)/dx at (x, y) */
+static void
+homography_jacobian (const double h[9], double x, double y, double J[4])
+{
+  const double w = h[6] * x + h[7] * y + h[8];
+  const double u = h[0] * x + h[1] * y + h[2], v = h[3] * x + h[4] * y + h[5];
+  J[0] = (h[0] * w - u * h[6]) / (w * w);
+  J[1] = (h[1] * w - u * h[7]) / (w * w);
+  J[2] = (h[3] * w - v * h[6]) / (w * w);
+  J[3] = (h[4] * w - v * h[7]) / (w * w);
+}
+
+/* The robust fit of one pair, refined.  pairs: m x 2 (this, earlier). */
+static void
+fit_pair (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame * e,
+    const gint32 * pairs, gint m, GstFeatureMatchPair * out, guint64 seed)
+{
+  double *src = g_new (double, 4 * (gsize) m), *dst = src + 2 * m;
+  guint8 *inl = g_new0 (guint8, m);
+  for (gint i = 0; i < m; i++) {
+    src[2 * i] = kp[pairs[2 * i]].x;
+    src[2 * i + 1] = kp[pairs[2 * i]].y;
+    dst[2 * i] = e->kp[pairs[2 * i + 1]].x;
+    dst[2 * i + 1] = e->kp[pairs[2 * i + 1]].y;
+  }
+  GrFitParams fp;
+  gr_fit_params_init (&fp, GR_MODEL_HOMOGRAPHY);
+  fp.threshold = FIT_THRESHOLD;
+  fp.seed = seed;
+  GrFit fit;
+  if (m < MIN_FIT_POINTS ||
+      gr_fit_robust (src, dst, NULL, m, &fp, &fit, inl) != GR_FIT_OK ||
+      fit.inliers < MIN_FIT_POINTS) {
+    g_free (src);
+    g_free (inl);
+    return;
+  }
+  memcpy (out->h, fit.h, sizeof out->h);
+  out->rms = fit.rms;
+  out->inliers = fit.inliers;
+  out->flags |= GST_FEATURE_MATCH_PAIR_HOMOGRAPHY;
+  memcpy (out->inlier, inl, m);
+
+  /* sub-pixel refinement of the inliers against the earlier frame's patches */
+  double *rs = g_new (double, 4 * (gsize) m), *rd = rs + 2 * m;
+  gint *idx = g_new (gint, m);
+  gint nr = 0;
+  for (gint i = 0; i < m; i++) {
+    if (!inl[i])
+      continue;
+    double J[4], x, y, ncc;
+    const gint w = pairs[2 * i + 1];
+    homography_jacobian (fit.h, src[2 * i], src[2 * i + 1], J);
+    if (!gr_fit_apply (fit.h, src[2 * i], src[2 * i + 1], &x, &y))
+      continue;
+    if (!gr_patch_refine (&self->plane, &self->scratch, (float) src[2 * i],
+            (float) src[2 * i + 1], e->patches + (gsize) w * GR_PATCH_BYTES, &e->kp[w],
+            J, &x, &y, &ncc) || ncc < REFINE_MIN_NCC)
+      continue;
+    rs[2 * nr] = src[2 * i];
+    rs[2 * nr + 1] = src[2 * i + 1];
+    rd[2 * nr] = x;
+    rd[2 * nr + 1] = y;
+    idx[nr++] = i;
+  }
+  guint8 *rinl = g_new0 (guint8, MAX (nr, 1));
+  GrFit f2;
+  fp.threshold = REFIT_THRESHOLD;
+  if (nr >= MIN_FIT_POINTS && gr_fit_robust (rs, rd, NULL, nr, &fp, &f2, rinl) ==
+      GR_FIT_OK && f2.inliers >= MIN_FIT_POINTS) {
+    memcpy (out->h, f2.h, sizeof out->h);
+    out->rms = f2.rms;
+    out->inliers = f2.inliers;
+    out->flags |= GST_FEATURE_MATCH_PAIR_REFINED;
+    memset (out->inlier, 0, m);
+    for (gint r = 0; r < nr; r++)
+      out->inlier[idx[r]] = rinl[r];
+  }
+  g_free (rinl);
+  g_free (rs);
+  g_free (idx);
+  g_free (src);
+  g_free (inl);
+}
+
+static void
+post_result (GstFeatureMatch * self, GstBuffer * buf, const GstFeatureMatchMeta * m,
+    gdouble match_ms, gdouble total_ms)
+{
+  GValue arr = G_VALUE_INIT;
+  gst_value_array_init (&arr, m->n_pairs);
+  for (guint i = 0; i < m->n_pairs; i++) {
+    const GstFeatureMatchPair *p = &m->pairs[i];
+    GValue hv = G_VALUE_INIT, v = G_VALUE_INIT, sv = G_VALUE_INIT;
+    gst_value_array_init (&hv, 9);
+    for (int j = 0; j < 9; j++) {
+      g_value_init (&v, G_TYPE_DOUBLE);
+      g_value_set_double (&v, p->h[j]);
+      gst_value_array_append_and_take_value (&hv, &v);
+    }
+    GstStructure *ps = gst_structure_new ("pair",
+        "frame", G_TYPE_UINT64, p->frame,
+        "matches", G_TYPE_UINT, p->matches,
+        "inliers", G_TYPE_UINT, p->inliers,
+        "flags", G_TYPE_UINT, p->flags,
+        "rms", G_TYPE_DOUBLE, p->rms, NULL);
+    gst_structure_take_value (ps, "homography", &hv);
+    g_value_init (&sv, GST_TYPE_STRUCTURE);
+    gst_value_set_structure (&sv, ps);
+    gst_structure_free (ps);
+    gst_value_array_append_and_take_value (&arr, &sv);
+  }
+  GstStructure *st = gst_structure_new ("featurematch",
+      "frame", G_TYPE_UINT64, m->frame,
+      "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
+      "backend", G_TYPE_STRING, gr_backend_name (gr_matcher_backend (self->matcher)),
+      "flags", G_TYPE_UINT, m->flags,
+      "keypoints", G_TYPE_UINT, m->n_keypoints,
+      "descriptor-size", G_TYPE_UINT, m->descriptor_size,
+      "held-frames", G_TYPE_UINT, gr_matcher_held_images (self->matcher) - 1,
+      "match-ms", G_TYPE_DOUBLE, match_ms,
+      "total-ms", G_TYPE_DOUBLE, total_ms, NULL);
+  gst_structure_take_value (st, "pairs", &arr);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), st));
+}
+
+static GstFlowReturn
+gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (trans);
+  GstFeatureMatchSettings s;
+  GstVideoFrame frame;
+  char err[512] = "";
+  const gint64 t0 = g_get_monotonic_time ();
+
+  if (!self->matcher || !self->have_info) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Not negotiated."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  GST_OBJECT_LOCK (self);
+  s = self->settings;
+  s.matrix_location = NULL;
+  GST_OBJECT_UNLOCK (self);
+
+  if (gst_buffer_get_size (buf) < GST_VIDEO_INFO_SIZE (&self->info)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame buffer too small: %" G_GSIZE_FORMAT
+            " bytes, the caps need %" G_GSIZE_FORMAT ".", gst_buffer_get_size (buf),
+            GST_VIDEO_INFO_SIZE (&self->info)), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, s.nodata, &self->plane);
+  gst_video_frame_unmap (&frame);
+  if (!mem_ok) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  /* keypoints, descriptors, patches */
+  GrDescriptorParams dp;
+  gr_descriptor_params_init (&dp);
+  dp.size = self->k;
+  GrKeypointParams kpp;
+  gr_keypoint_params_init (&kpp);
+  kpp.max_keypoints = MAX (1, (gint) s.max_features);
+  kpp.margin = gr_descriptor_margin (&dp);
+  const gint cap = kpp.max_keypoints;
+  GrKeypoint *kp = g_new (GrKeypoint, cap);
+  gint nk = gr_keypoints_detect (&self->plane, &kpp, kp, cap);
+  if (nk < 0) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Keypoint detection failed (%s).",
+            gr_status_string ((GrStatus) - nk)), (NULL));
+    g_free (kp);
+    return GST_FLOW_ERROR;
+  }
+  gfloat *desc = g_new (gfloat, (gsize) MAX (nk, 1) * self->k);
+  guint8 *patches = g_new (guint8, (gsize) MAX (nk, 1) * GR_PATCH_BYTES);
+  if (nk > 0 && (gr_descriptors_compute (&self->plane, kp, nk, &dp, desc, NULL,
+              &self->scratch) != GR_OK ||
+          gr_descriptor_patches (&self->plane, &self->scratch, kp, nk, patches) != GR_OK)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory (descriptors)."),
+        (NULL));
+    g_free (kp);
+    g_free (desc);
+    g_free (patches);
+    return GST_FLOW_ERROR;
+  }
+
+  /* the sliding window */
+  if (s.max_images > 0) {
+    while (g_queue_get_length (&self->held) > s.max_images) {
+      gr_matcher_drop_oldest (self->matcher, 1);
+      held_frame_free (g_queue_pop_head (&self->held));
+    }
+  }
+  const gint held = gr_matcher_held_images (self->matcher);
+  const gint64 held_desc = gr_matcher_held_descriptors (self->matcher);
+  gint32 *fwd = g_new (gint32, MAX ((gint64) held * nk, 1));
+  gint32 *bwd = g_new (gint32, MAX (held_desc, 1));
+  GrMatchStats ms;
+  GrStatus st = gr_matcher_add (self->matcher, desc, nk, self->k, (float) s.ratio, fwd,
+      bwd, &ms, err, sizeof err);
+  if (st != GR_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Matching failed (%s).",
+            gr_status_string (st)), ("%s", err));
+    g_free (kp);
+    g_free (desc);
+    g_free (patches);
+    g_free (fwd);
+    g_free (bwd);
+    return GST_FLOW_ERROR;
+  }
+
+  GstFeatureMatchMeta *m = gst_buffer_add_feature_match_meta (buf);
+  m->frame = self->frame_count;
+  m->descriptor_size = self->k;
+  gfloat *xy = g_new (gfloat, 2 * (gsize) MAX (nk, 1));
+  for (gint i = 0; i < nk; i++) {
+    xy[2 * i] = kp[i].x;
+    xy[2 * i + 1] = kp[i].y;
+  }
+  gst_feature_match_meta_set_keypoints (m, nk, xy);
+  if (nk == 0)
+    m->flags |= GST_FEATURE_MATCH_FLAG_NO_FEATURES;
+
+  /* the pairs: this frame against each held frame */
+  gint32 *pairs = g_new (gint32, 2 * (gsize) MAX (nk, 1));
+  gint64 boff = 0;
+  gint p = 0;
+  for (GList * l = self->held.head; l; l = l->next, p++) {
+    const HeldFrame *e = l->data;
+    gint cnt = 0;
+    for (gint a = 0; a < nk; a++) {
+      const gint32 w = fwd[(gint64) p * nk + a];
+      if (w < 0)
+        continue;
+      if (s.cross_check && bwd[boff + w] != a)
+        continue;
+      pairs[2 * cnt] = a;
+      pairs[2 * cnt + 1] = w;
+      cnt++;
+    }
+    if (cnt > 0 && (guint) cnt >= s.min_matches) {
+      GstFeatureMatchPair *pr = gst_feature_match_meta_add_pair (m, e->index, cnt, pairs,
+          NULL);
+      fit_pair (self, kp, e, pairs, cnt, pr, self->frame_count * 1000003u + e->index);
+    }
+    boff += e->n;
+  }
+  g_free (pairs);
+
+  if (self->records) {
+    Record *r = g_new0 (Record, 1);
+    r->n = nk;
+    r->held = held;
+    r->first = self->frame_count - held;
+    r->held_desc = held_desc;
+    r->xy = xy;
+    xy = NULL;
+    r->desc = desc;
+    desc = NULL;
+    r->fwd = fwd;
+    fwd = NULL;
+    r->bwd = bwd;
+    bwd = NULL;
+    g_ptr_array_add (self->records, r);
+  }
+  HeldFrame *hf = g_new0 (HeldFrame, 1);
+  hf->index = self->frame_count;
+  hf->n = nk;
+  hf->kp = kp;
+  hf->patches = patches;
+  g_queue_push_tail (&self->held, hf);
+  g_free (xy);
+  g_free (desc);
+  g_free (fwd);
+  g_free (bwd);
+
+  if (!self->announced) {
+    GST_INFO_OBJECT (self, "matching on the %s backend",
+        gr_backend_name (gr_matcher_backend (self->matcher)));
+    self->announced = TRUE;
+  }
+  const gdouble total_ms = (g_get_monotonic_time () - t0) / 1000.0;
+  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %d keypoints, %u pairs, match "
+      "%.2f ms (%" G_GINT64_FORMAT " re-checked), total %.1f ms", self->frame_count, nk,
+      m->n_pairs, ms.elapsed_ms, ms.rechecked, total_ms);
+  if (s.post_messages)
+    post_result (self, buf, m, ms.elapsed_ms, total_ms);
+  self->frame_count++;
+  return GST_FLOW_OK;
+}
+
+/* ------------------------------------------------------------------ class */
+
+static void
+gst_feature_match_finalize (GObject * object)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (object);
+  release_resources (self);
+  g_free (self->settings.matrix_location);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_feature_match_class_init (GstFeatureMatchClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  const GParamFlags rw_ready = rw | GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw_playing = rw | GST_PARAM_MUTABLE_PLAYING;
+
+  gobject_class->set_property = gst_feature_match_set_property;
+  gobject_class->get_property = gst_feature_match_get_property;
+  gobject_class->finalize = gst_feature_match_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_RATIO,
+      g_param_spec_double ("ratio", "Ratio",
+          "Lowe's ratio test: a nearest neighbour is kept when d1 / d2 < ratio "
+          "(d1, d2: L2 distances to the nearest and second-nearest descriptor of the "
+          "other frame)", 0.01, 4.0, DEFAULT_RATIO, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_MAX_IMAGES,
+      g_param_spec_uint ("max-images", "Max images",
+          "Earlier frames each frame is matched against: 0 = all of them; N = the N "
+          "most recent (a sliding window)", 0, G_MAXINT, DEFAULT_MAX_IMAGES,
+          rw_playing));
+  g_object_class_install_property (gobject_class, PROP_MIN_MATCHES,
+      g_param_spec_uint ("min-matches", "Min matches",
+          "An earlier frame is reported (with a homography) when it shares at least "
+          "this many matches with the frame", 1, G_MAXINT, DEFAULT_MIN_MATCHES,
+          rw_playing));
+  g_object_class_install_property (gobject_class, PROP_MAX_FEATURES,
+      g_param_spec_uint ("max-features", "Max features",
+          "Keypoints per frame at most (spread over the frame by a grid)", 1, 100000,
+          DEFAULT_MAX_FEATURES, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_DESCRIPTOR_SIZE,
+      g_param_spec_int ("descriptor-size", "Descriptor size",
+          "Descriptor length: 32 (2x2 cells x 8 orientations) or 64 (4x4 cells x 4 "
+          "orientations)", 32, 64, DEFAULT_DESCRIPTOR_SIZE, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_CROSS_CHECK,
+      g_param_spec_boolean ("cross-check", "Cross check",
+          "Keep a match only when it is also the other frame's match (both ratio "
+          "tests pass and agree)", DEFAULT_CROSS_CHECK, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_NODATA,
+      g_param_spec_int ("nodata", "Nodata",
+          "Frame value that marks invalid pixels (gray value, or rounded luma of "
+          "colour frames); -1 = none.  Alpha (RGBA/BGRA) is a mask too", -1, 65535,
+          DEFAULT_NODATA, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_MATRIX_LOCATION,
+      g_param_spec_string ("matrix-location", "Matrix location",
+          "At EOS write the m x n int32 correspondence matrix (row i = frame i, "
+          "column j = descriptor j; entry = index of j's match within frame i, or -1) "
+          "to this .npy file, and beside it <name>-keypoints.npy (float32 n x 2), "
+          "<name>-offsets.npy (int64 m+1: the frames' first descriptors) and "
+          "<name>-descriptors.npy (float32 n x k); unset = none (nothing is kept)",
+          NULL, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_BACKEND,
+      g_param_spec_enum ("backend", "Backend",
+          "Where the matching runs", GST_TYPE_GEOREG_BACKEND, DEFAULT_BACKEND, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
+      g_param_spec_int ("cuda-device-id", "CUDA device id",
+          "CUDA device to use (-1 = any)", -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
+          rw_ready));
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post an element message 'featurematch' per frame", DEFAULT_POST_MESSAGES,
+          rw_playing));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Feature matching", "Filter/Analyzer/Video",
+      "Detects keypoints and rotation-invariant descriptors in every frame and matches "
+      "them against the earlier frames (nearest and second-nearest neighbour by L2, "
+      "Lowe's ratio test; exact float search on CPU or CUDA), with a robust, "
+      "sub-pixel refined homography per overlapping pair.  Frames pass through with "
+      "a GstFeatureMatchMeta and a 'featurematch' message; the whole correspondence "
+      "matrix is written as .npy at EOS on request", "georeg developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_feature_match_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_feature_match_stop);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_feature_match_set_caps);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_feature_match_sink_event);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR (gst_feature_match_transform_ip);
+  trans_class->passthrough_on_same_caps = FALSE;
+  trans_class->transform_ip_on_passthrough = FALSE;
+
+  gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
+  GST_DEBUG_CATEGORY_INIT (gst_feature_match_debug, "featurematch", 0,
+      "Feature matching");
+}
+
+static void
+gst_feature_match_init (GstFeatureMatch * self)
+{
+  GstFeatureMatchSettings *s = &self->settings;
+  s->ratio = DEFAULT_RATIO;
+  s->max_images = DEFAULT_MAX_IMAGES;
+  s->min_matches = DEFAULT_MIN_MATCHES;
+  s->max_features = DEFAULT_MAX_FEATURES;
+  s->descriptor_size = DEFAULT_DESCRIPTOR_SIZE;
+  s->cross_check = DEFAULT_CROSS_CHECK;
+  s->nodata = DEFAULT_NODATA;
+  s->backend = DEFAULT_BACKEND;
+  s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
+  s->post_messages = DEFAULT_POST_MESSAGES;
+  g_queue_init (&self->held);
+  gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
+}

@@ -1,0 +1,512 @@
+/* Rotation-invariant gradient descriptors (see descriptors.h).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "descriptors.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#define ORI_BINS 36
+#define PI_F 3.14159265358979f
+
+void
+gr_descriptor_params_init (GrDescriptorParams *p)
+{
+  p->size = 64;
+  p->radius = 12;
+  p->sigma = 1.2f;
+  p->subpixel = true;
+}
+
+int
+gr_descriptor_margin (const GrDescriptorParams *p)
+{
+  /* disc radius, +1 for the bilinear neighbour, +1 for the gradient's neighbour */
+  return p->radius + 3;
+}
+
+void
+gr_descriptor_scratch_clear (GrDescriptorScratch *s)
+{
+  free (s->smooth);
+  free (s->gx);
+  free (s->gy);
+  free (s->tmp);
+  free (s->gvalid);
+  memset (s, 0, sizeof *s);
+}
+
+static bool
+scratch_fit (GrDescriptorScratch *s, size_t n)
+{
+  if (s->cap >= n && s->smooth)
+    return true;
+  gr_descriptor_scratch_clear (s);
+  s->smooth = malloc (n * sizeof (float));
+  s->gx = malloc (n * sizeof (float));
+  s->gy = malloc (n * sizeof (float));
+  s->tmp = malloc (n * sizeof (float));
+  s->gvalid = malloc (n);
+  if (!s->smooth || !s->gx || !s->gy || !s->tmp || !s->gvalid) {
+    gr_descriptor_scratch_clear (s);
+    return false;
+  }
+  s->cap = n;
+  return true;
+}
+
+static inline bool
+valid_at (const GrPlaneF *img, int x, int y)
+{
+  return !img->mask || img->mask[(size_t) y * img->width + x];
+}
+
+/* masked separable Gaussian: each pass averages the valid neighbours */
+static void
+smooth_plane (const GrPlaneF *img, float sigma, float *tmp, float *out)
+{
+  const int w = img->width, h = img->height;
+  const int r = sigma > 0 ? (int) ceilf (3.0f * sigma) : 0;
+  float wt[64];
+  const int rr = r > 31 ? 31 : r;
+  for (int i = -rr; i <= rr; i++)
+    wt[i + rr] = sigma > 0 ? expf (-(float) (i * i) / (2.0f * sigma * sigma)) : 1.0f;
+#pragma omp parallel for schedule (static)
+  for (int y = 0; y < h; y++) {
+    const float *row = img->data + (size_t) y * img->stride;
+    for (int x = 0; x < w; x++) {
+      if (!valid_at (img, x, y)) {
+        tmp[(size_t) y * w + x] = 0.f;
+        continue;
+      }
+      float s = 0.f, sw = 0.f;
+      for (int i = -rr; i <= rr; i++) {
+        const int xx = x + i;
+        if (xx < 0 || xx >= w || !valid_at (img, xx, y))
+          continue;
+        s += wt[i + rr] * row[xx];
+        sw += wt[i + rr];
+      }
+      tmp[(size_t) y * w + x] = s / sw;
+    }
+  }
+#pragma omp parallel for schedule (static)
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      if (!valid_at (img, x, y)) {
+        out[(size_t) y * w + x] = 0.f;
+        continue;
+      }
+      float s = 0.f, sw = 0.f;
+      for (int i = -rr; i <= rr; i++) {
+        const int yy = y + i;
+        if (yy < 0 || yy >= h || !valid_at (img, x, yy))
+          continue;
+        s += wt[i + rr] * tmp[(size_t) yy * w + x];
+        sw += wt[i + rr];
+      }
+      out[(size_t) y * w + x] = s / sw;
+    }
+}
+
+static void
+gradients (const GrPlaneF *img, const float *s, float *gx, float *gy, uint8_t *gv)
+{
+  const int w = img->width, h = img->height;
+#pragma omp parallel for schedule (static)
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      const size_t i = (size_t) y * w + x;
+      const bool ok = x > 0 && y > 0 && x < w - 1 && y < h - 1 && valid_at (img, x, y) &&
+          valid_at (img, x - 1, y) && valid_at (img, x + 1, y) &&
+          valid_at (img, x, y - 1) && valid_at (img, x, y + 1);
+      gv[i] = ok;
+      gx[i] = ok ? 0.5f * (s[i + 1] - s[i - 1]) : 0.f;
+      gy[i] = ok ? 0.5f * (s[i + w] - s[i - w]) : 0.f;
+    }
+}
+
+/* bilinear gradient at (x, y); false when a needed gradient is invalid */
+static inline bool
+grad_at (const float *gx, const float *gy, const uint8_t *gv, int w, int h, float x,
+    float y, float *ox, float *oy)
+{
+  const float fx = floorf (x), fy = floorf (y);
+  const int x0 = (int) fx, y0 = (int) fy;
+  if (x0 < 0 || y0 < 0 || x0 >= w || y0 >= h)
+    return false;
+  const float ax = x - fx, ay = y - fy;
+  const int x1 = ax > 0.f ? x0 + 1 : x0, y1 = ay > 0.f ? y0 + 1 : y0;
+  if (x1 >= w || y1 >= h)
+    return false;
+  const size_t i00 = (size_t) y0 * w + x0, i01 = (size_t) y0 * w + x1,
+      i10 = (size_t) y1 * w + x0, i11 = (size_t) y1 * w + x1;
+  if (!gv[i00] || !gv[i01] || !gv[i10] || !gv[i11])
+    return false;
+  const float w00 = (1 - ax) * (1 - ay), w01 = ax * (1 - ay), w10 = (1 - ax) * ay,
+      w11 = ax * ay;
+  *ox = w00 * gx[i00] + w01 * gx[i01] + w10 * gx[i10] + w11 * gx[i11];
+  *oy = w00 * gy[i00] + w01 * gy[i01] + w10 * gy[i10] + w11 * gy[i11];
+  return true;
+}
+
+/* Shi-Tomasi minimum eigenvalue of the 5 x 5 structure tensor of the smoothed
+ * gradients at (x, y); -1 when a gradient is missing */
+static float
+min_eig (const GrDescriptorScratch *s, int w, int h, int x, int y)
+{
+  double a = 0, b = 0, c = 0;
+  for (int v = -2; v <= 2; v++)
+    for (int u = -2; u <= 2; u++) {
+      const int xx = x + u, yy = y + v;
+      if (xx < 0 || yy < 0 || xx >= w || yy >= h)
+        return -1.f;
+      const size_t j = (size_t) yy * w + xx;
+      if (!s->gvalid[j])
+        return -1.f;
+      a += (double) s->gx[j] * s->gx[j];
+      b += (double) s->gx[j] * s->gy[j];
+      c += (double) s->gy[j] * s->gy[j];
+    }
+  return (float) (0.5 * (a + c) - sqrt (0.25 * (a - c) * (a - c) + b * b));
+}
+
+/* sub-pixel keypoints: the peak of a quadratic through the corner measure at the
+ * keypoint and its 4-neighbours, when the keypoint is a local maximum of it */
+static void
+refine_keypoints (const GrDescriptorScratch *s, int w, int h, GrKeypoint *kp, int n)
+{
+#pragma omp parallel for schedule (static)
+  for (int i = 0; i < n; i++) {
+    const int x = (int) lrintf (kp[i].x), y = (int) lrintf (kp[i].y);
+    const float c = min_eig (s, w, h, x, y);
+    const float l = min_eig (s, w, h, x - 1, y), r = min_eig (s, w, h, x + 1, y);
+    const float t = min_eig (s, w, h, x, y - 1), b = min_eig (s, w, h, x, y + 1);
+    if (c <= 0.f || l < 0.f || r < 0.f || t < 0.f || b < 0.f)
+      continue;
+    const float dxx = l - 2 * c + r, dyy = t - 2 * c + b;
+    float dx = 0.f, dy = 0.f;
+    if (dxx < 0.f && c >= l && c >= r)
+      dx = 0.5f * (l - r) / dxx;
+    if (dyy < 0.f && c >= t && c >= b)
+      dy = 0.5f * (t - b) / dyy;
+    kp[i].x = x + fmaxf (-0.5f, fminf (0.5f, dx));
+    kp[i].y = y + fmaxf (-0.5f, fminf (0.5f, dy));
+  }
+}
+
+GrStatus
+gr_descriptors_compute (const GrPlaneF *img, GrKeypoint *kp, int n,
+    const GrDescriptorParams *p, float *out, float *angle, GrDescriptorScratch *scratch)
+{
+  if (!img || !img->data || img->width < 1 || img->height < 1 || !p || n < 0 ||
+      (n > 0 && (!kp || !out)) || (p->size != 32 && p->size != 64) ||
+      p->radius < 4 || p->radius > 64 || !(p->sigma >= 0.f) || p->sigma > 10.f)
+    return GR_ERR_INVALID;
+  if (n == 0)
+    return GR_OK;
+  const int w = img->width, h = img->height;
+  GrDescriptorScratch local = { 0 };
+  GrDescriptorScratch *s = scratch ? scratch : &local;
+  if (!scratch_fit (s, (size_t) w * h))
+    return GR_ERR_NOMEM;
+  smooth_plane (img, p->sigma, s->tmp, s->smooth);
+  gradients (img, s->smooth, s->gx, s->gy, s->gvalid);
+
+  if (p->subpixel)
+    refine_keypoints (s, w, h, kp, n);
+
+  const int R = p->radius;
+  const int NC = p->size == 64 ? 4 : 2;       /* cells per side */
+  const int NB = p->size == 64 ? 4 : 8;       /* orientation bins */
+  const int side = 2 * R + 1;
+  float *gw_ori = malloc (sizeof (float) * side * side);
+  float *gw_desc = malloc (sizeof (float) * side * side);
+  if (!gw_ori || !gw_desc) {
+    free (gw_ori);
+    free (gw_desc);
+    if (!scratch)
+      gr_descriptor_scratch_clear (&local);
+    return GR_ERR_NOMEM;
+  }
+  const float so = 0.5f * R, sd = 0.6f * R;
+  for (int v = -R; v <= R; v++)
+    for (int u = -R; u <= R; u++) {
+      const float r2 = (float) (u * u + v * v);
+      const bool in = r2 <= (float) (R * R);
+      gw_ori[(v + R) * side + u + R] = in ? expf (-r2 / (2 * so * so)) : 0.f;
+      gw_desc[(v + R) * side + u + R] = in ? expf (-r2 / (2 * sd * sd)) : 0.f;
+    }
+
+#pragma omp parallel for schedule (dynamic, 16)
+  for (int i = 0; i < n; i++) {
+    float *d = out + (size_t) i * p->size;
+    memset (d, 0, sizeof (float) * p->size);
+    const float kx = kp[i].x, ky = kp[i].y;
+    /* orientation */
+    float hist[ORI_BINS], hs[ORI_BINS];
+    memset (hist, 0, sizeof hist);
+    const int cx = (int) lrintf (kx), cy = (int) lrintf (ky);
+    for (int v = -R; v <= R; v++)
+      for (int u = -R; u <= R; u++) {
+        const float gwt = gw_ori[(v + R) * side + u + R];
+        const int x = cx + u, y = cy + v;
+        if (gwt == 0.f || x < 0 || y < 0 || x >= w || y >= h)
+          continue;
+        const size_t j = (size_t) y * w + x;
+        if (!s->gvalid[j])
+          continue;
+        const float gx = s->gx[j], gy = s->gy[j];
+        const float m = sqrtf (gx * gx + gy * gy);
+        if (m == 0.f)
+          continue;
+        float fb = (atan2f (gy, gx) + PI_F) * (ORI_BINS / (2 * PI_F)) - 0.5f;
+        int b0 = (int) floorf (fb);
+        const float a = fb - b0;
+        b0 = (b0 % ORI_BINS + ORI_BINS) % ORI_BINS;
+        hist[b0] += gwt * m * (1 - a);
+        hist[(b0 + 1) % ORI_BINS] += gwt * m * a;
+      }
+    for (int pass = 0; pass < 2; pass++) {
+      for (int b = 0; b < ORI_BINS; b++)
+        hs[b] = 0.25f * hist[(b + ORI_BINS - 1) % ORI_BINS] + 0.5f * hist[b] +
+            0.25f * hist[(b + 1) % ORI_BINS];
+      memcpy (hist, hs, sizeof hist);
+    }
+    int best = 0;
+    for (int b = 1; b < ORI_BINS; b++)
+      if (hist[b] > hist[best])
+        best = b;
+    if (hist[best] <= 0.f) {
+      if (angle)
+        angle[i] = 0.f;
+      continue;     /* no valid gradient: zero descriptor */
+    }
+    const float l = hist[(best + ORI_BINS - 1) % ORI_BINS], c = hist[best],
+        r = hist[(best + 1) % ORI_BINS];
+    const float den = l - 2 * c + r;
+    const float off = den < 0.f ? 0.5f * (l - r) / den : 0.f;
+    const float theta = (best + 0.5f + off) * (2 * PI_F / ORI_BINS) - PI_F;
+    if (angle)
+      angle[i] = theta;
+    const float ct = cosf (theta), st = sinf (theta);
+
+    /* descriptor */
+    for (int v = -R; v <= R; v++)
+      for (int u = -R; u <= R; u++) {
+        const float gwt = gw_desc[(v + R) * side + u + R];
+        if (gwt == 0.f)
+          continue;
+        const float x = kx + ct * u - st * v, y = ky + st * u + ct * v;
+        float gx, gy;
+        if (!grad_at (s->gx, s->gy, s->gvalid, w, h, x, y, &gx, &gy))
+          continue;
+        const float gu = ct * gx + st * gy, gv = -st * gx + ct * gy;
+        const float m = sqrtf (gu * gu + gv * gv) * gwt;
+        if (m == 0.f)
+          continue;
+        /* spatial cell coordinates (cell centres at integers) and orientation bin */
+        const float fu = (u + R + 0.5f) * NC / (float) side - 0.5f;
+        const float fv = (v + R + 0.5f) * NC / (float) side - 0.5f;
+        const float fo = (atan2f (gv, gu) + PI_F) * (NB / (2 * PI_F));
+        const int u0 = (int) floorf (fu), v0 = (int) floorf (fv);
+        int o0 = (int) floorf (fo);
+        const float au = fu - u0, av = fv - v0, ao = fo - o0;
+        o0 = (o0 % NB + NB) % NB;
+        for (int dv = 0; dv <= 1; dv++) {
+          const int cv = v0 + dv;
+          if (cv < 0 || cv >= NC)
+            continue;
+          const float wv = dv ? av : 1 - av;
+          for (int du = 0; du <= 1; du++) {
+            const int cu = u0 + du;
+            if (cu < 0 || cu >= NC)
+              continue;
+            const float wuv = wv * (du ? au : 1 - au) * m;
+            float *cell = d + (cv * NC + cu) * NB;
+            cell[o0] += wuv * (1 - ao);
+            cell[(o0 + 1) % NB] += wuv * ao;
+          }
+        }
+      }
+    /* normalize, clip, normalize */
+    for (int pass = 0; pass < 2; pass++) {
+      double nn = 0.0;
+      for (int t = 0; t < p->size; t++)
+        nn += (double) d[t] * d[t];
+      if (nn <= 0.0)
+        break;
+      const float inv = (float) (1.0 / sqrt (nn));
+      for (int t = 0; t < p->size; t++) {
+        d[t] *= inv;
+        if (pass == 0 && d[t] > 0.2f)
+          d[t] = 0.2f;
+      }
+    }
+  }
+  free (gw_ori);
+  free (gw_desc);
+  if (!scratch)
+    gr_descriptor_scratch_clear (&local);
+  return GR_OK;
+}
+
+/* ------------------------------------------------------------------ patches */
+
+GrStatus
+gr_descriptor_patches (const GrPlaneF *img, const GrDescriptorScratch *s,
+    const GrKeypoint *kp, int n, uint8_t *patches)
+{
+  if (!img || !s || !s->smooth || s->cap < (size_t) img->width * img->height || n < 0 ||
+      (n > 0 && (!kp || !patches)))
+    return GR_ERR_INVALID;
+  const int w = img->width, h = img->height;
+#pragma omp parallel for schedule (static)
+  for (int i = 0; i < n; i++) {
+    const int cx = (int) lrintf (kp[i].x), cy = (int) lrintf (kp[i].y);
+    float lo = INFINITY, hi = -INFINITY;
+    for (int v = -GR_PATCH_RADIUS; v <= GR_PATCH_RADIUS; v++)
+      for (int u = -GR_PATCH_RADIUS; u <= GR_PATCH_RADIUS; u++) {
+        const int x = cx + u, y = cy + v;
+        if (x < 0 || y < 0 || x >= w || y >= h || !valid_at (img, x, y))
+          continue;
+        const float val = s->smooth[(size_t) y * w + x];
+        lo = fminf (lo, val);
+        hi = fmaxf (hi, val);
+      }
+    uint8_t *o = patches + (size_t) i * GR_PATCH_BYTES;
+    const float sc = hi > lo ? 255.0f / (hi - lo) : 0.0f;
+    for (int v = -GR_PATCH_RADIUS; v <= GR_PATCH_RADIUS; v++)
+      for (int u = -GR_PATCH_RADIUS; u <= GR_PATCH_RADIUS; u++) {
+        const int x = cx + u, y = cy + v;
+        float q = 0.f;
+        if (x >= 0 && y >= 0 && x < w && y < h && valid_at (img, x, y))
+          q = (s->smooth[(size_t) y * w + x] - lo) * sc;
+        o[(v + GR_PATCH_RADIUS) * GR_PATCH_SIDE + u + GR_PATCH_RADIUS] =
+            (uint8_t) fminf (255.f, fmaxf (0.f, q + 0.5f));
+      }
+  }
+  return GR_OK;
+}
+
+/* bilinear value of a stored patch at patch coordinates (px, py) (centre = 0, 0) */
+static inline bool
+patch_at (const uint8_t *p, double px, double py, double *v)
+{
+  const double fx = px + GR_PATCH_RADIUS, fy = py + GR_PATCH_RADIUS;
+  const double x0 = floor (fx), y0 = floor (fy);
+  if (x0 < 0 || y0 < 0 || x0 + 1 > GR_PATCH_SIDE - 1 || y0 + 1 > GR_PATCH_SIDE - 1)
+    return false;
+  const int ix = (int) x0, iy = (int) y0;
+  const double ax = fx - x0, ay = fy - y0;
+  const uint8_t *r0 = p + iy * GR_PATCH_SIDE + ix, *r1 = r0 + GR_PATCH_SIDE;
+  *v = (1 - ay) * ((1 - ax) * r0[0] + ax * r0[1]) + ay * ((1 - ax) * r1[0] + ax * r1[1]);
+  return true;
+}
+
+#define REF_R 5
+#define REF_N ((2 * REF_R + 1) * (2 * REF_R + 1))
+
+bool
+gr_patch_refine (const GrPlaneF *img, const GrDescriptorScratch *s, float ax, float ay,
+    const uint8_t *patch, const GrKeypoint *pk, const double J[4], double *x, double *y,
+    double *ncc)
+{
+  const int w = img->width, h = img->height;
+  double tv[REF_N];
+  int tu[REF_N][2];
+  int nt = 0;
+  double tm = 0;
+  for (int v = -REF_R; v <= REF_R; v++)
+    for (int u = -REF_R; u <= REF_R; u++) {
+      if (u * u + v * v > REF_R * REF_R)
+        continue;
+      const float sx = ax + u, sy = ay + v;
+      const float fx = floorf (sx), fy = floorf (sy);
+      const int ix = (int) fx, iy = (int) fy;
+      if (ix < 0 || iy < 0 || ix + 1 >= w || iy + 1 >= h)
+        return false;
+      const float bx = sx - fx, by = sy - fy;
+      const float *r0 = s->smooth + (size_t) iy * w + ix, *r1 = r0 + w;
+      if (!valid_at (img, ix, iy) || !valid_at (img, ix + 1, iy) ||
+          !valid_at (img, ix, iy + 1) || !valid_at (img, ix + 1, iy + 1))
+        return false;
+      tv[nt] = (1 - by) * ((1 - bx) * r0[0] + bx * r0[1]) +
+          by * ((1 - bx) * r1[0] + bx * r1[1]);
+      tu[nt][0] = u;
+      tu[nt][1] = v;
+      tm += tv[nt];
+      nt++;
+    }
+  tm /= nt;
+  double ts = 0;
+  for (int i = 0; i < nt; i++) {
+    tv[i] -= tm;
+    ts += tv[i] * tv[i];
+  }
+  if (ts <= 1e-9 * nt)
+    return false;
+  ts = sqrt (ts);
+  for (int i = 0; i < nt; i++)
+    tv[i] /= ts;          /* unit vector */
+
+  /* the estimate in the patch's coordinates */
+  const double cx = lrintf (pk->x), cy = lrintf (pk->y);
+  double px = *x - cx, py = *y - cy;
+  const double px0 = px, py0 = py;
+  double iv[REF_N], gxv[REF_N], gyv[REF_N];
+  double c = 0;
+  for (int it = 0; it < 12; it++) {
+    double im = 0;
+    for (int i = 0; i < nt; i++) {
+      const double qx = px + J[0] * tu[i][0] + J[1] * tu[i][1];
+      const double qy = py + J[2] * tu[i][0] + J[3] * tu[i][1];
+      double a, b, l, r;
+      if (!patch_at (patch, qx, qy, &iv[i]) || !patch_at (patch, qx - 0.5, qy, &l) ||
+          !patch_at (patch, qx + 0.5, qy, &r) || !patch_at (patch, qx, qy - 0.5, &a) ||
+          !patch_at (patch, qx, qy + 0.5, &b))
+        return false;
+      gxv[i] = r - l;
+      gyv[i] = b - a;
+      im += iv[i];
+    }
+    im /= nt;
+    double is = 0;
+    for (int i = 0; i < nt; i++) {
+      iv[i] -= im;
+      is += iv[i] * iv[i];
+    }
+    if (is <= 1e-9 * nt)
+      return false;
+    is = sqrt (is);
+    /* residual of the normalized patches; Gauss-Newton on the shift */
+    double hxx = 0, hxy = 0, hyy = 0, bx = 0, by = 0;
+    c = 0;
+    for (int i = 0; i < nt; i++) {
+      const double r = tv[i] - iv[i] / is;
+      const double gx = gxv[i] / is, gy = gyv[i] / is;
+      c += tv[i] * iv[i] / is;
+      hxx += gx * gx;
+      hxy += gx * gy;
+      hyy += gy * gy;
+      bx += gx * r;
+      by += gy * r;
+    }
+    const double det = hxx * hyy - hxy * hxy;
+    if (!(det > 1e-12))
+      return false;
+    const double dx = (hyy * bx - hxy * by) / det, dy = (hxx * by - hxy * bx) / det;
+    px += dx;
+    py += dy;
+    if (fabs (px - px0) > 3.0 || fabs (py - py0) > 3.0)
+      return false;
+    if (dx * dx + dy * dy < 1e-6)
+      break;
+  }
+  *x = px + cx;
+  *y = py + cy;
+  if (ncc)
+    *ncc = c;
+  return true;
+}

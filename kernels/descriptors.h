@@ -1,0 +1,90 @@
+/* Rotation-invariant float descriptors (length 32 or 64) at keypoints (keypoints.h),
+ * for featurematch.
+ *
+ * Method: the image is smoothed (Gaussian, sigma; masked pixels excluded) and its
+ * central-difference gradients taken.  Each keypoint gets an orientation: the peak of
+ * a 36-bin histogram of gradient directions over a disc of `radius` pixels (weights:
+ * magnitude x Gaussian), parabolically interpolated.  The disc is then sampled on a
+ * one-pixel grid turned by that orientation (bilinear gradients, rotated into the
+ * keypoint's frame) into a grid of spatial cells x orientation bins, with trilinear
+ * weights: 4 x 4 cells x 4 bins for 64, 2 x 2 cells x 8 bins for 32.  The vector is
+ * L2-normalized, clipped at 0.2 and normalized again (as SIFT).  So a frame turned by
+ * 90 or 180 degrees (drone survey lines) gives the same descriptors up to resampling.
+ * Single scale: frames of one survey share a ground resolution.
+ *
+ * Masks: a gradient needs its four neighbours valid; samples without a valid
+ * gradient add nothing.  Keypoints detected with margin >= gr_descriptor_margin()
+ * have their whole support valid.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef GR_DESCRIPTORS_H
+#define GR_DESCRIPTORS_H
+
+#include "gr_common.h"
+#include "keypoints.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int size;          /* 32 or 64 */
+  int radius;        /* support disc radius in pixels (4 .. 64; default 12) */
+  float sigma;       /* pre-smoothing (0 = none; default 1.2) */
+  bool subpixel;     /* refine the keypoints in place first (default true): the peak
+                        of a quadratic through the Shi-Tomasi measure of the smoothed
+                        gradients at the keypoint and its 4-neighbours */
+} GrDescriptorParams;
+
+void gr_descriptor_params_init (GrDescriptorParams *p);   /* 64, 12, 1.2, true */
+
+/* Keypoint margin under which the support of every descriptor is valid image. */
+int gr_descriptor_margin (const GrDescriptorParams *p);
+
+/* Reusable scratch (smoothed image and gradients): zero it before the first use,
+ * clear it with gr_descriptor_scratch_clear. */
+typedef struct {
+  float *smooth, *gx, *gy, *tmp;
+  uint8_t *gvalid;
+  size_t cap;
+} GrDescriptorScratch;
+
+void gr_descriptor_scratch_clear (GrDescriptorScratch *s);
+
+/* Descriptors of n keypoints of img: out (n x size floats, row-major), angle (may be
+ * NULL): the orientation of each keypoint in radians (image x axis towards y, i.e.
+ * clockwise on screen).  A keypoint with no valid gradient in its support gets a zero
+ * vector.  scratch may be NULL (allocated per call).  Multi-threaded (OpenMP);
+ * deterministic.  GR_ERR_INVALID on bad arguments, GR_ERR_NOMEM. */
+GrStatus gr_descriptors_compute (const GrPlaneF *img, GrKeypoint *kp, int n,
+    const GrDescriptorParams *p, float *out, float *angle, GrDescriptorScratch *scratch);
+
+/* ---- Sub-pixel refinement of matches (used by featurematch before its final fit).
+ *
+ * Patches: the smoothed image (from the scratch of the last gr_descriptors_compute)
+ * around each keypoint's nearest pixel, GR_PATCH_SIDE^2 bytes, its value range mapped
+ * onto 0..255 (the refinement is gain and bias invariant).  Keypoints detected with
+ * margin >= gr_descriptor_margin() have their whole patch valid; pixels outside the
+ * image or invalid read as the patch minimum. */
+#define GR_PATCH_RADIUS 12
+#define GR_PATCH_SIDE (2 * GR_PATCH_RADIUS + 1)
+#define GR_PATCH_BYTES (GR_PATCH_SIDE * GR_PATCH_SIDE)
+
+GrStatus gr_descriptor_patches (const GrPlaneF *img, const GrDescriptorScratch *s,
+    const GrKeypoint *kp, int n, uint8_t *patches);
+
+/* Where does the neighbourhood of (ax, ay) in the image of scratch `s` (the current
+ * frame: gr_descriptors_compute was run on it with s) lie in another frame, given
+ * that frame's stored patch around its keypoint `pk` and a first guess (x, y) with the
+ * local 2 x 2 Jacobian J (row-major) of the mapping between the frames at (ax, ay)?
+ * Gauss-Newton on the zero-mean, unit-variance difference of a disc of radius 5
+ * (bilinear samples).  On success (x, y) is refined and *ncc receives the normalized
+ * correlation; false when the patch is flat, the estimate leaves the patch or does
+ * not converge. */
+bool gr_patch_refine (const GrPlaneF *img, const GrDescriptorScratch *s, float ax,
+    float ay, const uint8_t *patch, const GrKeypoint *pk, const double J[4], double *x,
+    double *y, double *ncc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

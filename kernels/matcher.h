@@ -1,0 +1,120 @@
+/* Per-image ratio-test matching of float descriptors (the featurematch core).
+ *
+ * n descriptors of length k come from m images, image i holding descriptors
+ * offsets[i] .. offsets[i+1]-1.  For every descriptor j and every image i the matcher
+ * finds the nearest and the second-nearest descriptor of image i by L2 distance and
+ * keeps the nearest when d1 / d2 < ratio (Lowe's test), else -1: an m x n int32
+ * correspondence matrix, row i = image i:
+ *
+ *   out[i * n + j] = index of j's nearest neighbour WITHIN image i (0 .. n_i - 1), or -1
+ *
+ * Documented cases (docs/featurematch.md):
+ *  - j's own image: -1 (a descriptor is never matched inside its own image);
+ *  - an image with fewer than 2 descriptors: -1 (no second neighbour, no ratio test);
+ *  - d2 = 0 (two candidates at distance 0): -1, since 0 / 0 is not < ratio.
+ *
+ * Exactness.  The result is that of an exact search: distances are ranked by the
+ * canonical squared distance D(q, c) = sum_t (q_t - c_t)^2 evaluated in float64
+ * (difference of the float32 values in double, then fma(d, d, acc) in the order
+ * t = 0 .. k-1), ties broken by the lower index, and a neighbour is kept when
+ * D1 < ratio^2 * D2 (ratio^2 in double).  Both backends first rank every candidate
+ * with a fast approximate distance (FP32 SIMD on the CPU, FP16 tensor cores on CUDA)
+ * under a proven error bound; every (descriptor, image) pair whose winner or ratio
+ * test the bound cannot settle is re-evaluated with the canonical distances.  So the
+ * CPU and CUDA outputs are identical, and they equal a float64 brute-force search
+ * except where two float64 distances differ by less than about 1e-13 relative
+ * (near-ties: docs/featurematch.md).
+ *
+ * Memory: O(n k + m n); never an n x n distance matrix.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef GR_MATCHER_H
+#define GR_MATCHER_H
+
+#include "gr_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GR_MATCHER_MAX_K 512          /* descriptor length, CPU backend */
+#define GR_MATCHER_MAX_K_CUDA 128     /* descriptor length, CUDA backend */
+#define GR_MATCHER_MAX_ABS 1e15f      /* |descriptor value| limit (finite, no overflow) */
+
+typedef struct GrMatcher GrMatcher;
+
+/* What a call did. */
+typedef struct {
+  int64_t pairs;          /* (descriptor, image) pairs decided */
+  int64_t rechecked;      /* pairs settled by the exact re-check */
+  int64_t candidates;     /* approximate distances evaluated (padding included) */
+  double elapsed_ms;      /* wall time of the call */
+  double kernel_ms;       /* CUDA: device time of the matching kernels (events);
+                             CPU: the matching time */
+} GrMatchStats;
+
+/* backend AUTO picks CUDA when gr_cuda_device_count() > 0, else CPU.  CUDA asked for
+ * and not available: NULL and *status = GR_ERR_NO_CUDA.  cuda_device -1 = device 0. */
+GrMatcher *gr_matcher_new (GrBackend backend, int cuda_device, GrStatus *status,
+    char *errbuf, size_t errlen);
+void gr_matcher_free (GrMatcher *mt);
+
+/* The backend actually used (never AUTO). */
+GrBackend gr_matcher_backend (const GrMatcher *mt);
+
+/* CPU threads (0 = OpenMP's default). */
+void gr_matcher_set_threads (GrMatcher *mt, int threads);
+
+/* ---- Batch form (the seed's interface).
+ * desc: n x k floats, row-major (n = offsets[m]); offsets: m + 1 nondecreasing values,
+ * offsets[0] = 0 (empty images allowed).  ratio > 0.  out: m x n int32 (every entry is
+ * written).  Values must be finite with |v| <= GR_MATCHER_MAX_ABS.  The held images
+ * of the incremental form are not touched.  stats may be NULL. */
+GrStatus gr_matcher_match_all (GrMatcher *mt, const float *desc, int k,
+    const int64_t *offsets, int m, float ratio, int32_t *out, GrMatchStats *stats,
+    char *errbuf, size_t errlen);
+
+/* ---- Incremental form: the matcher holds images (their descriptors stay resident:
+ * in device memory for CUDA) and matches each new image against them, both ways.
+ *
+ * gr_matcher_add: `count` descriptors (count >= 0) of a new image, count x k floats.
+ *  fwd (may be NULL): held x count int32, fwd[p * count + a] = the neighbour of new
+ *      descriptor a in held image p (index within p), or -1;
+ *  bwd (may be NULL): held_descriptors int32, bwd[b] = the neighbour in the new image
+ *      of held descriptor b (held order: the oldest image's descriptors first), or -1;
+ *  where held / held_descriptors are the values before the call (p = 0 is the oldest).
+ * Then the new image is held too.  k is fixed by the first image after creation or
+ * gr_matcher_reset; another k is GR_ERR_INVALID.  Adding the images of a batch one by
+ * one reproduces gr_matcher_match_all's matrix: out[p][j in image b] = fwd_b[p][j]
+ * for p < b, bwd_p[j] for p > b, -1 for p = b. */
+GrStatus gr_matcher_add (GrMatcher *mt, const float *desc, int count, int k,
+    float ratio, int32_t *fwd, int32_t *bwd, GrMatchStats *stats,
+    char *errbuf, size_t errlen);
+
+/* Forgets the `count` oldest held images (a sliding window); count > held forgets
+ * all.  Storage is reused (compacted when needed, amortized O(1) per image). */
+void gr_matcher_drop_oldest (GrMatcher *mt, int count);
+
+/* Forgets every held image; k may change at the next add. */
+void gr_matcher_reset (GrMatcher *mt);
+
+int gr_matcher_held_images (const GrMatcher *mt);
+int64_t gr_matcher_held_descriptors (const GrMatcher *mt);
+/* Descriptors of held image p (0 = oldest); -1 when out of range. */
+int gr_matcher_held_image_size (const GrMatcher *mt, int p);
+
+/* ---- Testing hooks. */
+typedef enum {
+  GR_MATCHER_DEBUG_NONE = 0,
+  GR_MATCHER_DEBUG_FORCE_EXACT = 1 << 0,  /* settle every pair by the exact re-check */
+  GR_MATCHER_DEBUG_SMALL_LIST = 1 << 1,   /* CUDA: a tiny re-check list, so that its
+                                             overflow path runs */
+} GrMatcherDebug;
+void gr_matcher_set_debug (GrMatcher *mt, unsigned flags);
+
+/* The canonical squared distance (see above), as both backends compute it. */
+double gr_matcher_exact_distance (const float *q, const float *c, int k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1166 @@
+/* Per-image ratio-test matching: the CUDA backend (see matcher.h for the contract and
+ * matcher.c for the CPU backend it must equal).
+ *
+ * Design
+ *  - Database.  Every image's descriptors live in device memory in a padded row space:
+ *    image i occupies rows poff_i .. poff_i + pn_i - 1, pn_i = n_i rounded up to 64.
+ *    Per row: the descriptor divided by its norm as FP16 (KP = 32, 64 or 128 halves,
+ *    zero padded), the float32 original (for the exact re-check), (|c|^2, |c|), its
+ *    index within its image (-1 on padding rows) and a running descriptor id.  Padding
+ *    rows are zero with |c|^2 = +inf, so they never win.  One prep kernel builds the
+ *    rows from the uploaded float32 descriptors and the per-image max |c| and |c|^2.
+ *    The incremental form appends images and drops the oldest: the row space is
+ *    compacted in place or grown (doubled) only when its end is reached, so a sliding
+ *    window allocates nothing in steady state.
+ *  - Match kernel: one launch for every (query block, image) pair.  A CTA of 4 warps
+ *    owns 128 query rows (A fragments of mma.m16n8k16 held in registers for the whole
+ *    launch) and walks the images of its slice in 64-candidate chunks, double
+ *    buffered with cp.async into shared memory (ldmatrix-friendly padded rows).  Tensor
+ *    cores give q^.c^ in FP32; the epilogue forms D = |q|^2 + |c|^2 - 2 |q||c| q^.c^,
+ *    clamps it at 0 and packs it with the candidate index into one 32-bit key (the low
+ *    mantissa bits give way to the index: the bound below accounts for it), so the
+ *    per-row top-2 is three integer min/max per candidate.  At the end of an image the
+ *    4 lanes sharing a row merge their top-2 by shuffles and decide.
+ *  - Exactness: |D~ - D| <= E = 2 delta |q| M_i + eps (|q|^2 + M2_i + 2 |q| M_i)
+ *    + 2^(b-22) a2 (M_i, M2_i: the image's max |c| and |c|^2; delta bounds the FP16
+ *    rounding of both unit vectors and the tensor-core FP32 accumulation; b the index
+ *    bits).  With a1 <= a2 the approximate top-2, the pair is rejected when
+ *    a1 - E > r^2 (a2 + E), accepted with the approximate winner when a1 + E <
+ *    r^2 (a2 - E) and a1 + E < a2 - E, and otherwise queued: a re-check kernel (a warp
+ *    per queued pair) recomputes the whole image with the canonical float64 distances
+ *    of matcher.h (fma, t = 0 .. k-1, ties to the lower index), exactly as the CPU
+ *    backend does.  A full queue is not an error: the entries it could not take stay
+ *    marked and a sweep kernel settles them.
+ *  - Device buffers grow and are reused; no per-call cudaMalloc in steady state.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "matcher_cuda.h"
+
+#define PENDING (-2)
+#define BM 128                  /* query rows per CTA */
+#define BN 64                   /* candidates per chunk (and the image padding) */
+#define NT 128                  /* threads per CTA */
+#define LIST_CAP (1u << 22)     /* re-check queue entries per launch */
+
+/* ---- error helpers ---------------------------------------------------------- */
+
+static void
+set_err (char *errbuf, size_t errlen, const char *fmt, ...)
+{
+  if (!errbuf || errlen == 0)
+    return;
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (errbuf, errlen, fmt, ap);
+  va_end (ap);
+}
+
+#define CK(call, what)                                                        \
+  do {                                                                        \
+    cudaError_t e_ = (call);                                                  \
+    if (e_ != cudaSuccess) {                                                  \
+      set_err (errbuf, errlen, "CUDA %s failed: %s", (what),                  \
+          cudaGetErrorString (e_));                                           \
+      cudaGetLastError ();                                                    \
+      return GR_ERR_CUDA;                                                     \
+    }                                                                         \
+  } while (0)
+
+static double
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* ---- shared types ------------------------------------------------------------- */
+
+struct ImgInfo {
+  int poff;             /* first padded row */
+  int n;                /* descriptors */
+  int pn;               /* padded rows (multiple of BN) */
+  unsigned gabs;        /* running id of the first descriptor */
+  long long src;        /* prep: first row in the staging buffer */
+  float M, M2;          /* max |c|, max |c|^2 (prep: atomicMax from 0) */
+};
+
+struct DbPtrs {
+  __half *h16;          /* rows x kp */
+  float2 *cinfo;        /* rows: (|c|^2, |c|) */
+  float *f32;           /* rows x k */
+  int *rowlocal;        /* rows: index within the image, -1 = padding */
+  unsigned *rowglob;    /* rows: running descriptor id */
+};
+
+struct MatchParams {
+  DbPtrs db;
+  int k;
+  const int *qlist;     /* query t -> padded row, or NULL: row qr0 + t */
+  long long qr0;
+  int nq;
+  const ImgInfo *imgs;  /* the images of this launch */
+  int nimg, ips;        /* images, images per grid.y slice */
+  int *out;             /* out[ti * ld + (rowglob - qbase)] */
+  long long ld;
+  unsigned qbase;
+  int self_skip;
+  double rr, delta2, eps1, trunc;
+  unsigned keymask;
+  unsigned long long *plist;
+  unsigned *pcount;
+  unsigned pcap;
+  int force;
+};
+
+/* ---- device helpers ------------------------------------------------------------ */
+
+__device__ __forceinline__ unsigned
+smem_u32 (const void *p)
+{
+  return (unsigned) __cvta_generic_to_shared (p);
+}
+
+__device__ __forceinline__ void
+cp_async16 (void *sdst, const void *gsrc)
+{
+#if __CUDA_ARCH__ >= 800
+  asm volatile ("cp.async.cg.shared.global [%0], [%1], 16;\n"
+      :: "r" (smem_u32 (sdst)), "l" (gsrc));
+#endif
+}
+
+__device__ __forceinline__ void
+cp_async_commit (void)
+{
+#if __CUDA_ARCH__ >= 800
+  asm volatile ("cp.async.commit_group;\n" ::);
+#endif
+}
+
+__device__ __forceinline__ void
+cp_async_wait1 (void)
+{
+#if __CUDA_ARCH__ >= 800
+  asm volatile ("cp.async.wait_group 1;\n" ::);
+#endif
+}
+
+__device__ __forceinline__ void
+ldmatrix_x4 (unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const void *p)
+{
+#if __CUDA_ARCH__ >= 800
+  asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+      : "=r" (r0), "=r" (r1), "=r" (r2), "=r" (r3) : "r" (smem_u32 (p)));
+#else
+  r0 = r1 = r2 = r3 = 0;
+#endif
+}
+
+__device__ __forceinline__ void
+mma16816 (float *c, const unsigned *a, unsigned b0, unsigned b1)
+{
+#if __CUDA_ARCH__ >= 800
+  asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f" (c[0]), "+f" (c[1]), "+f" (c[2]), "+f" (c[3])
+      : "r" (a[0]), "r" (a[1]), "r" (a[2]), "r" (a[3]), "r" (b0), "r" (b1));
+#endif
+}
+
+/* the canonical squared distance of matcher.h */
+__device__ __forceinline__ double
+exact_dist (const float *q, const float *c, int k)
+{
+  double acc = 0.0;
+  for (int t = 0; t < k; t++) {
+    const double d = (double) q[t] - (double) c[t];
+    acc = fma (d, d, acc);
+  }
+  return acc;
+}
+
+/* ---- prep: database rows from float32 descriptors ------------------------------ */
+
+/* grid (ceil(max pn / 8), images), 256 threads: a warp per padded row. */
+__global__ void
+prep_kernel (const float *__restrict__ stage, ImgInfo *imgs, int img_base, int k, int kp,
+    DbPtrs db, int *qlist)
+{
+  const int ti = img_base + blockIdx.y;
+  const int lane = threadIdx.x & 31;
+  const int lr = blockIdx.x * 8 + (threadIdx.x >> 5);
+  const ImgInfo im = imgs[ti];
+  if (lr >= im.pn)
+    return;
+  const long long R = (long long) im.poff + lr;
+  float *f = db.f32 + R * k;
+  __half *h = db.h16 + R * kp;
+  if (lr < im.n) {
+    const float *src = stage + (im.src + lr) * (long long) k;
+    double s = 0.0;
+    for (int t = lane; t < k; t += 32) {
+      const double v = src[t];
+      s += v * v;
+    }
+    for (int o = 16; o > 0; o >>= 1)
+      s += __shfl_xor_sync (0xffffffffu, s, o);
+    const float n2 = (float) s, n1 = (float) sqrt (s);
+    for (int t = lane; t < k; t += 32)
+      f[t] = src[t];
+    for (int t = lane; t < kp; t += 32)
+      h[t] = __float2half_rn (t < k && n1 > 0.f ? src[t] / n1 : 0.f);
+    if (lane == 0) {
+      db.cinfo[R] = make_float2 (n2, n1);
+      db.rowlocal[R] = lr;
+      db.rowglob[R] = im.gabs + (unsigned) lr;
+      atomicMax ((int *) &imgs[ti].M, __float_as_int (n1));
+      atomicMax ((int *) &imgs[ti].M2, __float_as_int (n2));
+      if (qlist)
+        qlist[im.src + lr] = (int) R;
+    }
+  } else {
+    for (int t = lane; t < k; t += 32)
+      f[t] = 0.f;
+    for (int t = lane; t < kp; t += 32)
+      h[t] = __float2half_rn (0.f);
+    if (lane == 0) {
+      db.cinfo[R] = make_float2 (__int_as_float (0x7f800000), 0.f);
+      db.rowlocal[R] = -1;
+      db.rowglob[R] = 0u;
+    }
+  }
+}
+
+/* ---- the match kernel ------------------------------------------------------------ */
+
+__device__ __forceinline__ long long
+query_row (const MatchParams &p, long long t)
+{
+  if (t >= p.nq)
+    return -1;
+  return p.qlist ? (long long) p.qlist[t] : p.qr0 + t;
+}
+
+/* What a lane needs to decide its row: fixed for the whole launch. */
+struct RowInfo {
+  bool valid;           /* a real query row */
+  unsigned gq;          /* its running descriptor id */
+  float qn2, qn;        /* |q|^2, |q| */
+};
+
+__device__ __forceinline__ RowInfo
+row_info (const MatchParams &p, long long R)
+{
+  RowInfo r;
+  r.valid = R >= 0 && p.db.rowlocal[R] >= 0;
+  r.gq = r.valid ? p.db.rowglob[R] : 0u;
+  const float2 c = r.valid ? p.db.cinfo[R] : make_float2 (0.f, 0.f);
+  r.qn2 = c.x;
+  r.qn = c.y;
+  return r;
+}
+
+/* decide one (row, image) pair from its approximate top-2 keys; writes the output
+ * (and queues the pair when the bound cannot settle it) */
+__device__ __forceinline__ void
+finalize_pair (const MatchParams &p, const RowInfo &ri, long long R, int ti,
+    unsigned K1, unsigned K2)
+{
+  if (!ri.valid)
+    return;
+  const long long oi = (long long) ti * p.ld + (long long) (unsigned) (ri.gq - p.qbase);
+  const ImgInfo im = p.imgs[ti];
+  int res;
+  if (im.n < 2 || (p.self_skip && (unsigned) (ri.gq - im.gabs) < (unsigned) im.n)) {
+    res = -1;
+  } else {
+    const double qn = ri.qn, qn2 = ri.qn2;
+    const double v1 = __uint_as_float (K1 & p.keymask);
+    const double v2 = __uint_as_float (K2 & p.keymask);
+    const int w = (int) (K1 & ~p.keymask);
+    const double S = qn2 + (double) im.M2 + 2.0 * qn * im.M;
+    const double E = p.delta2 * qn * im.M + p.eps1 * S + p.trunc * v2 + 1e-30;
+    if (p.force)
+      res = PENDING;
+    else if (v1 - E > p.rr * (v2 + E))
+      res = -1;
+    else if (v1 + E < p.rr * (v2 - E) && v1 + E < v2 - E)
+      res = w;
+    else
+      res = PENDING;
+    if (res == PENDING) {
+      const unsigned slot = atomicAdd (p.pcount, 1u);
+      if (slot < p.pcap)
+        p.plist[slot] = ((unsigned long long) (unsigned) R << 32) | (unsigned) ti;
+    }
+  }
+  p.out[oi] = res;
+}
+
+template <int KP>
+__global__ void __launch_bounds__ (NT, (KP <= 64 ? 3 : 2))
+match_kernel (const MatchParams p)
+{
+  constexpr int KS = KP / 16;
+  constexpr int SROW = KP + 8;          /* halves; 16-byte pad: ldmatrix conflict free */
+  constexpr int PIECES = BN * KP / 8;   /* 16-byte pieces of a chunk */
+  __shared__ __align__ (16) __half sB[2][BN * SROW];
+  __shared__ __align__ (16) float2 sC[2][BN];
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, tq = lane & 3;
+  const int i0 = blockIdx.y * p.ips;
+  const int i1 = min (p.nimg, i0 + p.ips);
+  if (i0 >= i1)
+    return;
+  const long long tbase = (long long) blockIdx.x * BM + warp * 32;
+
+  /* this thread's 4 rows: slot s = mt * 2 + h -> row tbase + mt * 16 + h * 8 + g */
+  long long R[4];
+  float nqr[4], m2q[4];
+#pragma unroll
+  for (int s = 0; s < 4; s++) {
+    R[s] = query_row (p, tbase + (s >> 1) * 16 + (s & 1) * 8 + g);
+    if (R[s] >= 0) {
+      const float2 c = p.db.cinfo[R[s]];
+      nqr[s] = c.x;
+      m2q[s] = -2.0f * c.y;
+    } else {
+      nqr[s] = __int_as_float (0x7f800000);
+      m2q[s] = 0.f;
+    }
+  }
+  /* A fragments for the whole launch */
+  unsigned a[2][KS][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; mt++) {
+    const long long ra = R[mt * 2], rb = R[mt * 2 + 1];
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+      const int kk = ks * 16 + 2 * tq;
+      a[mt][ks][0] = ra >= 0 ? *(const unsigned *) (p.db.h16 + ra * KP + kk) : 0u;
+      a[mt][ks][1] = rb >= 0 ? *(const unsigned *) (p.db.h16 + rb * KP + kk) : 0u;
+      a[mt][ks][2] = ra >= 0 ? *(const unsigned *) (p.db.h16 + ra * KP + kk + 8) : 0u;
+      a[mt][ks][3] = rb >= 0 ? *(const unsigned *) (p.db.h16 + rb * KP + kk + 8) : 0u;
+    }
+  }
+  /* the row this lane decides at the end of an image: slot tq */
+  const long long Rmine = tq == 0 ? R[0] : tq == 1 ? R[1] : tq == 2 ? R[2] : R[3];
+  const RowInfo rmine = row_info (p, Rmine);
+
+  /* images with fewer than 2 descriptors: -1 */
+  for (int i = i0; i < i1; i++)
+    if (p.imgs[i].n < 2)
+      finalize_pair (p, rmine, Rmine, i, 0u, 0u);
+
+  /* chunk iterators over the images of the slice that have >= 2 descriptors */
+  int li = i0;
+  while (li < i1 && p.imgs[li].n < 2)
+    li++;
+  if (li >= i1)
+    return;
+  int lc = 0;
+  int ni = li, nc = 0;                  /* the chunk to load next */
+
+  auto load_chunk = [&] (int stage, int img, int ch) {
+    const long long row0 = (long long) p.imgs[img].poff + (long long) ch * BN;
+    const __half *src = p.db.h16 + row0 * KP;
+    for (int pc = threadIdx.x; pc < PIECES; pc += NT) {
+      const int r = pc / (KP / 8), c16 = pc % (KP / 8);
+      cp_async16 (&sB[stage][r * SROW + c16 * 8], src + (long long) r * KP + c16 * 8);
+    }
+    if (threadIdx.x < BN / 2)
+      cp_async16 (&sC[stage][threadIdx.x * 2], p.db.cinfo + row0 + threadIdx.x * 2);
+  };
+  auto advance = [&] (int &img, int &ch) {
+    if (++ch * BN >= p.imgs[img].pn) {
+      ch = 0;
+      do {
+        img++;
+      } while (img < i1 && p.imgs[img].n < 2);
+    }
+  };
+
+  load_chunk (0, ni, nc);
+  cp_async_commit ();
+  advance (ni, nc);
+
+  unsigned k1[4], k2[4];
+#pragma unroll
+  for (int s = 0; s < 4; s++)
+    k1[s] = k2[s] = 0xffffffffu;
+  int stage = 0;
+  for (;;) {
+    const bool has_next = ni < i1;
+    if (has_next)
+      load_chunk (stage ^ 1, ni, nc);
+    cp_async_commit ();
+    cp_async_wait1 ();
+    __syncthreads ();
+
+    /* ---- tensor-core tile: 32 rows x 64 candidates per warp */
+    const __half *sb = sB[stage];
+    float acc[2][8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+      for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+          acc[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+      unsigned b[8][2];
+#pragma unroll
+      for (int np = 0; np < 4; np++) {
+        const int mi = lane >> 3, rr = lane & 7;
+        const __half *addr = sb + (np * 16 + (mi >> 1) * 8 + rr) * SROW + ks * 16 +
+            (mi & 1) * 8;
+        ldmatrix_x4 (b[2 * np][0], b[2 * np][1], b[2 * np + 1][0], b[2 * np + 1][1],
+            addr);
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+          mma16816 (acc[mt][nt], a[mt][ks], b[nt][0], b[nt][1]);
+    }
+
+    /* ---- epilogue: keys and the running top-2 */
+    const float2 *sc = sC[stage];
+    const unsigned cbase = (unsigned) lc * BN;
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const int col = nt * 8 + 2 * tq + e;
+        const float2 ci = sc[col];
+        const unsigned cid = cbase + (unsigned) col;
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+          const float v = acc[s >> 1][nt][(s & 1) * 2 + e];
+          float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
+          d = fmaxf (d, 0.f);
+          const unsigned key = (__float_as_uint (d) & p.keymask) | cid;
+          k2[s] = min (k2[s], max (k1[s], key));
+          k1[s] = min (k1[s], key);
+        }
+      }
+
+    /* ---- end of an image: merge the 4 lanes of each row, decide */
+    if ((lc + 1) * BN >= p.imgs[li].pn) {
+#pragma unroll
+      for (int s = 0; s < 4; s++)
+#pragma unroll
+        for (int o = 1; o <= 2; o <<= 1) {
+          const unsigned o1 = __shfl_xor_sync (0xffffffffu, k1[s], o);
+          const unsigned o2 = __shfl_xor_sync (0xffffffffu, k2[s], o);
+          k2[s] = min (max (k1[s], o1), min (k2[s], o2));
+          k1[s] = min (k1[s], o1);
+        }
+      const unsigned K1 = tq == 0 ? k1[0] : tq == 1 ? k1[1] : tq == 2 ? k1[2] : k1[3];
+      const unsigned K2 = tq == 0 ? k2[0] : tq == 1 ? k2[1] : tq == 2 ? k2[2] : k2[3];
+      finalize_pair (p, rmine, Rmine, li, K1, K2);
+#pragma unroll
+      for (int s = 0; s < 4; s++)
+        k1[s] = k2[s] = 0xffffffffu;
+    }
+    __syncthreads ();
+    if (!has_next)
+      break;
+    li = ni;
+    lc = nc;
+    advance (ni, nc);
+    stage ^= 1;
+  }
+}
+
+/* ---- exact re-check: a warp per queued pair ------------------------------------- */
+
+__device__ __forceinline__ void
+exact_pair_warp (const MatchParams &p, long long R, int ti, int lane)
+{
+  const ImgInfo im = p.imgs[ti];
+  const float *q = p.db.f32 + R * p.k;
+  double d1 = __longlong_as_double (0x7ff0000000000000ll), d2 = d1;
+  int i1 = 0x7fffffff;
+  for (int c = lane; c < im.n; c += 32) {
+    const double d = exact_dist (q, p.db.f32 + ((long long) im.poff + c) * p.k, p.k);
+    if (d < d1) {
+      d2 = d1;
+      d1 = d;
+      i1 = c;
+    } else if (d < d2) {
+      d2 = d;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const double od1 = __shfl_xor_sync (0xffffffffu, d1, o);
+    const double od2 = __shfl_xor_sync (0xffffffffu, d2, o);
+    const int oi1 = __shfl_xor_sync (0xffffffffu, i1, o);
+    const bool mine = d1 < od1 || (d1 == od1 && i1 < oi1);
+    const double other = mine ? od1 : d1;
+    d2 = fmin (other, fmin (d2, od2));
+    if (!mine) {
+      d1 = od1;
+      i1 = oi1;
+    }
+  }
+  if (lane == 0) {
+    const unsigned gq = p.db.rowglob[R];
+    const long long oi = (long long) ti * p.ld + (long long) (unsigned) (gq - p.qbase);
+    p.out[oi] = (im.n >= 2 && d1 < p.rr * d2) ? i1 : -1;
+  }
+}
+
+__global__ void
+recheck_kernel (const MatchParams p)
+{
+  const unsigned count = min (*p.pcount, p.pcap);
+  const int lane = threadIdx.x & 31;
+  const unsigned warps = gridDim.x * (blockDim.x >> 5);
+  for (unsigned e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); e < count;
+      e += warps) {
+    const unsigned long long v = p.plist[e];
+    exact_pair_warp (p, (long long) (v >> 32), (int) (v & 0xffffffffu), lane);
+  }
+}
+
+/* the queue overflowed: settle every entry still marked, a warp per (row, image) */
+__global__ void
+sweep_kernel (const MatchParams p)
+{
+  const int lane = threadIdx.x & 31;
+  const long long warps = (long long) gridDim.x * (blockDim.x >> 5);
+  const long long total = (long long) p.nq * p.nimg;
+  for (long long e = (long long) blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+      e < total; e += warps) {
+    const long long t = e / p.nimg;
+    const int ti = (int) (e % p.nimg);
+    const long long R = query_row (p, t);
+    if (R < 0 || p.db.rowlocal[R] < 0)
+      continue;
+    const unsigned gq = p.db.rowglob[R];
+    const long long oi = (long long) ti * p.ld + (long long) (unsigned) (gq - p.qbase);
+    if (p.out[oi] == PENDING)        /* uniform across the warp */
+      exact_pair_warp (p, R, ti, lane);
+  }
+}
+
+/* ---- host side ---------------------------------------------------------------- */
+
+struct DevDb {
+  int k, kp;
+  long long cap, base, end;     /* rows */
+  DbPtrs d;
+};
+
+struct HostImg {
+  int poff, n, pn;
+  unsigned gabs;
+  float M, M2;
+};
+
+struct GrMatcherCuda {
+  int device;
+  int nsm;
+  cudaStream_t stream;
+  cudaEvent_t ev0, ev1;
+  DevDb db;                     /* incremental form */
+  DevDb bdb;                    /* batch form */
+  HostImg *held;
+  int nheld, held_cap;
+  unsigned next_gabs;
+  /* scratch, grow-only */
+  float *d_stage;
+  size_t stage_cap;
+  ImgInfo *d_tab;
+  size_t tab_cap;
+  ImgInfo *h_tab;
+  size_t htab_cap;
+  int *d_qlist;
+  size_t qlist_cap;
+  int *d_out;
+  size_t out_cap;
+  unsigned long long *d_list;
+  unsigned *d_count;
+  unsigned *h_count;            /* pinned, 2 */
+  ImgInfo *h_newimg;            /* pinned, 1 */
+};
+
+template <typename P>
+static cudaError_t
+grow (P **ptr, size_t *cap, size_t need_elems)
+{
+  if (*ptr && *cap >= need_elems)
+    return cudaSuccess;
+  /* a buffer that grows again gets 25% slack: a growing window reallocates rarely */
+  size_t n = *ptr ? need_elems + need_elems / 4 : need_elems;
+  if (n < 16)
+    n = 16;
+  cudaFree (*ptr);
+  *ptr = NULL;
+  *cap = 0;
+  cudaError_t e = cudaMalloc ((void **) ptr, n * sizeof (P));
+  if (e == cudaSuccess)
+    *cap = n;
+  return e;
+}
+
+static int
+kp_for (int k)
+{
+  return k <= 32 ? 32 : k <= 64 ? 64 : 128;
+}
+
+static void
+db_free (DevDb *db)
+{
+  cudaFree (db->d.h16);
+  cudaFree (db->d.cinfo);
+  cudaFree (db->d.f32);
+  cudaFree (db->d.rowlocal);
+  cudaFree (db->d.rowglob);
+  memset (db, 0, sizeof *db);
+}
+
+/* copies rows [from, from + rows) of src to [to, ...) of dst (different or
+ * non-overlapping) */
+static cudaError_t
+db_copy_rows (const DevDb *src, DbPtrs *dst, long long from, long long to, long long rows,
+    cudaStream_t s)
+{
+  if (rows <= 0)
+    return cudaSuccess;
+  cudaError_t e = cudaMemcpyAsync (dst->h16 + to * src->kp, src->d.h16 + from * src->kp,
+      rows * src->kp * sizeof (__half), cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync (dst->cinfo + to, src->d.cinfo + from, rows * sizeof (float2),
+        cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync (dst->f32 + to * src->k, src->d.f32 + from * src->k,
+        rows * src->k * sizeof (float), cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync (dst->rowlocal + to, src->d.rowlocal + from, rows * sizeof (int),
+        cudaMemcpyDeviceToDevice, s);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync (dst->rowglob + to, src->d.rowglob + from,
+        rows * sizeof (unsigned), cudaMemcpyDeviceToDevice, s);
+  return e;
+}
+
+/* Room for `extra` rows at the end.  *shift receives how far the live rows moved
+ * towards 0 (callers fix their row offsets). */
+static GrStatus
+db_reserve (DevDb *db, long long extra, cudaStream_t s, long long *shift,
+    char *errbuf, size_t errlen)
+{
+  *shift = 0;
+  if (db->end + extra <= db->cap)
+    return GR_OK;
+  const long long live = db->end - db->base;
+  if (live + extra <= db->cap / 2) {
+    /* compact in place: the end was reached, so base > cap / 2 >= live: the source
+     * and the destination do not overlap */
+    CK (db_copy_rows (db, &db->d, db->base, 0, live, s), "database compaction");
+    *shift = db->base;
+    db->base = 0;
+    db->end = live;
+    return GR_OK;
+  }
+  long long cap = 2 * (live + extra);
+  if (cap < 4096)
+    cap = 4096;
+  DbPtrs n = { 0 };
+  cudaError_t e = cudaMalloc (&n.h16, cap * db->kp * sizeof (__half));
+  if (e == cudaSuccess)
+    e = cudaMalloc (&n.cinfo, cap * sizeof (float2));
+  if (e == cudaSuccess)
+    e = cudaMalloc (&n.f32, cap * db->k * sizeof (float));
+  if (e == cudaSuccess)
+    e = cudaMalloc (&n.rowlocal, cap * sizeof (int));
+  if (e == cudaSuccess)
+    e = cudaMalloc (&n.rowglob, cap * sizeof (unsigned));
+  if (e == cudaSuccess)
+    e = db_copy_rows (db, &n, db->base, 0, live, s);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize (s);
+  if (e != cudaSuccess) {
+    cudaFree (n.h16);
+    cudaFree (n.cinfo);
+    cudaFree (n.f32);
+    cudaFree (n.rowlocal);
+    cudaFree (n.rowglob);
+    CK (e, "database allocation");
+  }
+  cudaFree (db->d.h16);
+  cudaFree (db->d.cinfo);
+  cudaFree (db->d.f32);
+  cudaFree (db->d.rowlocal);
+  cudaFree (db->d.rowglob);
+  db->d = n;
+  db->cap = cap;
+  *shift = db->base;
+  db->base = 0;
+  db->end = live;
+  return GR_OK;
+}
+
+/* device-side bound constants */
+static void
+bounds (int kp, int keybits, double *delta2, double *eps1, double *trunc)
+{
+  /* FP16 rounding of both unit vectors (2 x 2^-11 relative per product), tensor-core
+   * FP32 accumulation (generously (kp + 16) 2^-22), FP16 subnormals (2^-18); x 1.25 */
+  const double delta = 1.25 * (1.05 * ldexp (1.0, -10) + (kp + 16) * ldexp (1.0, -22) +
+      ldexp (1.0, -18));
+  *delta2 = 2.0 * delta;
+  *eps1 = 16.0 * ldexp (1.0, -24) + 1e-12;
+  *trunc = ldexp (1.0, keybits - 22);
+}
+
+static int
+keybits_for (int max_pn)
+{
+  int b = 6;
+  while ((1 << b) < max_pn)
+    b++;
+  return b;
+}
+
+extern "C" GrMatcherCuda *
+gr_matcher_cuda_new (int device, char *errbuf, size_t errlen)
+{
+  cudaDeviceProp prop;
+  cudaError_t e = cudaSetDevice (device);
+  if (e == cudaSuccess)
+    e = cudaGetDeviceProperties (&prop, device);
+  if (e != cudaSuccess) {
+    set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
+    cudaGetLastError ();
+    return NULL;
+  }
+  if (prop.major < 8) {
+    set_err (errbuf, errlen, "CUDA device %d (%s) has compute capability %d.%d; the "
+        "matcher needs 8.0 or newer", device, prop.name, prop.major, prop.minor);
+    return NULL;
+  }
+  GrMatcherCuda *c = (GrMatcherCuda *) calloc (1, sizeof *c);
+  if (!c) {
+    set_err (errbuf, errlen, "out of host memory");
+    return NULL;
+  }
+  c->device = device;
+  c->nsm = prop.multiProcessorCount;
+  e = cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking);
+  if (e == cudaSuccess)
+    e = cudaEventCreate (&c->ev0);
+  if (e == cudaSuccess)
+    e = cudaEventCreate (&c->ev1);
+  if (e == cudaSuccess)
+    e = cudaMalloc (&c->d_list, 2ull * LIST_CAP * sizeof (unsigned long long));
+  if (e == cudaSuccess)
+    e = cudaMalloc (&c->d_count, 2 * sizeof (unsigned));
+  if (e == cudaSuccess)
+    e = cudaMallocHost (&c->h_count, 2 * sizeof (unsigned));
+  if (e == cudaSuccess)
+    e = cudaMallocHost (&c->h_newimg, sizeof (ImgInfo));
+  if (e != cudaSuccess) {
+    set_err (errbuf, errlen, "CUDA matcher setup: %s", cudaGetErrorString (e));
+    cudaGetLastError ();
+    gr_matcher_cuda_free (c);
+    return NULL;
+  }
+  return c;
+}
+
+extern "C" void
+gr_matcher_cuda_free (GrMatcherCuda *c)
+{
+  if (!c)
+    return;
+  cudaSetDevice (c->device);
+  if (c->stream)
+    cudaStreamSynchronize (c->stream);
+  db_free (&c->db);
+  db_free (&c->bdb);
+  cudaFree (c->d_stage);
+  cudaFree (c->d_tab);
+  cudaFree (c->d_qlist);
+  cudaFree (c->d_out);
+  cudaFree (c->d_list);
+  cudaFree (c->d_count);
+  if (c->h_count)
+    cudaFreeHost (c->h_count);
+  if (c->h_newimg)
+    cudaFreeHost (c->h_newimg);
+  if (c->ev0)
+    cudaEventDestroy (c->ev0);
+  if (c->ev1)
+    cudaEventDestroy (c->ev1);
+  if (c->stream)
+    cudaStreamDestroy (c->stream);
+  free (c->held);
+  free (c->h_tab);
+  free (c);
+}
+
+/* Sets the database's k, dropping its rows when k changes. */
+static void
+db_set_k (DevDb *db, int k)
+{
+  if (db->k == k)
+    return;
+  db_free (db);
+  db->k = k;
+  db->kp = kp_for (k);
+}
+
+static GrStatus
+host_tab (GrMatcherCuda *c, size_t n, char *errbuf, size_t errlen)
+{
+  if (c->htab_cap >= n)
+    return GR_OK;
+  size_t cap = n < 64 ? 64 : 2 * n;
+  ImgInfo *t = (ImgInfo *) realloc (c->h_tab, cap * sizeof (ImgInfo));
+  if (!t) {
+    set_err (errbuf, errlen, "out of host memory");
+    return GR_ERR_NOMEM;
+  }
+  c->h_tab = t;
+  c->htab_cap = cap;
+  return GR_OK;
+}
+
+/* prep of table entries [first, first + count) (M, M2 zeroed by the caller) */
+static GrStatus
+launch_prep (GrMatcherCuda *c, DevDb *db, int first, int count, int max_pn, int *qlist,
+    char *errbuf, size_t errlen)
+{
+  if (count <= 0 || max_pn <= 0)
+    return GR_OK;
+  for (int done = 0; done < count; done += 65535) {
+    const int part = count - done < 65535 ? count - done : 65535;
+    dim3 grid ((unsigned) ((max_pn + 7) / 8), (unsigned) part);
+    prep_kernel<<<grid, 256, 0, c->stream>>> (c->d_stage, c->d_tab, first + done, db->k,
+        db->kp, db->d, qlist);
+    CK (cudaGetLastError (), "prep kernel launch");
+  }
+  return GR_OK;
+}
+
+/* one match launch + its re-check; list = 0 or 1 selects the queue */
+static GrStatus
+launch_match (GrMatcherCuda *c, DevDb *db, MatchParams p, int list, int max_pn,
+    unsigned debug, char *errbuf, size_t errlen)
+{
+  if (p.nq <= 0 || p.nimg <= 0)
+    return GR_OK;
+  const int keybits = keybits_for (max_pn);
+  if (keybits > 22) {
+    set_err (errbuf, errlen, "an image of %d descriptors is too large for the CUDA "
+        "matcher (at most 4,194,304)", max_pn);
+    return GR_ERR_INVALID;
+  }
+  p.db = db->d;
+  p.k = db->k;
+  p.keymask = ~((1u << keybits) - 1u);
+  bounds (db->kp, keybits, &p.delta2, &p.eps1, &p.trunc);
+  p.plist = c->d_list + (size_t) list * LIST_CAP;
+  p.pcount = c->d_count + list;
+  p.pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
+  p.force = (debug & GR_MATCHER_DEBUG_FORCE_EXACT) != 0;
+  const long long gx = (p.nq + BM - 1) / BM;
+  if (gx > 0x7fffffffll) {
+    set_err (errbuf, errlen, "too many queries");
+    return GR_ERR_INVALID;
+  }
+  const long long target = (long long) c->nsm * 12;
+  long long slices = (target + gx - 1) / gx;
+  if (slices < 1)
+    slices = 1;
+  if (slices > p.nimg)
+    slices = p.nimg;
+  if (slices > 65535)
+    slices = 65535;
+  p.ips = (int) ((p.nimg + slices - 1) / slices);
+  slices = (p.nimg + p.ips - 1) / p.ips;
+  dim3 grid ((unsigned) gx, (unsigned) slices);
+  switch (db->kp) {
+    case 32: match_kernel<32><<<grid, NT, 0, c->stream>>> (p); break;
+    case 64: match_kernel<64><<<grid, NT, 0, c->stream>>> (p); break;
+    default: match_kernel<128><<<grid, NT, 0, c->stream>>> (p); break;
+  }
+  CK (cudaGetLastError (), "match kernel launch");
+  recheck_kernel<<<c->nsm * 4, 256, 0, c->stream>>> (p);
+  CK (cudaGetLastError (), "re-check kernel launch");
+  return GR_OK;
+}
+
+static GrStatus
+launch_sweep (GrMatcherCuda *c, DevDb *db, MatchParams p, char *errbuf, size_t errlen)
+{
+  p.db = db->d;
+  p.k = db->k;
+  sweep_kernel<<<c->nsm * 8, 256, 0, c->stream>>> (p);
+  CK (cudaGetLastError (), "sweep kernel launch");
+  return GR_OK;
+}
+
+extern "C" GrStatus
+gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
+    const int64_t *offsets, int m, double rr, unsigned debug, int32_t *out,
+    GrMatchStats *stats, char *errbuf, size_t errlen)
+{
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  const long long n = offsets[m];
+  if (n > 0x7fffffffll) {
+    set_err (errbuf, errlen, "the CUDA matcher takes at most 2^31 - 1 descriptors");
+    return GR_ERR_INVALID;
+  }
+  DevDb *db = &c->bdb;
+  db_set_k (db, k);
+  db->base = db->end = 0;
+  GrStatus st = host_tab (c, (size_t) m, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  long long rows = 0;
+  int max_pn = 0;
+  for (int i = 0; i < m; i++) {
+    const int ni = (int) (offsets[i + 1] - offsets[i]);
+    const int pn = (ni + BN - 1) / BN * BN;
+    c->h_tab[i].poff = (int) rows;
+    c->h_tab[i].n = ni;
+    c->h_tab[i].pn = pn;
+    c->h_tab[i].gabs = (unsigned) offsets[i];
+    c->h_tab[i].src = offsets[i];
+    c->h_tab[i].M = c->h_tab[i].M2 = 0.f;
+    rows += pn;
+    if (pn > max_pn)
+      max_pn = pn;
+  }
+  if (rows > 0x7fffffffll) {
+    set_err (errbuf, errlen, "too many descriptors for the CUDA matcher");
+    return GR_ERR_INVALID;
+  }
+  long long shift;
+  st = db_reserve (db, rows, c->stream, &shift, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  db->end = rows;
+  CK (grow (&c->d_stage, &c->stage_cap, (size_t) n * k), "cudaMalloc (staging)");
+  CK (grow (&c->d_tab, &c->tab_cap, (size_t) m), "cudaMalloc (image table)");
+  CK (grow (&c->d_qlist, &c->qlist_cap, (size_t) n), "cudaMalloc (query list)");
+  CK (grow (&c->d_out, &c->out_cap, (size_t) m * n), "cudaMalloc (output)");
+  cudaStream_t s = c->stream;
+  CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
+          cudaMemcpyHostToDevice, s), "descriptor upload");
+  CK (cudaMemcpyAsync (c->d_tab, c->h_tab, (size_t) m * sizeof (ImgInfo),
+          cudaMemcpyHostToDevice, s), "image table upload");
+  st = launch_prep (c, db, 0, m, max_pn, c->d_qlist, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
+  CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
+  MatchParams p;
+  memset (&p, 0, sizeof p);
+  p.qlist = c->d_qlist;
+  p.qr0 = 0;
+  p.nq = (int) n;
+  p.imgs = c->d_tab;
+  p.nimg = m;
+  p.out = c->d_out;
+  p.ld = n;
+  p.qbase = 0;
+  p.self_skip = 1;
+  p.rr = rr;
+  st = launch_match (c, db, p, 0, max_pn, debug, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  CK (cudaMemcpyAsync (c->h_count, c->d_count, sizeof (unsigned), cudaMemcpyDeviceToHost,
+          s), "cudaMemcpy (count)");
+  CK (cudaStreamSynchronize (s), "match kernels");
+  float ms = 0.f;
+  CK (cudaEventElapsedTime (&ms, c->ev0, c->ev1), "cudaEventElapsedTime");
+  const unsigned pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
+  if (c->h_count[0] > pcap) {
+    const double t0 = now_ms ();
+    p.keymask = 0;
+    st = launch_sweep (c, db, p, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+    CK (cudaStreamSynchronize (s), "sweep kernel");
+    ms += (float) (now_ms () - t0);
+  }
+  CK (cudaMemcpyAsync (out, c->d_out, (size_t) m * n * sizeof (int32_t),
+          cudaMemcpyDeviceToHost, s), "cudaMemcpy (output)");
+  CK (cudaStreamSynchronize (s), "output download");
+  stats->rechecked = c->h_count[0];
+  stats->candidates = rows * n;
+  stats->kernel_ms = ms;
+  return GR_OK;
+}
+
+extern "C" GrStatus
+gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, double rr,
+    unsigned debug, int32_t *fwd, int32_t *bwd, GrMatchStats *stats,
+    char *errbuf, size_t errlen)
+{
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  DevDb *db = &c->db;
+  if (c->nheld == 0) {
+    db_set_k (db, k);
+    db->base = db->end = 0;
+  }
+  if (c->nheld == c->held_cap) {
+    int cap = c->held_cap ? 2 * c->held_cap : 64;
+    HostImg *h = (HostImg *) realloc (c->held, cap * sizeof (HostImg));
+    if (!h) {
+      set_err (errbuf, errlen, "out of host memory");
+      return GR_ERR_NOMEM;
+    }
+    c->held = h;
+    c->held_cap = cap;
+  }
+  const int held = c->nheld;
+  const int pn = (count + BN - 1) / BN * BN;
+  long long shift;
+  GrStatus st = db_reserve (db, pn, c->stream, &shift, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  for (int i = 0; i < held; i++)
+    c->held[i].poff -= (int) shift;
+  if (db->end + pn > 0x7fffffffll) {
+    set_err (errbuf, errlen, "too many descriptors for the CUDA matcher");
+    return GR_ERR_INVALID;
+  }
+  st = host_tab (c, (size_t) held + 1, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  int max_pn_old = 0;
+  long long old_desc = 0;
+  for (int i = 0; i < held; i++) {
+    const HostImg *h = &c->held[i];
+    c->h_tab[i] = ImgInfo { h->poff, h->n, h->pn, h->gabs, 0, h->M, h->M2 };
+    if (h->pn > max_pn_old)
+      max_pn_old = h->pn;
+    old_desc += h->n;
+  }
+  const int poff_new = (int) db->end;
+  c->h_tab[held] = ImgInfo { poff_new, count, pn, c->next_gabs, 0, 0.f, 0.f };
+  CK (grow (&c->d_stage, &c->stage_cap, (size_t) count * k + 1), "cudaMalloc (staging)");
+  CK (grow (&c->d_tab, &c->tab_cap, (size_t) held + 1), "cudaMalloc (image table)");
+  const size_t nfwd = (size_t) held * count, nbwd = (size_t) old_desc;
+  CK (grow (&c->d_out, &c->out_cap, nfwd + nbwd + 1), "cudaMalloc (output)");
+  cudaStream_t s = c->stream;
+  if (count > 0)
+    CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) count * k * sizeof (float),
+            cudaMemcpyHostToDevice, s), "descriptor upload");
+  CK (cudaMemcpyAsync (c->d_tab, c->h_tab, (size_t) (held + 1) * sizeof (ImgInfo),
+          cudaMemcpyHostToDevice, s), "image table upload");
+  st = launch_prep (c, db, held, 1, pn, NULL, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  db->end += pn;
+  CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
+  CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
+
+  /* the new image against every held image: rows of the new image, images 0..held-1 */
+  MatchParams p1;
+  memset (&p1, 0, sizeof p1);
+  p1.qr0 = poff_new;
+  p1.nq = fwd && count > 0 ? pn : 0;
+  p1.imgs = c->d_tab;
+  p1.nimg = held;
+  p1.out = c->d_out;
+  p1.ld = count;
+  p1.qbase = c->next_gabs;
+  p1.rr = rr;
+  st = launch_match (c, db, p1, 0, max_pn_old, debug, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  /* every held descriptor against the new image */
+  MatchParams p2;
+  memset (&p2, 0, sizeof p2);
+  p2.qr0 = db->base;
+  p2.nq = bwd && old_desc > 0 ? (int) (poff_new - db->base) : 0;
+  p2.imgs = c->d_tab + held;
+  p2.nimg = 1;
+  p2.out = c->d_out + nfwd;
+  p2.ld = 0;
+  p2.qbase = held > 0 ? c->held[0].gabs : 0;
+  p2.rr = rr;
+  st = launch_match (c, db, p2, 1, pn > 0 ? pn : BN, debug, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  CK (cudaMemcpyAsync (c->h_count, c->d_count, 2 * sizeof (unsigned),
+          cudaMemcpyDeviceToHost, s), "cudaMemcpy (count)");
+  CK (cudaMemcpyAsync (c->h_newimg, c->d_tab + held, sizeof (ImgInfo),
+          cudaMemcpyDeviceToHost, s), "cudaMemcpy (image)");
+  CK (cudaStreamSynchronize (s), "match kernels");
+  float ms = 0.f;
+  CK (cudaEventElapsedTime (&ms, c->ev0, c->ev1), "cudaEventElapsedTime");
+  const unsigned pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
+  if (c->h_count[0] > pcap || c->h_count[1] > pcap) {
+    const double t0 = now_ms ();
+    if (c->h_count[0] > pcap && p1.nq > 0)
+      if ((st = launch_sweep (c, db, p1, errbuf, errlen)) != GR_OK)
+        return st;
+    if (c->h_count[1] > pcap && p2.nq > 0)
+      if ((st = launch_sweep (c, db, p2, errbuf, errlen)) != GR_OK)
+        return st;
+    CK (cudaStreamSynchronize (s), "sweep kernel");
+    ms += (float) (now_ms () - t0);
+  }
+  if (fwd && nfwd > 0)
+    CK (cudaMemcpyAsync (fwd, c->d_out, nfwd * sizeof (int32_t), cudaMemcpyDeviceToHost,
+            s), "cudaMemcpy (forward matches)");
+  if (bwd && nbwd > 0)
+    CK (cudaMemcpyAsync (bwd, c->d_out + nfwd, nbwd * sizeof (int32_t),
+            cudaMemcpyDeviceToHost, s), "cudaMemcpy (backward matches)");
+  CK (cudaStreamSynchronize (s), "output download");
+
+  c->held[held] = HostImg { poff_new, count, pn, c->next_gabs, c->h_newimg->M,
+    c->h_newimg->M2 };
+  c->nheld++;
+  c->next_gabs += (unsigned) count;
+  stats->rechecked = (int64_t) c->h_count[0] + c->h_count[1];
+  stats->candidates = (int64_t) (p1.nq > 0 ? pn : 0) * (poff_new - db->base) +
+      (int64_t) (p2.nq) * pn;
+  stats->kernel_ms = ms;
+  return GR_OK;
+}
+
+extern "C" void
+gr_matcher_cuda_drop_oldest (GrMatcherCuda *c, int count)
+{
+  if (count <= 0)
+    return;
+  if (count >= c->nheld) {
+    gr_matcher_cuda_reset (c);
+    return;
+  }
+  memmove (c->held, c->held + count, (c->nheld - count) * sizeof (HostImg));
+  c->nheld -= count;
+  c->db.base = c->held[0].poff;
+}
+
+extern "C" void
+gr_matcher_cuda_reset (GrMatcherCuda *c)
+{
+  c->nheld = 0;
+  c->db.base = c->db.end = 0;
+}

@@ -1,0 +1,31 @@
+/* Internal: the CUDA half of the matcher (kernels/matcher_cuda.cu).  Only built when
+ * the build has CUDA; matcher.c validates the arguments and dispatches to it.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef GR_MATCHER_CUDA_H
+#define GR_MATCHER_CUDA_H
+
+#include "matcher.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct GrMatcherCuda GrMatcherCuda;
+
+GrMatcherCuda *gr_matcher_cuda_new (int device, char *errbuf, size_t errlen);
+void gr_matcher_cuda_free (GrMatcherCuda *c);
+
+/* rr = (double) ratio * ratio.  Arguments already validated (k <= MAX_K_CUDA). */
+GrStatus gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
+    const int64_t *offsets, int m, double rr, unsigned debug, int32_t *out,
+    GrMatchStats *stats, char *errbuf, size_t errlen);
+GrStatus gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k,
+    double rr, unsigned debug, int32_t *fwd, int32_t *bwd, GrMatchStats *stats,
+    char *errbuf, size_t errlen);
+void gr_matcher_cuda_drop_oldest (GrMatcherCuda *c, int count);
+void gr_matcher_cuda_reset (GrMatcherCuda *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
