@@ -1,0 +1,93 @@
+/* georeg: the public result meta of nmiregister.  Applications include this header
+ * and link gstreamer-georeg-1.0 (pkg-config) to read it.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef __GST_NMI_REGISTER_META_H__
+#define __GST_NMI_REGISTER_META_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/**
+ * GstNmiRegisterFlags:
+ * Documented conditions of a registration result (docs/nmiregister.md).  The flags
+ * marked "no transform" leave has_transform FALSE and every transform entry NAN.
+ */
+typedef enum {
+  GST_NMI_REGISTER_FLAG_NONE = 0,
+  /* no transform: the buffer had no GstNmiLocalizeMeta and coarse-fallback=none */
+  GST_NMI_REGISTER_FLAG_NO_COARSE = 1 << 0,
+  /* no transform: the coarse meta carries no position (its NO_VALID_PIXELS or
+   * NO_OVERLAP flag), or the full search found none */
+  GST_NMI_REGISTER_FLAG_COARSE_UNUSABLE = 1 << 1,
+  /* the prior came from initial-offset-x/y (coarse-fallback=initial-offset) */
+  GST_NMI_REGISTER_FLAG_INITIAL_OFFSET = 1 << 2,
+  /* the prior came from the element's own coarse search (coarse-fallback=full-search) */
+  GST_NMI_REGISTER_FLAG_FULL_SEARCH = 1 << 3,
+  /* no transform: fewer keypoints than the model needs (flat or masked frame) */
+  GST_NMI_REGISTER_FLAG_TOO_FEW_KEYPOINTS = 1 << 4,
+  /* no transform: fewer usable matches than the model needs (windows outside the
+   * control or on no-data, flat templates, peaks on the window edge) */
+  GST_NMI_REGISTER_FLAG_TOO_FEW_MATCHES = 1 << 5,
+  /* some search windows reached outside the control or into its no-data
+   * (information; those pixels took no part in the scores) */
+  GST_NMI_REGISTER_FLAG_WINDOWS_CLIPPED = 1 << 6,
+  /* no transform: the matches admit no non-degenerate model (e.g. all collinear) */
+  GST_NMI_REGISTER_FLAG_DEGENERATE = 1 << 7,
+  /* no transform: no model found enough inliers */
+  GST_NMI_REGISTER_FLAG_NO_CONSENSUS = 1 << 8,
+  /* transform given but doubtful: fewer inliers than min-inliers */
+  GST_NMI_REGISTER_FLAG_LOW_INLIERS = 1 << 9,
+  /* transform given but doubtful: the inliers span less than a third of the frame
+   * along an axis, so the transform is extrapolated over most of the frame */
+  GST_NMI_REGISTER_FLAG_POOR_SPREAD = 1 << 10,
+  /* the refinement pass failed; the transform is the first pass's */
+  GST_NMI_REGISTER_FLAG_REFINE_FAILED = 1 << 11,
+} GstNmiRegisterFlags;
+
+typedef struct _GstNmiRegisterMeta GstNmiRegisterMeta;
+
+/**
+ * GstNmiRegisterMeta:
+ * The registration of a frame onto the control image.
+ *
+ * Coordinates follow the pixel-corner convention of GstNmiLocalizeMeta: (0, 0) is the
+ * top-left corner of the top-left pixel, in full-resolution frame and control pixels.
+ * Transforms are 3 x 3, row-major, h[8] = 1, mapping column vectors (x, y, 1):
+ * (X, Y) = ((h0 x + h1 y + h2) / w, (h3 x + h4 y + h5) / w), w = h6 x + h7 y + h8.
+ */
+struct _GstNmiRegisterMeta {
+  GstMeta meta;
+
+  guint flags;                    /* GstNmiRegisterFlags */
+  guint model;                    /* 0 translation, 1 similarity, 2 affine, 3 homography */
+  gboolean has_transform;         /* frame_to_control (and the rest) are set */
+  gdouble frame_to_control[9];    /* frame pixel corners -> control pixel corners */
+  gboolean has_map;               /* the control is georeferenced: the map fields are set */
+  gdouble frame_to_map[9];        /* frame pixel corners -> map coordinates */
+  gdouble footprint_control[8];   /* the frame's corners (0,0) (w,0) (w,h) (0,h) in the
+                                     control, x0 y0 x1 y1 x2 y2 x3 y3 */
+  gdouble footprint_map[8];       /* the same in map coordinates */
+  guint keypoints;                /* keypoints detected in the frame */
+  guint matches;                  /* matches that passed the match filter (last pass) */
+  guint inliers;                  /* matches consistent with the transform */
+  gdouble rms;                    /* RMS residual of the inliers (control pixels) */
+  gdouble prior_x, prior_y;       /* the coarse top-left used (control pixel corners) */
+  gdouble prior_scale;            /* the coarse scale used (control pixels per frame pixel) */
+};
+
+GType gst_nmi_register_meta_api_get_type (void);
+#define GST_NMI_REGISTER_META_API_TYPE (gst_nmi_register_meta_api_get_type ())
+const GstMetaInfo *gst_nmi_register_meta_get_info (void);
+#define GST_NMI_REGISTER_META_INFO (gst_nmi_register_meta_get_info ())
+
+#define gst_buffer_get_nmi_register_meta(b) \
+  ((GstNmiRegisterMeta *) gst_buffer_get_meta ((b), GST_NMI_REGISTER_META_API_TYPE))
+
+/* Adds a meta with every coordinate NAN, no transform and flags 0; the caller
+ * fills it. */
+GstNmiRegisterMeta *gst_buffer_add_nmi_register_meta (GstBuffer * buffer);
+
+G_END_DECLS
+
+#endif

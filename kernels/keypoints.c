@@ -1,0 +1,317 @@
+/* Keypoint detection (see keypoints.h): Shi-Tomasi minimum eigenvalue of the structure
+ * tensor, non-maximum suppression, grid spreading, mask and margin.
+ *
+ * Method
+ *  1. Eligibility: a pixel may become a keypoint when every pixel within
+ *     R = max(margin, block_radius + 1) (Chebyshev) lies inside the image and is
+ *     valid.  R >= block_radius + 1 because the corner measure at a pixel reads the
+ *     gradients of its block, and a gradient reads its 4-neighbours: so a response
+ *     never sees invalid data (a mask edge would otherwise look like a corner).
+ *     Computed separably with sliding counts of invalid pixels.
+ *  2. Response: central-difference gradients, the structure tensor summed over the
+ *     (2 block_radius + 1)^2 block, lambda_min = (a + c) / 2 - sqrt(((a - c) / 2)^2
+ *     + b^2).  Rows in parallel strips (horizontal box sums kept per strip).
+ *  3. Candidates: eligible, response > 0 and >= min_response * (largest eligible
+ *     response), and the maximum of its (2 nms_radius + 1)^2 neighbourhood; ties go
+ *     to the first pixel in raster order, so a plateau gives one keypoint.
+ *  4. Grid: each cell keeps its ceil(max_keypoints / cells) strongest candidates;
+ *     the survivors are sorted by response (ties: raster order) and cut to
+ *     min(max_keypoints, capacity).
+ * Every step is a pure function of the input: the result does not depend on the
+ * number of threads.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "keypoints.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+void
+gr_keypoint_params_init (GrKeypointParams *p)
+{
+  p->max_keypoints = 2000;
+  p->grid_cols = 8;
+  p->grid_rows = 6;
+  p->nms_radius = 4;
+  p->margin = 5;
+  p->min_response = 0.01f;
+  p->block_radius = 2;
+}
+
+typedef struct {
+  float r;
+  int32_t x, y;
+} Cand;
+
+/* strongest first; equal responses in raster order */
+static int
+cand_cmp (const void *pa, const void *pb)
+{
+  const Cand *a = pa, *b = pb;
+  if (a->r != b->r)
+    return a->r > b->r ? -1 : 1;
+  if (a->y != b->y)
+    return a->y < b->y ? -1 : 1;
+  return (a->x > b->x) - (a->x < b->x);
+}
+
+static inline float
+px (const GrPlaneF *img, int x, int y)
+{
+  /* clamped: values outside the image are never used by an eligible pixel */
+  x = x < 0 ? 0 : x >= img->width ? img->width - 1 : x;
+  y = y < 0 ? 0 : y >= img->height ? img->height - 1 : y;
+  return img->data[(size_t) y * img->stride + x];
+}
+
+/* ok[y*w+x] = 1 when every pixel within R of (x, y) is inside and valid */
+static bool
+eligibility (const GrPlaneF *img, int R, uint8_t *ok)
+{
+  const int w = img->width, h = img->height;
+  uint8_t *tmp = malloc ((size_t) w * h);
+  if (!tmp)
+    return false;
+  /* rows: pixel x is row-ok when [x-R, x+R] is inside and all valid */
+#pragma omp parallel for schedule (static)
+  for (int y = 0; y < h; y++) {
+    uint8_t *t = tmp + (size_t) y * w;
+    const uint8_t *m = img->mask ? img->mask + (size_t) y * w : NULL;
+    int run = 0;                 /* valid pixels in a row ending at x */
+    for (int x = 0; x < w; x++) {
+      run = (!m || m[x]) ? run + 1 : 0;
+      t[x] = 0;
+      /* pixel x - R is row-ok when run (ending at x) covers [x - 2R, x] */
+      if (x - R >= R && run >= 2 * R + 1)
+        t[x - R] = 1;
+    }
+  }
+  /* columns, over the row-ok plane */
+#pragma omp parallel for schedule (static)
+  for (int x = 0; x < w; x++) {
+    int run = 0;
+    for (int y = 0; y < h; y++) {
+      run = tmp[(size_t) y * w + x] ? run + 1 : 0;
+      ok[(size_t) y * w + x] = 0;
+      if (y - R >= R && run >= 2 * R + 1)
+        ok[(size_t) (y - R) * w + x] = 1;
+    }
+  }
+  free (tmp);
+  return true;
+}
+
+/* Shi-Tomasi responses of the rows [y0, y1) into resp (0 where not eligible). */
+static void
+response_strip (const GrPlaneF *img, int b, const uint8_t *ok, int y0, int y1,
+    float *hs, float *resp)
+{
+  const int w = img->width;
+  const int nrows = y1 - y0 + 2 * b;
+  float *sxx = hs, *sxy = hs + (size_t) nrows * w, *syy = hs + 2 * (size_t) nrows * w;
+  /* horizontal box sums of the gradient products, rows y0 - b .. y1 + b - 1 */
+  for (int r = 0; r < nrows; r++) {
+    const int y = y0 - b + r;
+    float *rxx = sxx + (size_t) r * w, *rxy = sxy + (size_t) r * w, *ryy = syy + (size_t) r * w;
+    for (int x = 0; x < w; x++) {
+      float axx = 0, axy = 0, ayy = 0;
+      for (int k = -b; k <= b; k++) {
+        const int xx = x + k;
+        const float gx = 0.5f * (px (img, xx + 1, y) - px (img, xx - 1, y));
+        const float gy = 0.5f * (px (img, xx, y + 1) - px (img, xx, y - 1));
+        axx += gx * gx;
+        axy += gx * gy;
+        ayy += gy * gy;
+      }
+      rxx[x] = axx;
+      rxy[x] = axy;
+      ryy[x] = ayy;
+    }
+  }
+  for (int y = y0; y < y1; y++) {
+    const int r0 = y - y0;     /* rows r0 .. r0 + 2b of the strip buffers */
+    float *out = resp + (size_t) y * w;
+    const uint8_t *o = ok + (size_t) y * w;
+    for (int x = 0; x < w; x++) {
+      if (!o[x]) {
+        out[x] = 0.0f;
+        continue;
+      }
+      double a = 0, bb = 0, c = 0;
+      for (int k = 0; k <= 2 * b; k++) {
+        a += sxx[(size_t) (r0 + k) * w + x];
+        bb += sxy[(size_t) (r0 + k) * w + x];
+        c += syy[(size_t) (r0 + k) * w + x];
+      }
+      const double half = 0.5 * (a - c);
+      const double l = 0.5 * (a + c) - sqrt (half * half + bb * bb);
+      out[x] = l > 0.0 ? (float) l : 0.0f;
+    }
+  }
+}
+
+static bool
+is_nms_max (const float *resp, int w, int h, int x, int y, int rad)
+{
+  const float v = resp[(size_t) y * w + x];
+  const int xa = x - rad < 0 ? 0 : x - rad, xb = x + rad >= w ? w - 1 : x + rad;
+  const int ya = y - rad < 0 ? 0 : y - rad, yb = y + rad >= h ? h - 1 : y + rad;
+  for (int yy = ya; yy <= yb; yy++) {
+    const float *row = resp + (size_t) yy * w;
+    for (int xx = xa; xx <= xb; xx++) {
+      const float u = row[xx];
+      if (u > v)
+        return false;
+      /* equal: the first in raster order wins */
+      if (u == v && (yy < y || (yy == y && xx < x)))
+        return false;
+    }
+  }
+  return true;
+}
+
+int
+gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
+    GrKeypoint *out, int capacity)
+{
+  if (!img || !img->data || !params || img->width <= 0 || img->height <= 0 ||
+      img->stride < (size_t) img->width || capacity < 0 || (capacity > 0 && !out))
+    return -GR_ERR_INVALID;
+  const GrKeypointParams *p = params;
+  if (p->max_keypoints <= 0 || p->grid_cols <= 0 || p->grid_rows <= 0 ||
+      p->nms_radius < 1 || p->margin < 0 || p->block_radius < 1 ||
+      !(p->min_response >= 0.0f && p->min_response <= 1.0f))
+    return -GR_ERR_INVALID;
+  if (capacity == 0)
+    return 0;
+  const int w = img->width, h = img->height;
+  const int b = p->block_radius;
+  const int R = p->margin > b + 1 ? p->margin : b + 1;
+  if (2 * R + 1 > w || 2 * R + 1 > h)
+    return 0;                    /* no pixel can be far enough from the edges */
+
+  const size_t npix = (size_t) w * h;
+  uint8_t *ok = malloc (npix);
+  float *resp = malloc (npix * sizeof (float));
+  if (!ok || !resp || !eligibility (img, R, ok)) {
+    free (ok);
+    free (resp);
+    return -GR_ERR_NOMEM;
+  }
+
+  /* responses in strips of rows */
+  const int strip = 32;
+  const int nstrips = (h + strip - 1) / strip;
+  bool oom = false;
+#pragma omp parallel
+  {
+    float *hs = malloc (sizeof (float) * 3 * (size_t) (strip + 2 * b) * w);
+    if (!hs) {
+#pragma omp atomic write
+      oom = true;
+    }
+#pragma omp for schedule (dynamic, 1)
+    for (int s = 0; s < nstrips; s++) {
+      const int y0 = s * strip, y1 = y0 + strip < h ? y0 + strip : h;
+      if (hs)
+        response_strip (img, b, ok, y0, y1, hs, resp);
+    }
+    free (hs);
+  }
+  if (oom) {
+    free (ok);
+    free (resp);
+    return -GR_ERR_NOMEM;
+  }
+
+  float rmax = 0.0f;
+#pragma omp parallel for reduction (max:rmax) schedule (static)
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      if (resp[(size_t) y * w + x] > rmax)
+        rmax = resp[(size_t) y * w + x];
+  if (!(rmax > 0.0f)) {
+    free (ok);
+    free (resp);
+    return 0;                    /* flat or wholly masked */
+  }
+  const float thr = p->min_response * rmax;
+
+  /* per grid cell: NMS candidates, strongest `quota` kept */
+  const int ncells = p->grid_cols * p->grid_rows;
+  const int quota = (p->max_keypoints + ncells - 1) / ncells;
+  Cand *kept = malloc (sizeof (Cand) * (size_t) ncells * quota);
+  int *nkept = calloc ((size_t) ncells, sizeof (int));
+  if (!kept || !nkept) {
+    free (ok);
+    free (resp);
+    free (kept);
+    free (nkept);
+    return -GR_ERR_NOMEM;
+  }
+#pragma omp parallel
+  {
+    int cap = 256;
+    Cand *c = malloc (sizeof (Cand) * cap);
+    if (!c) {
+#pragma omp atomic write
+      oom = true;
+    }
+#pragma omp for schedule (dynamic, 1)
+    for (int cell = 0; cell < ncells; cell++) {
+      if (!c)
+        continue;
+      const int gx = cell % p->grid_cols, gy = cell / p->grid_cols;
+      const int xa = (int) ((long) gx * w / p->grid_cols);
+      const int xb = (int) ((long) (gx + 1) * w / p->grid_cols);
+      const int ya = (int) ((long) gy * h / p->grid_rows);
+      const int yb = (int) ((long) (gy + 1) * h / p->grid_rows);
+      int nc = 0;
+      for (int y = ya; y < yb; y++)
+        for (int x = xa; x < xb; x++) {
+          const float v = resp[(size_t) y * w + x];
+          if (!(v > 0.0f) || v < thr || !is_nms_max (resp, w, h, x, y, p->nms_radius))
+            continue;
+          if (nc == cap) {
+            Cand *g = realloc (c, sizeof (Cand) * (size_t) cap * 2);
+            if (!g) {
+#pragma omp atomic write
+              oom = true;
+              goto next;
+            }
+            c = g;
+            cap *= 2;
+          }
+          c[nc++] = (Cand) { v, x, y };
+        }
+      qsort (c, (size_t) nc, sizeof (Cand), cand_cmp);
+      nkept[cell] = nc < quota ? nc : quota;
+      memcpy (kept + (size_t) cell * quota, c, sizeof (Cand) * nkept[cell]);
+    next:;
+    }
+    free (c);
+  }
+  free (ok);
+  free (resp);
+  if (oom) {
+    free (kept);
+    free (nkept);
+    return -GR_ERR_NOMEM;
+  }
+  /* pack, sort, cut */
+  int total = 0;
+  for (int cell = 0; cell < ncells; cell++) {
+    memmove (kept + total, kept + (size_t) cell * quota, sizeof (Cand) * nkept[cell]);
+    total += nkept[cell];
+  }
+  qsort (kept, (size_t) total, sizeof (Cand), cand_cmp);
+  int n = total < p->max_keypoints ? total : p->max_keypoints;
+  if (n > capacity)
+    n = capacity;
+  for (int i = 0; i < n; i++)
+    out[i] = (GrKeypoint) { (float) kept[i].x, (float) kept[i].y, kept[i].r };
+  free (kept);
+  free (nkept);
+  return n;
+}

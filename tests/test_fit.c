@@ -1,0 +1,244 @@
+/* Robust fit (kernels/fit.h): exact recovery of every model on noiseless data, 50%
+ * outliers, noise, degenerate (coincident, collinear), too-few and no-consensus
+ * inputs, non-finite input, weights, determinism.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit.h"
+
+#include "test_check.h"
+
+static uint64_t rng_state = 12345;
+
+static double
+urand (void)
+{
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static double
+grand (void)
+{
+  double u = urand (), v = urand ();
+  return sqrt (-2.0 * log (u + 1e-300)) * cos (2 * M_PI * v);
+}
+
+static void
+truth (GrModel m, double h[9])
+{
+  const double a = 0.3, s = 1.07;
+  const double base[9] = { s * cos (a), -s * sin (a), 130.5, s * sin (a), s * cos (a), -42.25,
+    0, 0, 1
+  };
+  memcpy (h, base, sizeof base);
+  switch (m) {
+    case GR_MODEL_TRANSLATION:
+      h[0] = h[4] = 1;
+      h[1] = h[3] = 0;
+      break;
+    case GR_MODEL_SIMILARITY:
+      break;
+    case GR_MODEL_AFFINE:
+      h[1] += 0.11;
+      h[3] -= 0.07;
+      h[4] *= 0.9;
+      break;
+    case GR_MODEL_HOMOGRAPHY:
+      h[1] += 0.11;
+      h[3] -= 0.07;
+      h[6] = 1.5e-4;
+      h[7] = -2.2e-4;
+      break;
+  }
+}
+
+static void
+apply (const double h[9], double x, double y, double *X, double *Y)
+{
+  CHECK (gr_fit_apply (h, x, y, X, Y), "apply failed at (%g, %g)", x, y);
+}
+
+/* RMS distance between two transforms over a grid of [0,1000]^2 */
+static double
+model_distance (const double a[9], const double b[9])
+{
+  double se = 0;
+  int n = 0;
+  for (int j = 0; j <= 10; j++)
+    for (int i = 0; i <= 10; i++) {
+      double x0, y0, x1, y1;
+      apply (a, 100.0 * i, 100.0 * j, &x0, &y0);
+      apply (b, 100.0 * i, 100.0 * j, &x1, &y1);
+      se += (x1 - x0) * (x1 - x0) + (y1 - y0) * (y1 - y0);
+      n++;
+    }
+  return sqrt (se / n);
+}
+
+static const char *names[4] = { "translation", "similarity", "affine", "homography" };
+
+static void
+make_data (GrModel m, int n, double outliers, double sigma, double *src, double *dst,
+    uint8_t *is_in, double h[9])
+{
+  truth (m, h);
+  for (int i = 0; i < n; i++) {
+    src[2 * i] = 1000 * urand ();
+    src[2 * i + 1] = 1000 * urand ();
+    apply (h, src[2 * i], src[2 * i + 1], &dst[2 * i], &dst[2 * i + 1]);
+    dst[2 * i] += sigma * grand ();
+    dst[2 * i + 1] += sigma * grand ();
+    is_in[i] = 1;
+    if (urand () < outliers) {
+      dst[2 * i] = -200 + 1400 * urand ();
+      dst[2 * i + 1] = -200 + 1400 * urand ();
+      is_in[i] = 0;
+    }
+  }
+}
+
+int
+main (void)
+{
+  GrFitParams p;
+  gr_fit_params_init (&p, GR_MODEL_AFFINE);
+  CHECK (p.model == GR_MODEL_AFFINE && p.threshold == 1.0 && p.confidence == 0.999 &&
+      p.max_iterations == 10000, "defaults");
+  const int n = 200;
+  double *src = malloc (sizeof (double) * 2 * n), *dst = malloc (sizeof (double) * 2 * n);
+  uint8_t *is_in = malloc (n), *mask = malloc (n);
+
+  for (int mi = 0; mi < 4; mi++) {
+    const GrModel m = (GrModel) mi;
+    double h[9];
+    GrFit f;
+    gr_fit_params_init (&p, m);
+
+    /* exact */
+    make_data (m, n, 0.0, 0.0, src, dst, is_in, h);
+    GrFitResult r = gr_fit_robust (src, dst, NULL, n, &p, &f, mask);
+    CHECK (r == GR_FIT_OK && f.result == r, "%s exact: result %d", names[mi], r);
+    const double d0 = model_distance (f.h, h);
+    CHECK (d0 < 1e-6, "%s exact: distance %g", names[mi], d0);
+    CHECK (f.inliers == n && f.rms < 1e-6, "%s exact: %d inliers, rms %g", names[mi],
+        f.inliers, f.rms);
+    CHECK (f.h[8] == 1.0, "%s: h[8] = %g", names[mi], f.h[8]);
+    if (m != GR_MODEL_HOMOGRAPHY)
+      CHECK (f.h[6] == 0.0 && f.h[7] == 0.0, "%s: projective row", names[mi]);
+    if (m == GR_MODEL_SIMILARITY)
+      CHECK (fabs (f.h[0] - f.h[4]) < 1e-12 && fabs (f.h[1] + f.h[3]) < 1e-12,
+          "similarity structure");
+
+    /* 50% outliers, noise 0.3 px */
+    make_data (m, n, 0.5, 0.3, src, dst, is_in, h);
+    p.threshold = 1.5;
+    r = gr_fit_robust (src, dst, NULL, n, &p, &f, mask);
+    int tp = 0, fp = 0, nin = 0;
+    for (int i = 0; i < n; i++) {
+      nin += is_in[i];
+      tp += mask[i] && is_in[i];
+      fp += mask[i] && !is_in[i];
+    }
+    const double d1 = model_distance (f.h, h);
+    CHECK (r == GR_FIT_OK, "%s outliers: result %d", names[mi], r);
+    CHECK (d1 < 0.15, "%s outliers: distance %g", names[mi], d1);
+    CHECK (tp >= nin * 95 / 100 && fp <= 3, "%s outliers: %d of %d inliers found, %d "
+        "false", names[mi], tp, nin, fp);
+    CHECK (f.inliers == tp + fp, "%s: inlier count %d vs mask %d", names[mi], f.inliers,
+        tp + fp);
+    CHECK (f.rms > 0.2 && f.rms < 0.6, "%s: rms %g for sigma 0.3", names[mi], f.rms);
+    printf ("%-11s exact %.1e; 50%% outliers + 0.3 px noise: %3d/%3d inliers, %d false, "
+        "model error %.3f px, rms %.3f, %d iterations\n", names[mi], d0, tp, nin, fp, d1,
+        f.rms, f.iterations);
+
+    /* determinism, weights */
+    GrFit f2;
+    gr_fit_robust (src, dst, NULL, n, &p, &f2, NULL);
+    CHECK (memcmp (f.h, f2.h, sizeof f.h) == 0 && f.inliers == f2.inliers,
+        "%s: not deterministic", names[mi]);
+    double *w = malloc (sizeof (double) * n);
+    for (int i = 0; i < n; i++)
+      w[i] = is_in[i] ? 1.0 : 0.05;
+    r = gr_fit_robust (src, dst, w, n, &p, &f2, NULL);
+    CHECK (r == GR_FIT_OK && model_distance (f2.h, h) < 0.15 && f2.iterations <= f.iterations,
+        "%s weighted: result %d, %d vs %d iterations", names[mi], r, f2.iterations,
+        f.iterations);
+    free (w);
+
+    /* too few */
+    const int mn = mi + 1;
+    r = gr_fit_robust (src, dst, NULL, mn - 1, &p, &f, NULL);
+    CHECK (r == GR_FIT_TOO_FEW && f.result == r, "%s: %d points: result %d", names[mi],
+        mn - 1, r);
+    p.threshold = 1.0;
+  }
+
+  /* degenerate: collinear (affine, homography), coincident (similarity) */
+  for (int i = 0; i < n; i++) {
+    src[2 * i] = 5.0 * i;
+    src[2 * i + 1] = 2.0 * i + 7;
+    dst[2 * i] = 3.0 * i + 1;
+    dst[2 * i + 1] = -1.0 * i;
+  }
+  GrFit f;
+  gr_fit_params_init (&p, GR_MODEL_AFFINE);
+  CHECK (gr_fit_robust (src, dst, NULL, n, &p, &f, NULL) == GR_FIT_DEGENERATE,
+      "collinear affine: %d", f.result);
+  gr_fit_params_init (&p, GR_MODEL_HOMOGRAPHY);
+  CHECK (gr_fit_robust (src, dst, NULL, n, &p, &f, NULL) == GR_FIT_DEGENERATE,
+      "collinear homography: %d", f.result);
+  gr_fit_params_init (&p, GR_MODEL_SIMILARITY);
+  CHECK (gr_fit_robust (src, dst, NULL, n, &p, &f, NULL) == GR_FIT_OK,
+      "collinear similarity is fine: %d", f.result);
+  for (int i = 0; i < 2 * n; i++)
+    src[i] = 3.0;
+  CHECK (gr_fit_robust (src, dst, NULL, n, &p, &f, NULL) == GR_FIT_DEGENERATE,
+      "coincident similarity: %d", f.result);
+  /* four points, three collinear */
+  {
+    const double s4[8] = { 0, 0, 10, 0, 20, 0, 5, 9 };
+    const double d4[8] = { 1, 1, 11, 1, 21, 1, 6, 10 };
+    gr_fit_params_init (&p, GR_MODEL_HOMOGRAPHY);
+    CHECK (gr_fit_robust (s4, d4, NULL, 4, &p, &f, NULL) != GR_FIT_OK,
+        "4 points with 3 collinear gave a homography");
+  }
+  /* no consensus: random pairs, tiny threshold */
+  for (int i = 0; i < 2 * n; i++) {
+    src[i] = 1000 * urand ();
+    dst[i] = 1000 * urand ();
+  }
+  gr_fit_params_init (&p, GR_MODEL_HOMOGRAPHY);
+  p.threshold = 0.01;
+  p.max_iterations = 500;
+  CHECK (gr_fit_robust (src, dst, NULL, n, &p, &f, NULL) == GR_FIT_NO_CONSENSUS,
+      "random homography: %d (%d inliers)", f.result, f.inliers);
+  CHECK (f.iterations <= 500, "iterations %d over the cap", f.iterations);
+  gr_fit_params_init (&p, GR_MODEL_TRANSLATION);
+  p.threshold = 0.01;
+  CHECK (gr_fit_robust (src, dst, NULL, n, &p, &f, NULL) == GR_FIT_NO_CONSENSUS,
+      "random translation: %d", f.result);
+  /* non-finite input is refused */
+  src[5] = NAN;
+  gr_fit_params_init (&p, GR_MODEL_AFFINE);
+  CHECK (gr_fit_robust (src, dst, NULL, n, &p, &f, NULL) == GR_FIT_DEGENERATE,
+      "NAN input: %d", f.result);
+  CHECK (gr_fit_robust (src, dst, NULL, n, NULL, &f, NULL) == GR_FIT_TOO_FEW, "NULL params");
+  /* apply */
+  {
+    const double hh[9] = { 1, 0, 0, 0, 1, 0, 1, 0, -5 };
+    double X, Y;
+    CHECK (!gr_fit_apply (hh, 5.0, 3.0, &X, &Y), "point at infinity mapped");
+    CHECK (gr_fit_apply (hh, 6.0, 3.0, &X, &Y) && X == 6.0 && Y == 3.0, "apply");
+  }
+  free (src);
+  free (dst);
+  free (is_in);
+  free (mask);
+  return CHECK_DONE ();
+}

@@ -1,0 +1,230 @@
+/* Keypoints (kernels/keypoints.h): corners of known squares are found, the response
+ * is the Shi-Tomasi minimum eigenvalue (float64 check), flat and masked images give
+ * none, margins and masks are honoured, NMS separates keypoints, the grid spreads
+ * them, caps and order hold, and the result does not depend on the thread count.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#include "image.h"
+#include "keypoints.h"
+#include "nmi_reference.h"
+
+#include "test_check.h"
+
+/* float64 Shi-Tomasi at (x, y), the definition written out */
+static double
+ref_response (const GrPlaneF *p, int x, int y, int b)
+{
+  double a = 0, bb = 0, c = 0;
+  for (int j = -b; j <= b; j++)
+    for (int i = -b; i <= b; i++) {
+      const int xx = x + i, yy = y + j;
+      const double gx = 0.5 * ((double) p->data[yy * p->stride + xx + 1] -
+          p->data[yy * p->stride + xx - 1]);
+      const double gy = 0.5 * ((double) p->data[(yy + 1) * p->stride + xx] -
+          p->data[(yy - 1) * p->stride + xx]);
+      a += gx * gx;
+      bb += gx * gy;
+      c += gy * gy;
+    }
+  const double l = 0.5 * (a + c) - sqrt (0.25 * (a - c) * (a - c) + bb * bb);
+  return l > 0 ? l : 0;
+}
+
+static void
+squares (GrPlaneF *p, int w, int h)
+{
+  gr_plane_alloc (p, w, h, false);
+  for (int i = 0; i < w * h; i++)
+    p->data[i] = 20.0f;
+  /* three squares: corners at (30,30),(59,30),(30,59),(59,59) etc. */
+  const int sq[3][2] = { {30, 30}, {120, 40}, {60, 110} };
+  for (int s = 0; s < 3; s++)
+    for (int y = sq[s][1]; y < sq[s][1] + 30; y++)
+      for (int x = sq[s][0]; x < sq[s][0] + 30; x++)
+        p->data[y * w + x] = 200.0f;
+}
+
+static void
+noise_image (GrPlaneF *p, int w, int h, uint64_t seed, bool with_mask)
+{
+  gr_plane_alloc (p, w, h, with_mask);
+  uint64_t rng = seed;
+  /* blotchy texture: random values smoothed a little */
+  float *t = malloc (sizeof (float) * w * h);
+  for (int i = 0; i < w * h; i++)
+    t[i] = (float) (ref_rand (&rng) & 255);
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      float s = 0;
+      int n = 0;
+      for (int j = -1; j <= 1; j++)
+        for (int i = -1; i <= 1; i++)
+          if (x + i >= 0 && y + j >= 0 && x + i < w && y + j < h) {
+            s += t[(y + j) * w + x + i];
+            n++;
+          }
+      p->data[y * w + x] = s / n;
+      if (p->mask)
+        p->mask[y * w + x] = !((x - 100) * (x - 100) + (y - 80) * (y - 80) < 40 * 40) &&
+            !(x > 200 && y < 30);
+    }
+  free (t);
+}
+
+int
+main (void)
+{
+  GrKeypointParams p;
+  gr_keypoint_params_init (&p);
+  CHECK (p.max_keypoints == 2000 && p.grid_cols == 8 && p.grid_rows == 6 &&
+      p.nms_radius == 4 && p.margin == 5 && fabsf (p.min_response - 0.01f) < 1e-9f &&
+      p.block_radius == 2, "defaults");
+
+  /* ---- corners of squares */
+  {
+    GrPlaneF img;
+    squares (&img, 200, 160);
+    GrKeypoint kp[64];
+    GrKeypointParams q = p;
+    q.min_response = 0.1f;
+    int n = gr_keypoints_detect (&img, &q, kp, 64);
+    CHECK (n >= 12, "squares: %d keypoints, want the 12 corners", n);
+    const int sq[3][2] = { {30, 30}, {120, 40}, {60, 110} };
+    int found = 0;
+    for (int s = 0; s < 3; s++)
+      for (int c = 0; c < 4; c++) {
+        const double cx = sq[s][0] + (c & 1 ? 29.5 : -0.5);
+        const double cy = sq[s][1] + (c & 2 ? 29.5 : -0.5);
+        bool hit = false;
+        for (int i = 0; i < n; i++)
+          hit |= fabs (kp[i].x - cx) <= 1.5 && fabs (kp[i].y - cy) <= 1.5;
+        found += hit;
+      }
+    CHECK (found == 12, "squares: %d of 12 corners found", found);
+    /* every keypoint near a corner (edges are not corners) */
+    for (int i = 0; i < n; i++) {
+      bool near = false;
+      for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 4; c++)
+          near |= fabs (kp[i].x - (sq[s][0] + (c & 1 ? 29.5 : -0.5))) <= 3 &&
+              fabs (kp[i].y - (sq[s][1] + (c & 2 ? 29.5 : -0.5))) <= 3;
+      CHECK (near, "squares: keypoint (%g, %g) is not at a corner", kp[i].x, kp[i].y);
+    }
+    /* response = float64 Shi-Tomasi; sorted strongest first */
+    for (int i = 0; i < n; i++) {
+      const double r = ref_response (&img, (int) kp[i].x, (int) kp[i].y, 2);
+      CHECK (fabs (kp[i].response - r) <= 1e-4 * r + 1e-3, "response %g vs %g",
+          kp[i].response, r);
+      if (i)
+        CHECK (kp[i].response <= kp[i - 1].response, "not sorted");
+    }
+    printf ("squares: %d keypoints, %d of 12 corners\n", n, found);
+    gr_plane_clear (&img);
+  }
+
+  /* ---- flat, wholly masked, tiny */
+  {
+    GrPlaneF img;
+    gr_plane_alloc (&img, 64, 48, true);
+    for (int i = 0; i < 64 * 48; i++)
+      img.data[i] = 99.0f;
+    GrKeypoint kp[8];
+    CHECK (gr_keypoints_detect (&img, &p, kp, 8) == 0, "flat image gave keypoints");
+    for (int i = 0; i < 64 * 48; i++)
+      img.data[i] = (float) ((i * 7919) % 251);
+    memset (img.mask, 0, 64 * 48);
+    CHECK (gr_keypoints_detect (&img, &p, kp, 8) == 0, "masked image gave keypoints");
+    gr_plane_clear (&img);
+    gr_plane_alloc (&img, 9, 9, false);
+    for (int i = 0; i < 81; i++)
+      img.data[i] = (float) (i * 37 % 17);
+    CHECK (gr_keypoints_detect (&img, &p, kp, 8) == 0, "9x9 image with margin 5");
+    gr_plane_clear (&img);
+  }
+
+  /* ---- masks, margins, NMS, grid, caps, determinism */
+  {
+    GrPlaneF img;
+    const int w = 320, h = 240;
+    noise_image (&img, w, h, 42, true);
+    GrKeypointParams q = p;
+    q.max_keypoints = 300;
+    q.margin = 7;
+    GrKeypoint *kp = malloc (sizeof *kp * 400), *kp1 = malloc (sizeof *kp1 * 400);
+    int n = gr_keypoints_detect (&img, &q, kp, 400);
+    CHECK (n == 300, "textured image: %d keypoints, want 300", n);
+    int bad_margin = 0, bad_nms = 0;
+    int cells[48] = { 0 };
+    for (int i = 0; i < n; i++) {
+      const int x = (int) kp[i].x, y = (int) kp[i].y;
+      CHECK (kp[i].x == x && kp[i].y == y, "keypoints sit on pixels");
+      for (int j = -q.margin; j <= q.margin; j++)
+        for (int k = -q.margin; k <= q.margin; k++) {
+          const int xx = x + k, yy = y + j;
+          if (xx < 0 || yy < 0 || xx >= w || yy >= h || !img.mask[yy * w + xx])
+            bad_margin++;
+        }
+      for (int j = 0; j < i; j++)
+        if (fabsf (kp[j].x - kp[i].x) <= q.nms_radius && fabsf (kp[j].y - kp[i].y) <= q.nms_radius)
+          bad_nms++;
+      cells[(y * 6 / h) * 8 + x * 8 / w]++;
+    }
+    CHECK (bad_margin == 0, "%d margin pixels invalid or outside", bad_margin);
+    CHECK (bad_nms == 0, "%d keypoint pairs within the NMS radius", bad_nms);
+    const int quota = (300 + 47) / 48;
+    int used = 0;
+    for (int c = 0; c < 48; c++) {
+      CHECK (cells[c] <= quota, "cell %d holds %d > quota %d", c, cells[c], quota);
+      used += cells[c] > 0;
+    }
+    CHECK (used >= 44, "only %d of 48 cells hold keypoints", used);
+    /* threads */
+    omp_set_num_threads (1);
+    int n1 = gr_keypoints_detect (&img, &q, kp1, 400);
+    omp_set_num_threads (4);
+    int n4 = gr_keypoints_detect (&img, &q, kp1 + 0, 400);
+    CHECK (n1 == n && n4 == n && memcmp (kp, kp1, sizeof *kp * n) == 0,
+        "result depends on the thread count");
+    /* capacity smaller than max: the strongest come first */
+    GrKeypoint few[10];
+    int nf = gr_keypoints_detect (&img, &q, few, 10);
+    CHECK (nf == 10 && memcmp (few, kp, sizeof few) == 0, "capacity cut");
+    /* min_response 1: only the strongest response(s) */
+    q.min_response = 1.0f;
+    nf = gr_keypoints_detect (&img, &q, few, 10);
+    CHECK (nf >= 1 && few[0].response == kp[0].response, "min_response 1: %d", nf);
+    printf ("textured 320x240 with mask: %d keypoints in %d of 48 cells (quota %d)\n", n,
+        used, quota);
+    free (kp);
+    free (kp1);
+    gr_plane_clear (&img);
+  }
+
+  /* ---- argument checks */
+  {
+    GrPlaneF img;
+    noise_image (&img, 64, 64, 3, false);
+    GrKeypoint kp[4];
+    GrKeypointParams q = p;
+    q.nms_radius = 0;
+    CHECK (gr_keypoints_detect (&img, &q, kp, 4) == -GR_ERR_INVALID, "nms 0");
+    q = p;
+    q.max_keypoints = 0;
+    CHECK (gr_keypoints_detect (&img, &q, kp, 4) == -GR_ERR_INVALID, "max 0");
+    q = p;
+    q.min_response = 1.5f;
+    CHECK (gr_keypoints_detect (&img, &q, kp, 4) == -GR_ERR_INVALID, "min_response 1.5");
+    CHECK (gr_keypoints_detect (NULL, &p, kp, 4) == -GR_ERR_INVALID, "NULL image");
+    CHECK (gr_keypoints_detect (&img, &p, NULL, 4) == -GR_ERR_INVALID, "NULL out");
+    CHECK (gr_keypoints_detect (&img, &p, kp, 0) == 0, "capacity 0");
+    gr_plane_clear (&img);
+  }
+  return CHECK_DONE ();
+}
