@@ -6,6 +6,11 @@
 #include <gst/gst.h>
 
 #include "gstnmilocalize.h"
+#include "gstnmiregister.h"
+#include "gstpointsetparse.h"
+#include "gstpointsetenc.h"
+#include "gstlandmarkshoot.h"
+#include "gstfeaturematch.h"
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -13,6 +18,11 @@ plugin_init (GstPlugin * plugin)
   gboolean ret = FALSE;
 
   ret |= GST_ELEMENT_REGISTER (nmilocalize, plugin);
+  ret |= GST_ELEMENT_REGISTER (nmiregister, plugin);
+  ret |= GST_ELEMENT_REGISTER (pointsetparse, plugin);
+  ret |= GST_ELEMENT_REGISTER (pointsetenc, plugin);
+  ret |= GST_ELEMENT_REGISTER (landmarkshoot, plugin);
+  ret |= GST_ELEMENT_REGISTER (featurematch, plugin);
 
   return ret;
 }

@@ -9,7 +9,8 @@ build=${GEOREG_BUILD:-build}
 pkgs=(build-essential meson ninja-build pkg-config libglib2.0-dev
       libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-      libgdal-dev libpng-dev libjpeg-dev)
+      libgdal-dev libpng-dev libjpeg-dev
+      libopencv-dev)   # test-only (matcher_opencv); already pulled in by plugins-bad-dev
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
