@@ -266,6 +266,8 @@ release_resources (GstNmiLocalize * self)
 {
   gr_nmi_dense_free (self->engine);
   self->engine = NULL;
+  gst_georeg_control_release (self->control);
+  self->control = NULL;
   gr_plane_clear (&self->frame_mask);
   gr_plane_clear (&self->full);
   gr_plane_clear (&self->small);
@@ -283,7 +285,8 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   char err[512] = "";
   GstNmiLocalizeSettings s;
   gboolean ok = FALSE;
-  GrRaster raster = { 0 };
+  const GrRaster *raster;
+  GrPlaneF nodata_copy = { 0 };
   GrPlaneF ctl = { 0 };
   guint8 *ctl_bins = NULL;
 
@@ -303,8 +306,10 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   /* a large GeoTIFF takes a while: say so on the bus (GST_MESSAGE_PROGRESS) */
   gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
           (self), GST_PROGRESS_TYPE_START, "control", "Loading the control image"));
-  GrStatus st = gr_raster_load (s.control_location, (int) s.band, &raster, err, sizeof err);
-  if (st != GR_OK) {
+  GrStatus st;
+  self->control = gst_georeg_control_acquire (s.control_location, s.band, &st, err,
+      sizeof err);
+  if (!self->control) {
     if (st == GR_ERR_IO)
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
           ("Could not read the control image \"%s\".", s.control_location), ("%s", err));
@@ -313,23 +318,39 @@ gst_nmi_localize_start (GstBaseTransform * trans)
           ("Unusable control image \"%s\".", s.control_location), ("%s", err));
     goto done;
   }
-  if (s.control_nodata >= 0 && !gr_plane_mask_value (&raster.plane, s.control_nodata)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
-    goto done;
+  raster = gst_georeg_control_raster (self->control);
+  /* the cached raster is shared and read-only: a nodata value is applied to a
+   * transient copy, freed once the search-scale control is made */
+  const GrPlaneF *full = &raster->plane;
+  if (s.control_nodata >= 0) {
+    if (!gr_plane_alloc (&nodata_copy, full->width, full->height, full->mask != NULL)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+      goto done;
+    }
+    for (int y = 0; y < full->height; y++)
+      memcpy (nodata_copy.data + (gsize) y * nodata_copy.stride,
+          full->data + (gsize) y * full->stride, sizeof (float) * full->width);
+    if (full->mask)
+      memcpy (nodata_copy.mask, full->mask, (gsize) full->width * full->height);
+    if (!gr_plane_mask_value (&nodata_copy, s.control_nodata)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+      goto done;
+    }
+    full = &nodata_copy;
   }
-  if (gr_plane_count_valid (&raster.plane) == 0) {
+  if (gr_plane_count_valid (full) == 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
         ("The control image \"%s\" has no valid pixel (all nodata or transparent).",
             s.control_location), (NULL));
     goto done;
   }
-  if (gr_plane_downscale (&raster.plane, s.control_scale, &ctl) != GR_OK) {
+  if (gr_plane_downscale (full, s.control_scale, &ctl) != GR_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
     goto done;
   }
   ctl_bins = g_try_malloc ((gsize) ctl.width * ctl.height);
   if (!ctl_bins || gr_plane_to_bins (&ctl, gst_georeg_bins_resolve (s.bins,
-              raster.bit_depth), s.bin_low, s.bin_high, ctl_bins) != GR_OK) {
+              raster->bit_depth), s.bin_low, s.bin_high, ctl_bins) != GR_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("Could not map the control to 256 bins: check bins, bin-low and bin-high "
             "(fixed needs bin-low < bin-high; percentile needs 0 <= low < high <= 100)."),
@@ -368,16 +389,16 @@ gst_nmi_localize_start (GstBaseTransform * trans)
 
   self->ctl_w = ctl.width;
   self->ctl_h = ctl.height;
-  self->ctl_full_w = raster.plane.width;
-  self->ctl_full_h = raster.plane.height;
-  self->has_geo = raster.has_geo;
-  memcpy (self->geo, raster.geo, sizeof self->geo);
+  self->ctl_full_w = raster->plane.width;
+  self->ctl_full_h = raster->plane.height;
+  self->has_geo = raster->has_geo;
+  memcpy (self->geo, raster->geo, sizeof self->geo);
   self->frame_count = 0;
   self->announced = FALSE;
   GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), %dx%d at search "
       "scale %g, georeferenced: %s; backend %s", s.control_location,
-      raster.plane.width, raster.plane.height, raster.driver, raster.bit_depth,
-      s.band, ctl.width, ctl.height, s.control_scale, raster.has_geo ? "yes" : "no",
+      raster->plane.width, raster->plane.height, raster->driver, raster->bit_depth,
+      s.band, ctl.width, ctl.height, s.control_scale, raster->has_geo ? "yes" : "no",
       gr_backend_name (gr_nmi_dense_backend (self->engine)));
   ok = TRUE;
 
@@ -387,7 +408,7 @@ done:
           ok ? "Control image ready" : "Control image unusable"));
   if (!ok)
     release_resources (self);
-  gr_raster_clear (&raster);
+  gr_plane_clear (&nodata_copy);
   gr_plane_clear (&ctl);
   g_free (ctl_bins);
   g_free (s.control_location);

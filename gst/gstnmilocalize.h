@@ -7,6 +7,7 @@
 #include <gst/base/gstbasetransform.h>
 #include <gst/video/video.h>
 
+#include "gstgeoregcontrol.h"
 #include "gstgeoregutils.h"
 #include "nmi_dense.h"
 
@@ -41,7 +42,10 @@ struct _GstNmiLocalize {
 
   GstNmiLocalizeSettings settings;
 
-  /* prepared in start(): the engine and the control at search scale */
+  /* prepared in start(): the shared full-resolution control (held until stop, so
+   * elements naming the same file share one copy), the engine and the control at
+   * search scale inside it */
+  GstGeoregControl *control;
   GrNmiDense *engine;
   gint ctl_w, ctl_h;            /* control at search scale */
   gint ctl_full_w, ctl_full_h;
