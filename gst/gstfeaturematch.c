@@ -232,13 +232,14 @@ release_resources (GstFeatureMatch * self)
 {
   gr_matcher_free (self->matcher);
   self->matcher = NULL;
+  gr_features_free (self->features);
+  self->features = NULL;
   g_queue_clear_full (&self->held, held_frame_free);
   if (self->records) {
     g_ptr_array_free (self->records, TRUE);
     self->records = NULL;
   }
   gr_plane_clear (&self->plane);
-  gr_descriptor_scratch_clear (&self->scratch);
   g_clear_pointer (&self->matrix_location, g_free);
 }
 
@@ -265,14 +266,24 @@ gst_feature_match_start (GstBaseTransform * trans)
     release_resources (self);
     return FALSE;
   }
+  GrFeatures *ft = gr_features_new (backend, dev, &st, err, sizeof err);
+  if (!ft) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Cannot use the %s backend.", gr_backend_name (backend)), ("%s", err));
+    gr_matcher_free (mt);
+    release_resources (self);
+    return FALSE;
+  }
   GST_OBJECT_LOCK (self);
   self->matcher = mt;
+  self->features = ft;
   GST_OBJECT_UNLOCK (self);
   if (self->matrix_location && *self->matrix_location)
     self->records = g_ptr_array_new_with_free_func (record_free);
   self->frame_count = 0;
   self->announced = FALSE;
-  GST_INFO_OBJECT (self, "matching on the %s backend, descriptors of %d",
+  GST_INFO_OBJECT (self, "features on the %s backend, matching on the %s backend, "
+      "descriptors of %d", gr_backend_name (gr_features_backend (ft)),
       gr_backend_name (gr_matcher_backend (mt)), self->k);
   return TRUE;
 }
@@ -497,7 +508,8 @@ fit_pair (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame * e,
     homography_jacobian (fit.h, src[2 * i], src[2 * i + 1], J);
     if (!gr_fit_apply (fit.h, src[2 * i], src[2 * i + 1], &x, &y))
       continue;
-    if (!gr_patch_refine (&self->plane, &self->scratch, (float) src[2 * i],
+    if (!gr_patch_refine (&self->plane, gr_features_scratch (self->features),
+            (float) src[2 * i],
             (float) src[2 * i + 1], e->patches + (gsize) w * GR_PATCH_BYTES, &e->kp[w],
             J, &x, &y, &ncc) || ncc < REFINE_MIN_NCC)
       continue;
@@ -614,20 +626,21 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   kpp.margin = gr_descriptor_margin (&dp);
   const gint cap = kpp.max_keypoints;
   GrKeypoint *kp = g_new (GrKeypoint, cap);
-  gint nk = gr_keypoints_detect (&self->plane, &kpp, kp, cap);
+  gfloat *desc = g_new (gfloat, (gsize) cap * self->k);
+  GrFeatureStats fs;
+  gint nk = gr_features_extract (self->features, &self->plane, &kpp, &dp, kp, cap, desc,
+      NULL, &fs, err, sizeof err);
   if (nk < 0) {
-    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Keypoint detection failed (%s).",
-            gr_status_string ((GrStatus) - nk)), (NULL));
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Keypoints or descriptors failed (%s).",
+            gr_status_string ((GrStatus) - nk)), ("%s", err));
     g_free (kp);
+    g_free (desc);
     return GST_FLOW_ERROR;
   }
-  gfloat *desc = g_new (gfloat, (gsize) MAX (nk, 1) * self->k);
   guint8 *patches = g_new (guint8, (gsize) MAX (nk, 1) * GR_PATCH_BYTES);
-  if (nk > 0 && (gr_descriptors_compute (&self->plane, kp, nk, &dp, desc, NULL,
-              &self->scratch) != GR_OK ||
-          gr_descriptor_patches (&self->plane, &self->scratch, kp, nk, patches) != GR_OK)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory (descriptors)."),
-        (NULL));
+  if (nk > 0 && gr_descriptor_patches (&self->plane,
+          gr_features_scratch (self->features), kp, nk, patches) != GR_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Patch extraction failed."), (NULL));
     g_free (kp);
     g_free (desc);
     g_free (patches);
@@ -643,19 +656,17 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
   const gint held = gr_matcher_held_images (self->matcher);
   const gint64 held_desc = gr_matcher_held_descriptors (self->matcher);
-  gint32 *fwd = g_new (gint32, MAX ((gint64) held * nk, 1));
-  gint32 *bwd = g_new (gint32, MAX (held_desc, 1));
+  /* the results stay in the matcher's (pinned) buffers until the next add */
+  const gint32 *fwd = NULL, *bwd = NULL;
   GrMatchStats ms;
-  GrStatus st = gr_matcher_add (self->matcher, desc, nk, self->k, (float) s.ratio, fwd,
-      bwd, &ms, err, sizeof err);
+  GrStatus st = gr_matcher_add_view (self->matcher, desc, nk, self->k, (float) s.ratio,
+      &fwd, &bwd, &ms, err, sizeof err);
   if (st != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Matching failed (%s).",
             gr_status_string (st)), ("%s", err));
     g_free (kp);
     g_free (desc);
     g_free (patches);
-    g_free (fwd);
-    g_free (bwd);
     return GST_FLOW_ERROR;
   }
 
@@ -707,10 +718,8 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     xy = NULL;
     r->desc = desc;
     desc = NULL;
-    r->fwd = fwd;
-    fwd = NULL;
-    r->bwd = bwd;
-    bwd = NULL;
+    r->fwd = g_memdup2 (fwd, sizeof (gint32) * MAX ((gsize) held * nk, 1));
+    r->bwd = g_memdup2 (bwd, sizeof (gint32) * MAX ((gsize) held_desc, 1));
     g_ptr_array_add (self->records, r);
   }
   HeldFrame *hf = g_new0 (HeldFrame, 1);
@@ -721,8 +730,6 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   g_queue_push_tail (&self->held, hf);
   g_free (xy);
   g_free (desc);
-  g_free (fwd);
-  g_free (bwd);
 
   if (!self->announced) {
     GST_INFO_OBJECT (self, "matching on the %s backend",
@@ -730,9 +737,9 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     self->announced = TRUE;
   }
   const gdouble total_ms = (g_get_monotonic_time () - t0) / 1000.0;
-  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %d keypoints, %u pairs, match "
-      "%.2f ms (%" G_GINT64_FORMAT " re-checked), total %.1f ms", self->frame_count, nk,
-      m->n_pairs, ms.elapsed_ms, ms.rechecked, total_ms);
+  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %d keypoints (%.2f ms), %u pairs, "
+      "match %.2f ms (%" G_GINT64_FORMAT " re-checked), total %.1f ms", self->frame_count,
+      nk, fs.elapsed_ms, m->n_pairs, ms.elapsed_ms, ms.rechecked, total_ms);
   if (s.post_messages)
     post_result (self, buf, m, ms.elapsed_ms, total_ms);
   self->frame_count++;

@@ -41,6 +41,7 @@ struct _GstFeatureMatch {
 
   /* from start() */
   GrMatcher *matcher;
+  GrFeatures *features;         /* keypoints + descriptors, on the element's backend */
   gint k;                       /* descriptor size of this run */
   gchar *matrix_location;       /* of this run */
 
@@ -55,7 +56,6 @@ struct _GstFeatureMatch {
 
   /* per-frame scratch, reused */
   GrPlaneF plane;
-  GrDescriptorScratch scratch;
   guint64 frame_count;
   gboolean announced;
 };

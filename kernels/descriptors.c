@@ -1,11 +1,19 @@
 /* Rotation-invariant gradient descriptors (see descriptors.h).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
 #include "descriptors.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <omp.h>
+
+#if GR_HAVE_CUDA
+#include "features_cuda.h"
+#endif
 
 #define ORI_BINS 36
 #define PI_F 3.14159265358979f
@@ -62,16 +70,39 @@ valid_at (const GrPlaneF *img, int x, int y)
   return !img->mask || img->mask[(size_t) y * img->width + x];
 }
 
+/* the smoothing taps wt[0 .. 2 rr] (shared with the CUDA backend); returns rr */
+static int
+smooth_weights (float sigma, float wt[64])
+{
+  const int r = sigma > 0 ? (int) ceilf (3.0f * sigma) : 0;
+  const int rr = r > 31 ? 31 : r;
+  for (int i = -rr; i <= rr; i++)
+    wt[i + rr] = sigma > 0 ? expf (-(float) (i * i) / (2.0f * sigma * sigma)) : 1.0f;
+  return rr;
+}
+
+/* the orientation and descriptor weights of the (2R+1)^2 disc (shared with CUDA) */
+static void
+disc_weights (int R, float *gw_ori, float *gw_desc)
+{
+  const int side = 2 * R + 1;
+  const float so = 0.5f * R, sd = 0.6f * R;
+  for (int v = -R; v <= R; v++)
+    for (int u = -R; u <= R; u++) {
+      const float r2 = (float) (u * u + v * v);
+      const bool in = r2 <= (float) (R * R);
+      gw_ori[(v + R) * side + u + R] = in ? expf (-r2 / (2 * so * so)) : 0.f;
+      gw_desc[(v + R) * side + u + R] = in ? expf (-r2 / (2 * sd * sd)) : 0.f;
+    }
+}
+
 /* masked separable Gaussian: each pass averages the valid neighbours */
 static void
 smooth_plane (const GrPlaneF *img, float sigma, float *tmp, float *out)
 {
   const int w = img->width, h = img->height;
-  const int r = sigma > 0 ? (int) ceilf (3.0f * sigma) : 0;
   float wt[64];
-  const int rr = r > 31 ? 31 : r;
-  for (int i = -rr; i <= rr; i++)
-    wt[i + rr] = sigma > 0 ? expf (-(float) (i * i) / (2.0f * sigma * sigma)) : 1.0f;
+  const int rr = smooth_weights (sigma, wt);
 #pragma omp parallel for schedule (static)
   for (int y = 0; y < h; y++) {
     const float *row = img->data + (size_t) y * img->stride;
@@ -230,14 +261,7 @@ gr_descriptors_compute (const GrPlaneF *img, GrKeypoint *kp, int n,
       gr_descriptor_scratch_clear (&local);
     return GR_ERR_NOMEM;
   }
-  const float so = 0.5f * R, sd = 0.6f * R;
-  for (int v = -R; v <= R; v++)
-    for (int u = -R; u <= R; u++) {
-      const float r2 = (float) (u * u + v * v);
-      const bool in = r2 <= (float) (R * R);
-      gw_ori[(v + R) * side + u + R] = in ? expf (-r2 / (2 * so * so)) : 0.f;
-      gw_desc[(v + R) * side + u + R] = in ? expf (-r2 / (2 * sd * sd)) : 0.f;
-    }
+  disc_weights (R, gw_ori, gw_desc);
 
 #pragma omp parallel for schedule (dynamic, 16)
   for (int i = 0; i < n; i++) {
@@ -350,6 +374,201 @@ gr_descriptors_compute (const GrPlaneF *img, GrKeypoint *kp, int n,
   if (!scratch)
     gr_descriptor_scratch_clear (&local);
   return GR_OK;
+}
+
+/* ------------------------------------------------------------------ the engine */
+
+struct GrFeatures {
+  GrBackend backend;
+  GrDescriptorScratch scratch;  /* CPU: the full scratch; CUDA: smooth (windows) only */
+  float *gw;                    /* CUDA: the disc weights of the last R */
+  int gw_r;
+#if GR_HAVE_CUDA
+  GrFeaturesCuda *cuda;
+#endif
+};
+
+static void
+fset_err (char *errbuf, size_t errlen, const char *fmt, ...)
+{
+  if (!errbuf || errlen == 0)
+    return;
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (errbuf, errlen, fmt, ap);
+  va_end (ap);
+}
+
+static double
+fnow_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+GrFeatures *
+gr_features_new (GrBackend backend, int cuda_device, GrStatus *status, char *errbuf,
+    size_t errlen)
+{
+  GrStatus dummy;
+  if (!status)
+    status = &dummy;
+  *status = GR_OK;
+  GrBackend use = backend;
+  if (use == GR_BACKEND_AUTO)
+    use = gr_cuda_device_count () > 0 ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
+  if (use == GR_BACKEND_CUDA && gr_cuda_device_count () <= 0) {
+    *status = GR_ERR_NO_CUDA;
+    fset_err (errbuf, errlen, "%s", gr_cuda_compiled ()
+        ? "no usable CUDA device (no GPU or no driver)"
+        : "this build has no CUDA kernels (built without nvcc)");
+    return NULL;
+  }
+  GrFeatures *f = calloc (1, sizeof *f);
+  if (!f) {
+    *status = GR_ERR_NOMEM;
+    return NULL;
+  }
+  f->backend = use;
+#if GR_HAVE_CUDA
+  if (use == GR_BACKEND_CUDA) {
+    f->cuda = gr_features_cuda_new (cuda_device < 0 ? 0 : cuda_device, errbuf, errlen);
+    if (!f->cuda && backend == GR_BACKEND_AUTO) {
+      f->backend = GR_BACKEND_CPU;      /* auto: the best that works */
+    } else if (!f->cuda) {
+      free (f);
+      *status = GR_ERR_CUDA;
+      return NULL;
+    }
+  }
+#else
+  (void) cuda_device;
+#endif
+  return f;
+}
+
+void
+gr_features_free (GrFeatures *f)
+{
+  if (!f)
+    return;
+#if GR_HAVE_CUDA
+  gr_features_cuda_free (f->cuda);
+#endif
+  gr_descriptor_scratch_clear (&f->scratch);
+  free (f->gw);
+  free (f);
+}
+
+GrBackend
+gr_features_backend (const GrFeatures *f)
+{
+  return f->backend;
+}
+
+const GrDescriptorScratch *
+gr_features_scratch (const GrFeatures *f)
+{
+  return f ? &f->scratch : NULL;
+}
+
+int
+gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams *kpp,
+    const GrDescriptorParams *dp, GrKeypoint *kp, int capacity, float *desc, float *angle,
+    GrFeatureStats *stats, char *errbuf, size_t errlen)
+{
+  const double t0 = fnow_ms ();
+  GrFeatureStats st = { 0 };
+  st.candidates = -1;
+  if (!f || !img || !img->data || img->width <= 0 || img->height <= 0 ||
+      img->stride < (size_t) img->width || !kpp || !dp || capacity < 0 ||
+      (capacity > 0 && (!kp || !desc))) {
+    fset_err (errbuf, errlen, "bad arguments");
+    return -GR_ERR_INVALID;
+  }
+  if (kpp->max_keypoints <= 0 || kpp->grid_cols <= 0 || kpp->grid_rows <= 0 ||
+      kpp->nms_radius < 1 || kpp->margin < 0 || kpp->block_radius < 1 ||
+      !(kpp->min_response >= 0.0f && kpp->min_response <= 1.0f)) {
+    fset_err (errbuf, errlen, "bad keypoint parameters");
+    return -GR_ERR_INVALID;
+  }
+  if ((dp->size != 32 && dp->size != 64) || dp->radius < 4 || dp->radius > 64 ||
+      !(dp->sigma >= 0.f) || dp->sigma > 10.f) {
+    fset_err (errbuf, errlen, "bad descriptor parameters");
+    return -GR_ERR_INVALID;
+  }
+  int n;
+#if GR_HAVE_CUDA
+  if (f->backend == GR_BACKEND_CUDA) {
+    const size_t npix = (size_t) img->width * img->height;
+    if (f->scratch.cap < npix || !f->scratch.smooth) {
+      gr_descriptor_scratch_clear (&f->scratch);
+      f->scratch.smooth = malloc (npix * sizeof (float));
+      if (!f->scratch.smooth) {
+        fset_err (errbuf, errlen, "out of memory");
+        return -GR_ERR_NOMEM;
+      }
+      f->scratch.cap = npix;
+    }
+    const int R = dp->radius, side = 2 * R + 1;
+    if (!f->gw || f->gw_r != R) {
+      free (f->gw);
+      f->gw = malloc (sizeof (float) * 2 * side * side);
+      if (!f->gw) {
+        f->gw_r = 0;
+        fset_err (errbuf, errlen, "out of memory");
+        return -GR_ERR_NOMEM;
+      }
+      disc_weights (R, f->gw, f->gw + side * side);
+      f->gw_r = R;
+    }
+    GrFeaturesTables tab;
+    float wt[64];
+    tab.rr = smooth_weights (dp->sigma, wt);
+    memcpy (tab.wt, wt, sizeof (float) * (2 * tab.rr + 1));
+    tab.gw_ori = f->gw;
+    tab.gw_desc = f->gw + side * side;
+    tab.k_ori = ORI_BINS / (2 * PI_F);
+    tab.k_theta = 2 * PI_F / ORI_BINS;
+    tab.k_desc = (dp->size == 64 ? 4 : 8) / (2 * PI_F);
+    /* the device detector's limits: outside them the CPU detector (the definition)
+     * finds the keypoints and the device computes their descriptors */
+    const bool host = kpp->block_radius > 16 || npix >= (size_t) 1 << 31;
+    int hn = 0;
+    if (host) {
+      hn = gr_keypoints_detect (img, kpp, kp, capacity);
+      if (hn < 0) {
+        fset_err (errbuf, errlen, "keypoint detection failed");
+        return hn;
+      }
+    }
+    n = gr_features_cuda_extract (f->cuda, img, kpp, dp, &tab, host ? kp : NULL, hn,
+        capacity, kp, desc, angle, f->scratch.smooth, &st, errbuf, errlen);
+    st.host_detect = host;
+    if (n < 0)
+      return n;
+  } else
+#endif
+  {
+    n = gr_keypoints_detect (img, kpp, kp, capacity);
+    if (n < 0) {
+      fset_err (errbuf, errlen, "keypoint detection failed (%s)",
+          gr_status_string ((GrStatus) -n));
+      return n;
+    }
+    const GrStatus s = gr_descriptors_compute (img, kp, n, dp, desc, angle, &f->scratch);
+    if (s != GR_OK) {
+      fset_err (errbuf, errlen, "descriptors failed (%s)", gr_status_string (s));
+      return -(int) s;
+    }
+  }
+  st.elapsed_ms = fnow_ms () - t0;
+  if (f->backend != GR_BACKEND_CUDA)
+    st.kernel_ms = st.elapsed_ms;
+  if (stats)
+    *stats = st;
+  return n;
 }
 
 /* ------------------------------------------------------------------ patches */

@@ -58,6 +58,63 @@ void gr_descriptor_scratch_clear (GrDescriptorScratch *s);
 GrStatus gr_descriptors_compute (const GrPlaneF *img, GrKeypoint *kp, int n,
     const GrDescriptorParams *p, float *out, float *angle, GrDescriptorScratch *scratch);
 
+/* ---- Features of a frame on either backend: keypoints (gr_keypoints_detect) and their
+ * descriptors (gr_descriptors_compute) through one engine.
+ *
+ * The CPU engine calls those two functions.  The CUDA engine (kernels/features_cuda.cu)
+ * runs the same maths on the device: eligibility (mask + margin), Shi-Tomasi
+ * responses, non-maximum suppression, the per-cell quota and the final order, then the
+ * masked Gaussian, gradients, sub-pixel refinement, orientation and descriptor per
+ * keypoint (a warp each).  Its keypoints are the CPU's: the same set in the same
+ * order, at the same (refined) positions and responses, because every step up to the
+ * descriptors is evaluated with the CPU's operations in the CPU's order (no fused
+ * multiply-adds, IEEE division and square roots, the same weight tables), and the
+ * selection is exact (keys of response, then raster order: no ties).  Descriptors
+ * agree to about 1e-5 (the device's atan2f / sinf / cosf differ from the C library's
+ * by an ulp or two); the one discontinuity is the orientation: where the two highest
+ * bins of a keypoint's smoothed orientation histogram are within about 1e-6 relative
+ * of each other, the two backends may pick different peaks (documented near-tie;
+ * tests/test_features_gpu.c counts them).  Device buffers are reused across frames:
+ * no allocation per frame once the largest frame size has been seen.
+ * Limits of the device detector (else the CPU detector runs and the device computes
+ * the descriptors, flagged in the stats): block_radius <= 16, width x height < 2^31. */
+typedef struct GrFeatures GrFeatures;
+
+typedef struct {
+  double elapsed_ms;     /* wall time of the call */
+  double upload_ms;      /* CUDA: frame (and mask) upload (events); CPU: 0 */
+  double kernel_ms;      /* CUDA: detection + descriptor kernels (events); CPU: the
+                            whole computation */
+  double download_ms;    /* CUDA: results download (events); CPU: 0 */
+  int candidates;        /* CUDA: NMS maxima above the threshold (before the grid);
+                            CPU: -1 */
+  bool host_detect;      /* CUDA: the keypoints came from the CPU detector */
+} GrFeatureStats;
+
+/* backend AUTO picks CUDA when a device is usable, else the CPU (and falls back to the
+ * CPU when the CUDA engine cannot start); CUDA asked for and not available: NULL and
+ * *status = GR_ERR_NO_CUDA (or GR_ERR_CUDA).  cuda_device -1 = device 0. */
+GrFeatures *gr_features_new (GrBackend backend, int cuda_device, GrStatus *status,
+    char *errbuf, size_t errlen);
+void gr_features_free (GrFeatures *f);
+GrBackend gr_features_backend (const GrFeatures *f);
+
+/* Keypoints of `frame` (gr_keypoints_detect with kp_params: at most `capacity`) and
+ * their descriptors (dp): kp (refined in place when dp->subpixel), desc (n x
+ * dp->size), angle (may be NULL).  Returns n >= 0 (0: flat, wholly masked or too
+ * small a frame), or a negative GrStatus (-GR_ERR_INVALID, -GR_ERR_NOMEM,
+ * -GR_ERR_CUDA with the reason in errbuf).  stats may be NULL. */
+int gr_features_extract (GrFeatures *f, const GrPlaneF *frame,
+    const GrKeypointParams *kp_params, const GrDescriptorParams *dp, GrKeypoint *kp,
+    int capacity, float *desc, float *angle, GrFeatureStats *stats, char *errbuf,
+    size_t errlen);
+
+/* The smoothed frame of the last gr_features_extract, for gr_descriptor_patches and
+ * gr_patch_refine.  CPU: the whole scratch.  CUDA: only `smooth` is set, and only
+ * within GR_PATCH_RADIUS (Chebyshev) of each returned keypoint's nearest pixel (what
+ * those two functions read); the rest of the plane is undefined. */
+const GrDescriptorScratch *gr_features_scratch (const GrFeatures *f);
+
 /* ---- Sub-pixel refinement of matches (used by featurematch before its final fit).
  *
  * Patches: the smoothed image (from the scratch of the last gr_descriptors_compute)

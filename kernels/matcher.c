@@ -509,6 +509,8 @@ struct GrMatcher {
   CpuDb batch;              /* CPU backend: scratch of match_all */
   int32_t *qimg;            /* scratch of match_all */
   int64_t qimg_cap;
+  int32_t *view;            /* CPU backend: the results of gr_matcher_add_view */
+  int64_t view_cap;
 #if GR_HAVE_CUDA
   GrMatcherCuda *cuda;
 #endif
@@ -567,6 +569,7 @@ gr_matcher_free (GrMatcher *mt)
   cpudb_free (&mt->batch);
   free (mt->sizes);
   free (mt->qimg);
+  free (mt->view);
   free (mt);
 }
 
@@ -723,9 +726,11 @@ done:
   return GR_OK;
 }
 
-GrStatus
-gr_matcher_add (GrMatcher *mt, const float *desc, int count, int k, float ratio,
-    int32_t *fwd, int32_t *bwd, GrMatchStats *stats, char *errbuf, size_t errlen)
+/* gr_matcher_add (vfwd = vbwd = NULL) and gr_matcher_add_view (fwd = bwd = NULL) */
+static GrStatus
+add_impl (GrMatcher *mt, const float *desc, int count, int k, float ratio,
+    int32_t *fwd, int32_t *bwd, const int32_t **vfwd, const int32_t **vbwd,
+    GrMatchStats *stats, char *errbuf, size_t errlen)
 {
   const double t0 = now_ms ();
   GrStatus st = check_common (mt, k, ratio, errbuf, errlen);
@@ -763,13 +768,35 @@ gr_matcher_add (GrMatcher *mt, const float *desc, int count, int k, float ratio,
 
 #if GR_HAVE_CUDA
   if (mt->backend == GR_BACKEND_CUDA) {
-    st = gr_matcher_cuda_add (mt->cuda, desc, count, k, rr, mt->debug, fwd, bwd, &s,
-        errbuf, errlen);
+    int32_t *vf = NULL, *vb = NULL;
+    st = gr_matcher_cuda_add (mt->cuda, desc, count, k, rr, mt->debug, fwd, bwd,
+        vfwd ? &vf : NULL, vbwd ? &vb : NULL, &s, errbuf, errlen);
     if (st != GR_OK)
       return st;
+    if (vfwd)
+      *vfwd = vf;
+    if (vbwd)
+      *vbwd = vb;
   } else
 #endif
   {
+    if (vfwd || vbwd) {
+      /* the view buffer: forward entries first, then the backward ones */
+      const int64_t need = (int64_t) held * count + held_desc + 1;
+      if (need > mt->view_cap) {
+        int32_t *v = realloc (mt->view, sizeof (int32_t) * (size_t) need);
+        if (!v) {
+          set_err (errbuf, errlen, "out of memory");
+          return GR_ERR_NOMEM;
+        }
+        mt->view = v;
+        mt->view_cap = need;
+      }
+      if (vfwd)
+        *vfwd = fwd = mt->view;
+      if (vbwd)
+        *vbwd = bwd = mt->view + (int64_t) held * count;
+    }
     CpuDb *db = &mt->db;
     db->k = k;
     if (cpudb_append (db, desc, count) != GR_OK) {
@@ -809,6 +836,27 @@ gr_matcher_add (GrMatcher *mt, const float *desc, int count, int k, float ratio,
   if (stats)
     *stats = s;
   return GR_OK;
+}
+
+GrStatus
+gr_matcher_add (GrMatcher *mt, const float *desc, int count, int k, float ratio,
+    int32_t *fwd, int32_t *bwd, GrMatchStats *stats, char *errbuf, size_t errlen)
+{
+  return add_impl (mt, desc, count, k, ratio, fwd, bwd, NULL, NULL, stats, errbuf,
+      errlen);
+}
+
+GrStatus
+gr_matcher_add_view (GrMatcher *mt, const float *desc, int count, int k, float ratio,
+    const int32_t **fwd, const int32_t **bwd, GrMatchStats *stats, char *errbuf,
+    size_t errlen)
+{
+  if (fwd)
+    *fwd = NULL;
+  if (bwd)
+    *bwd = NULL;
+  return add_impl (mt, desc, count, k, ratio, NULL, NULL, fwd, bwd, stats, errbuf,
+      errlen);
 }
 
 void

@@ -90,6 +90,17 @@ GrStatus gr_matcher_add (GrMatcher *mt, const float *desc, int count, int k,
     float ratio, int32_t *fwd, int32_t *bwd, GrMatchStats *stats,
     char *errbuf, size_t errlen);
 
+/* gr_matcher_add without a copy: the results stay in buffers the matcher owns (CUDA:
+ * pinned host memory the device writes by DMA, so no pageable copy of the held x count
+ * + held_descriptors entries; CPU: host memory) and *fwd / *bwd point at them, with
+ * gr_matcher_add's layouts.  A direction is computed when its pointer argument is
+ * non-NULL (NULL: skipped).  The views stay valid until the next add, add_view,
+ * match_all, reset or free of this matcher (drop_oldest leaves them alone).  Results
+ * equal gr_matcher_add's. */
+GrStatus gr_matcher_add_view (GrMatcher *mt, const float *desc, int count, int k,
+    float ratio, const int32_t **fwd, const int32_t **bwd, GrMatchStats *stats,
+    char *errbuf, size_t errlen);
+
 /* Forgets the `count` oldest held images (a sliding window); count > held forgets
  * all.  Storage is reused (compacted when needed, amortized O(1) per image). */
 void gr_matcher_drop_oldest (GrMatcher *mt, int count);
@@ -108,6 +119,9 @@ typedef enum {
   GR_MATCHER_DEBUG_FORCE_EXACT = 1 << 0,  /* settle every pair by the exact re-check */
   GR_MATCHER_DEBUG_SMALL_LIST = 1 << 1,   /* CUDA: a tiny re-check list, so that its
                                              overflow path runs */
+  GR_MATCHER_DEBUG_ONE_STREAM = 1 << 2,   /* CUDA, incremental form: run the two
+                                             directions one after the other on one
+                                             stream (default: concurrently on two) */
 } GrMatcherDebug;
 void gr_matcher_set_debug (GrMatcher *mt, unsigned flags);
 

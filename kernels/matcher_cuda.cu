@@ -576,7 +576,10 @@ struct GrMatcherCuda {
   int device;
   int nsm;
   cudaStream_t stream;
+  cudaStream_t stream2;         /* incremental form: the backward direction */
   cudaEvent_t ev0, ev1;
+  cudaEvent_t evk1, evk2;       /* end of each direction's kernels */
+  cudaEvent_t evfork, evjoin;   /* ordering between the two streams */
   DevDb db;                     /* incremental form */
   DevDb bdb;                    /* batch form */
   HostImg *held;
@@ -597,7 +600,35 @@ struct GrMatcherCuda {
   unsigned *d_count;
   unsigned *h_count;            /* pinned, 2 */
   ImgInfo *h_newimg;            /* pinned, 1 */
+  /* pinned staging, grow-only: the new image's descriptors (upload) and the results
+   * of gr_matcher_add_view (download) */
+  float *h_in;
+  size_t hin_cap;
+  int32_t *h_res;
+  size_t hres_cap;
 };
+
+/* a pinned host buffer of at least need_elems elements (contents not kept) */
+template <typename P>
+static cudaError_t
+grow_pinned (P **ptr, size_t *cap, size_t need_elems)
+{
+  if (*ptr && *cap >= need_elems)
+    return cudaSuccess;
+  size_t n = *ptr ? need_elems + need_elems / 4 : need_elems;
+  if (n < 1024)
+    n = 1024;
+  if (*ptr)
+    cudaFreeHost (*ptr);
+  *ptr = NULL;
+  *cap = 0;
+  cudaError_t e = cudaHostAlloc ((void **) ptr, n * sizeof (P), cudaHostAllocDefault);
+  if (e == cudaSuccess)
+    *cap = n;
+  else
+    *ptr = NULL;
+  return e;
+}
 
 template <typename P>
 static cudaError_t
@@ -765,9 +796,19 @@ gr_matcher_cuda_new (int device, char *errbuf, size_t errlen)
   c->nsm = prop.multiProcessorCount;
   e = cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking);
   if (e == cudaSuccess)
+    e = cudaStreamCreateWithFlags (&c->stream2, cudaStreamNonBlocking);
+  if (e == cudaSuccess)
     e = cudaEventCreate (&c->ev0);
   if (e == cudaSuccess)
     e = cudaEventCreate (&c->ev1);
+  if (e == cudaSuccess)
+    e = cudaEventCreate (&c->evk1);
+  if (e == cudaSuccess)
+    e = cudaEventCreate (&c->evk2);
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags (&c->evfork, cudaEventDisableTiming);
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags (&c->evjoin, cudaEventDisableTiming);
   if (e == cudaSuccess)
     e = cudaMalloc (&c->d_list, 2ull * LIST_CAP * sizeof (unsigned long long));
   if (e == cudaSuccess)
@@ -793,6 +834,8 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
   cudaSetDevice (c->device);
   if (c->stream)
     cudaStreamSynchronize (c->stream);
+  if (c->stream2)
+    cudaStreamSynchronize (c->stream2);
   db_free (&c->db);
   db_free (&c->bdb);
   cudaFree (c->d_stage);
@@ -805,12 +848,18 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
     cudaFreeHost (c->h_count);
   if (c->h_newimg)
     cudaFreeHost (c->h_newimg);
-  if (c->ev0)
-    cudaEventDestroy (c->ev0);
-  if (c->ev1)
-    cudaEventDestroy (c->ev1);
+  if (c->h_in)
+    cudaFreeHost (c->h_in);
+  if (c->h_res)
+    cudaFreeHost (c->h_res);
+  cudaEvent_t evs[6] = { c->ev0, c->ev1, c->evk1, c->evk2, c->evfork, c->evjoin };
+  for (int i = 0; i < 6; i++)
+    if (evs[i])
+      cudaEventDestroy (evs[i]);
   if (c->stream)
     cudaStreamDestroy (c->stream);
+  if (c->stream2)
+    cudaStreamDestroy (c->stream2);
   free (c->held);
   free (c->h_tab);
   free (c);
@@ -862,8 +911,8 @@ launch_prep (GrMatcherCuda *c, DevDb *db, int first, int count, int max_pn, int 
 
 /* one match launch + its re-check; list = 0 or 1 selects the queue */
 static GrStatus
-launch_match (GrMatcherCuda *c, DevDb *db, MatchParams p, int list, int max_pn,
-    unsigned debug, char *errbuf, size_t errlen)
+launch_match (GrMatcherCuda *c, cudaStream_t stream, DevDb *db, MatchParams p, int list,
+    int max_pn, unsigned debug, char *errbuf, size_t errlen)
 {
   if (p.nq <= 0 || p.nimg <= 0)
     return GR_OK;
@@ -898,12 +947,12 @@ launch_match (GrMatcherCuda *c, DevDb *db, MatchParams p, int list, int max_pn,
   slices = (p.nimg + p.ips - 1) / p.ips;
   dim3 grid ((unsigned) gx, (unsigned) slices);
   switch (db->kp) {
-    case 32: match_kernel<32><<<grid, NT, 0, c->stream>>> (p); break;
-    case 64: match_kernel<64><<<grid, NT, 0, c->stream>>> (p); break;
-    default: match_kernel<128><<<grid, NT, 0, c->stream>>> (p); break;
+    case 32: match_kernel<32><<<grid, NT, 0, stream>>> (p); break;
+    case 64: match_kernel<64><<<grid, NT, 0, stream>>> (p); break;
+    default: match_kernel<128><<<grid, NT, 0, stream>>> (p); break;
   }
   CK (cudaGetLastError (), "match kernel launch");
-  recheck_kernel<<<c->nsm * 4, 256, 0, c->stream>>> (p);
+  recheck_kernel<<<c->nsm * 4, 256, 0, stream>>> (p);
   CK (cudaGetLastError (), "re-check kernel launch");
   return GR_OK;
 }
@@ -913,7 +962,7 @@ launch_sweep (GrMatcherCuda *c, DevDb *db, MatchParams p, char *errbuf, size_t e
 {
   p.db = db->d;
   p.k = db->k;
-  sweep_kernel<<<c->nsm * 8, 256, 0, c->stream>>> (p);
+  sweep_kernel<<<c->nsm * 8, 256, 0, c->stream>>> (p);   /* after a full sync only */
   CK (cudaGetLastError (), "sweep kernel launch");
   return GR_OK;
 }
@@ -985,7 +1034,7 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   p.qbase = 0;
   p.self_skip = 1;
   p.rr = rr;
-  st = launch_match (c, db, p, 0, max_pn, debug, errbuf, errlen);
+  st = launch_match (c, c->stream, db, p, 0, max_pn, debug, errbuf, errlen);
   if (st != GR_OK)
     return st;
   CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
@@ -1015,8 +1064,8 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
 
 extern "C" GrStatus
 gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, double rr,
-    unsigned debug, int32_t *fwd, int32_t *bwd, GrMatchStats *stats,
-    char *errbuf, size_t errlen)
+    unsigned debug, int32_t *fwd, int32_t *bwd, int32_t **vfwd, int32_t **vbwd,
+    GrMatchStats *stats, char *errbuf, size_t errlen)
 {
   CK (cudaSetDevice (c->device), "cudaSetDevice");
   DevDb *db = &c->db;
@@ -1034,6 +1083,7 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
     c->held = h;
     c->held_cap = cap;
   }
+  const bool want_f = fwd || vfwd, want_b = bwd || vbwd;
   const int held = c->nheld;
   const int pn = (count + BN - 1) / BN * BN;
   long long shift;
@@ -1064,10 +1114,19 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
   CK (grow (&c->d_tab, &c->tab_cap, (size_t) held + 1), "cudaMalloc (image table)");
   const size_t nfwd = (size_t) held * count, nbwd = (size_t) old_desc;
   CK (grow (&c->d_out, &c->out_cap, nfwd + nbwd + 1), "cudaMalloc (output)");
+  /* pinned staging: the upload is a DMA from it (the previous call's copies are
+   * complete: every call ends with a stream synchronization) */
+  CK (grow_pinned (&c->h_in, &c->hin_cap, (size_t) count * k + 1),
+      "cudaHostAlloc (descriptor staging)");
+  if (vfwd || vbwd)
+    CK (grow_pinned (&c->h_res, &c->hres_cap, nfwd + nbwd + 1),
+        "cudaHostAlloc (result staging)");
   cudaStream_t s = c->stream;
-  if (count > 0)
-    CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) count * k * sizeof (float),
+  if (count > 0) {
+    memcpy (c->h_in, desc, (size_t) count * k * sizeof (float));
+    CK (cudaMemcpyAsync (c->d_stage, c->h_in, (size_t) count * k * sizeof (float),
             cudaMemcpyHostToDevice, s), "descriptor upload");
+  }
   CK (cudaMemcpyAsync (c->d_tab, c->h_tab, (size_t) (held + 1) * sizeof (ImgInfo),
           cudaMemcpyHostToDevice, s), "image table upload");
   st = launch_prep (c, db, held, 1, pn, NULL, errbuf, errlen);
@@ -1081,57 +1140,99 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
   MatchParams p1;
   memset (&p1, 0, sizeof p1);
   p1.qr0 = poff_new;
-  p1.nq = fwd && count > 0 ? pn : 0;
+  p1.nq = want_f && count > 0 ? pn : 0;
   p1.imgs = c->d_tab;
   p1.nimg = held;
   p1.out = c->d_out;
   p1.ld = count;
   p1.qbase = c->next_gabs;
   p1.rr = rr;
-  st = launch_match (c, db, p1, 0, max_pn_old, debug, errbuf, errlen);
-  if (st != GR_OK)
-    return st;
   /* every held descriptor against the new image */
   MatchParams p2;
   memset (&p2, 0, sizeof p2);
   p2.qr0 = db->base;
-  p2.nq = bwd && old_desc > 0 ? (int) (poff_new - db->base) : 0;
+  p2.nq = want_b && old_desc > 0 ? (int) (poff_new - db->base) : 0;
   p2.imgs = c->d_tab + held;
   p2.nimg = 1;
   p2.out = c->d_out + nfwd;
   p2.ld = 0;
   p2.qbase = held > 0 ? c->held[0].gabs : 0;
   p2.rr = rr;
-  st = launch_match (c, db, p2, 1, pn > 0 ? pn : BN, debug, errbuf, errlen);
+
+  /* The two directions are independent (disjoint outputs, their own re-check queues):
+   * by default they run concurrently, the backward one on stream2, so that each
+   * launch's tail overlaps the other's.  A re-check queue cannot overflow when a
+   * launch has at most pcap (query, image) pairs (always so in streaming use): then
+   * the results are downloaded right behind each direction's kernels, with no host
+   * synchronization in between; otherwise every stream is synchronized, the counts
+   * read and the sweep run first (the overflow path, as before). */
+  const unsigned pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
+  const bool may_overflow = (long long) p1.nq * p1.nimg > (long long) pcap ||
+      (long long) p2.nq * p2.nimg > (long long) pcap;
+  const bool two = !(debug & GR_MATCHER_DEBUG_ONE_STREAM);
+  cudaStream_t s2 = two ? c->stream2 : s;
+  if (two) {
+    CK (cudaEventRecord (c->evfork, s), "cudaEventRecord");
+    CK (cudaStreamWaitEvent (s2, c->evfork, 0), "cudaStreamWaitEvent");
+  }
+  st = launch_match (c, s, db, p1, 0, max_pn_old, debug, errbuf, errlen);
   if (st != GR_OK)
     return st;
-  CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  CK (cudaEventRecord (c->evk1, s), "cudaEventRecord");
+  st = launch_match (c, s2, db, p2, 1, pn > 0 ? pn : BN, debug, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  CK (cudaEventRecord (c->evk2, s2), "cudaEventRecord");
+
+  int32_t *dst_f = vfwd ? c->h_res : fwd;
+  int32_t *dst_b = vbwd ? c->h_res + nfwd : bwd;
+  float sweep_ms = 0.f;
+  if (!may_overflow) {
+    /* (copies are issued after both launches: a copy into pageable memory blocks the
+     * host until it is done) */
+    if (dst_f && nfwd > 0)
+      CK (cudaMemcpyAsync (dst_f, c->d_out, nfwd * sizeof (int32_t),
+              cudaMemcpyDeviceToHost, s), "cudaMemcpy (forward matches)");
+    if (dst_b && nbwd > 0)
+      CK (cudaMemcpyAsync (dst_b, c->d_out + nfwd, nbwd * sizeof (int32_t),
+              cudaMemcpyDeviceToHost, s2), "cudaMemcpy (backward matches)");
+  }
+  if (two) {
+    CK (cudaEventRecord (c->evjoin, s2), "cudaEventRecord");
+    CK (cudaStreamWaitEvent (s, c->evjoin, 0), "cudaStreamWaitEvent");
+  }
   CK (cudaMemcpyAsync (c->h_count, c->d_count, 2 * sizeof (unsigned),
           cudaMemcpyDeviceToHost, s), "cudaMemcpy (count)");
   CK (cudaMemcpyAsync (c->h_newimg, c->d_tab + held, sizeof (ImgInfo),
           cudaMemcpyDeviceToHost, s), "cudaMemcpy (image)");
   CK (cudaStreamSynchronize (s), "match kernels");
-  float ms = 0.f;
-  CK (cudaEventElapsedTime (&ms, c->ev0, c->ev1), "cudaEventElapsedTime");
-  const unsigned pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
-  if (c->h_count[0] > pcap || c->h_count[1] > pcap) {
-    const double t0 = now_ms ();
-    if (c->h_count[0] > pcap && p1.nq > 0)
-      if ((st = launch_sweep (c, db, p1, errbuf, errlen)) != GR_OK)
-        return st;
-    if (c->h_count[1] > pcap && p2.nq > 0)
-      if ((st = launch_sweep (c, db, p2, errbuf, errlen)) != GR_OK)
-        return st;
-    CK (cudaStreamSynchronize (s), "sweep kernel");
-    ms += (float) (now_ms () - t0);
+  if (may_overflow) {
+    if (c->h_count[0] > pcap || c->h_count[1] > pcap) {
+      const double t0 = now_ms ();
+      if (c->h_count[0] > pcap && p1.nq > 0)
+        if ((st = launch_sweep (c, db, p1, errbuf, errlen)) != GR_OK)
+          return st;
+      if (c->h_count[1] > pcap && p2.nq > 0)
+        if ((st = launch_sweep (c, db, p2, errbuf, errlen)) != GR_OK)
+          return st;
+      CK (cudaStreamSynchronize (s), "sweep kernel");
+      sweep_ms = (float) (now_ms () - t0);
+    }
+    if (dst_f && nfwd > 0)
+      CK (cudaMemcpyAsync (dst_f, c->d_out, nfwd * sizeof (int32_t),
+              cudaMemcpyDeviceToHost, s), "cudaMemcpy (forward matches)");
+    if (dst_b && nbwd > 0)
+      CK (cudaMemcpyAsync (dst_b, c->d_out + nfwd, nbwd * sizeof (int32_t),
+              cudaMemcpyDeviceToHost, s), "cudaMemcpy (backward matches)");
+    CK (cudaStreamSynchronize (s), "output download");
   }
-  if (fwd && nfwd > 0)
-    CK (cudaMemcpyAsync (fwd, c->d_out, nfwd * sizeof (int32_t), cudaMemcpyDeviceToHost,
-            s), "cudaMemcpy (forward matches)");
-  if (bwd && nbwd > 0)
-    CK (cudaMemcpyAsync (bwd, c->d_out + nfwd, nbwd * sizeof (int32_t),
-            cudaMemcpyDeviceToHost, s), "cudaMemcpy (backward matches)");
-  CK (cudaStreamSynchronize (s), "output download");
+  float ms1 = 0.f, ms2 = 0.f;
+  CK (cudaEventElapsedTime (&ms1, c->ev0, c->evk1), "cudaEventElapsedTime");
+  CK (cudaEventElapsedTime (&ms2, c->ev0, c->evk2), "cudaEventElapsedTime");
+  if (vfwd)
+    *vfwd = c->h_res;
+  if (vbwd)
+    *vbwd = c->h_res + nfwd;
 
   c->held[held] = HostImg { poff_new, count, pn, c->next_gabs, c->h_newimg->M,
     c->h_newimg->M2 };
@@ -1140,7 +1241,7 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
   stats->rechecked = (int64_t) c->h_count[0] + c->h_count[1];
   stats->candidates = (int64_t) (p1.nq > 0 ? pn : 0) * (poff_new - db->base) +
       (int64_t) (p2.nq) * pn;
-  stats->kernel_ms = ms;
+  stats->kernel_ms = (ms1 > ms2 ? ms1 : ms2) + sweep_ms;
   return GR_OK;
 }
 

@@ -19,9 +19,12 @@ void gr_matcher_cuda_free (GrMatcherCuda *c);
 GrStatus gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
     const int64_t *offsets, int m, double rr, unsigned debug, int32_t *out,
     GrMatchStats *stats, char *errbuf, size_t errlen);
+/* fwd / bwd: the caller's buffers (NULL: not wanted), or, when vfwd / vbwd are
+ * non-NULL, that direction goes to the engine's pinned result buffer and *vfwd / *vbwd
+ * receive pointers into it (valid until the next call). */
 GrStatus gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k,
-    double rr, unsigned debug, int32_t *fwd, int32_t *bwd, GrMatchStats *stats,
-    char *errbuf, size_t errlen);
+    double rr, unsigned debug, int32_t *fwd, int32_t *bwd, int32_t **vfwd,
+    int32_t **vbwd, GrMatchStats *stats, char *errbuf, size_t errlen);
 void gr_matcher_cuda_drop_oldest (GrMatcherCuda *c, int count);
 void gr_matcher_cuda_reset (GrMatcherCuda *c);
 

@@ -2,7 +2,9 @@
  * largest run); (b) m = 1000 x 500, k = 64; (c) streaming: one new image of 500
  * against 1000 held images of 500, both directions (k = 64, a sliding window).
  * CUDA (device time by CUDA events, and wall time of the call including transfers)
- * and CPU.  The CPU runs (b) on its first 100 images and (c) for 3 frames, and its
+ * and CPU.  (c) is timed as the element calls it (gr_matcher_add_view: the results
+ * stay in the matcher's pinned buffers; the two directions run concurrently) and in
+ * variants (one stream; gr_matcher_add into the caller's pageable buffers).  The CPU runs (b) on its first 100 images and (c) for 3 frames, and its
  * outputs are compared with the CUDA outputs of the same inputs before any figure is
  * kept; (b) on the CPU is also given scaled to the full size ((1000/100)^2).
  * Descriptors: unit rows, each image re-observing 30% of the previous one's features.
@@ -139,9 +141,12 @@ check_same (const char *what, const int32_t *a, const int32_t *b, int64_t n)
 
 /* streaming: fills a window of `held` images (no matching), then times adds of one
  * image against all of them, both directions, dropping the oldest each time */
+/* view: gr_matcher_add_view (results in the matcher's pinned buffers; copied out only
+ * for the check); else gr_matcher_add into the caller's (pageable) buffers.  debug:
+ * gr_matcher_set_debug flags for the timed frames. */
 static void
 run_stream (const char *name, GrMatcher *mt, const float *d, int k, const int64_t *off,
-    int held, int frames, int32_t **fwd_keep, int32_t **bwd_keep)
+    int held, int frames, int view, unsigned debug, int32_t **fwd_keep, int32_t **bwd_keep)
 {
   char err[256];
   const int ni = (int) (off[1] - off[0]);
@@ -157,10 +162,23 @@ run_stream (const char *name, GrMatcher *mt, const float *d, int k, const int64_
   double kms[64], wms[64];
   GrMatchStats st;
   int reps = 0;
+  gr_matcher_set_debug (mt, debug);
   for (int f = -1; f < frames; f++) {
     const int img = held + 1 + f;          /* the next image of the sequence */
-    if (gr_matcher_add (mt, d + off[img] * k, ni, k, 0.8f, fwd, bwd, &st, err,
-            sizeof err) != GR_OK) {
+    GrStatus s;
+    if (view) {
+      const int32_t *vf = NULL, *vb = NULL;
+      s = gr_matcher_add_view (mt, d + off[img] * k, ni, k, 0.8f, &vf, &vb, &st, err,
+          sizeof err);
+      if (s == GR_OK && fwd_keep) {       /* outside the timed call */
+        memcpy (fwd, vf, sizeof (int32_t) * (size_t) held * ni);
+        memcpy (bwd, vb, sizeof (int32_t) * (size_t) held * ni);
+      }
+    } else {
+      s = gr_matcher_add (mt, d + off[img] * k, ni, k, 0.8f, fwd, bwd, &st, err,
+          sizeof err);
+    }
+    if (s != GR_OK) {
       printf ("  %s: %s\n", name, err);
       break;
     }
@@ -171,6 +189,7 @@ run_stream (const char *name, GrMatcher *mt, const float *d, int k, const int64_
       reps++;
     }
   }
+  gr_matcher_set_debug (mt, 0);
   if (reps)
     add_row (name, gr_backend_name (gr_matcher_backend (mt)), kms, wms, reps, &st, NULL);
   if (fwd_keep) {
@@ -260,17 +279,35 @@ main (int argc, char **argv)
     printf ("(c) streaming: one image of 500 against %d held images of 500, k = 64\n",
         held);
     int32_t *gf = NULL, *gb = NULL, *cf = NULL, *cb = NULL;
-    if (gpu)
-      run_stream ("(c) stream 500 vs 1000x500 k64", gpu, d, 64, off, held, frames,
+    if (gpu) {
+      /* the call as the element makes it (results in the matcher's pinned buffers,
+       * both directions concurrently), then the variants: one stream; gr_matcher_add
+       * into pageable memory (the earlier figure's path) */
+      run_stream ("(c) stream, view (pinned)", gpu, d, 64, off, held, frames, 1, 0,
           NULL, NULL);
+      run_stream ("(c) stream, view, one stream", gpu, d, 64, off, held, frames, 1,
+          GR_MATCHER_DEBUG_ONE_STREAM, NULL, NULL);
+      run_stream ("(c) stream, add (pageable)", gpu, d, 64, off, held, frames, 0, 0,
+          NULL, NULL);
+      run_stream ("(c) stream, add, one stream", gpu, d, 64, off, held, frames, 0,
+          GR_MATCHER_DEBUG_ONE_STREAM, NULL, NULL);
+    }
     /* the check: both backends on the same window and the same 3 frames */
     if (gpu && cpu) {
-      run_stream ("(c') check, 3 frames", gpu, d, 64, off, held, 3, &gf, &gb);
-      run_stream ("(c') check, 3 frames", cpu, d, 64, off, held, 3, &cf, &cb);
+      int32_t *vf = NULL, *vb = NULL;
+      run_stream ("(c') check, 3 frames", gpu, d, 64, off, held, 3, 0, 0, &gf, &gb);
+      run_stream ("(c') check, 3 frames, view", gpu, d, 64, off, held, 3, 1, 0, &vf,
+          &vb);
+      run_stream ("(c') check, 3 frames", cpu, d, 64, off, held, 3, 0, 0, &cf, &cb);
       check_same ("(c') forward", gf, cf, (int64_t) held * 500);
       check_same ("(c') backward", gb, cb, (int64_t) held * 500);
+      check_same ("(c') forward, view", vf, cf, (int64_t) held * 500);
+      check_same ("(c') backward, view", vb, cb, (int64_t) held * 500);
+      free (vf);
+      free (vb);
     } else if (cpu) {
-      run_stream ("(c) stream 500 vs 1000x500 k64", cpu, d, 64, off, held, 3, NULL, NULL);
+      run_stream ("(c) stream 500 vs 1000x500 k64", cpu, d, 64, off, held, 3, 0, 0, NULL,
+          NULL);
     }
     free (gf);
     free (gb);

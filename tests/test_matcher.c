@@ -247,6 +247,7 @@ test_incremental (void)
   mref_survey (desc, off, m, k, 0.06, 0.7, 1, &rng);
   const float ratio = 0.8f;
   GrMatcher *mt = new_cpu ();
+  GrMatcher *mv = new_cpu ();           /* the same adds through gr_matcher_add_view */
   int32_t *batch = run_batch (mt, desc, k, off, m, ratio, NULL);
 
   for (int window = 0; window <= 3; window += 3) {
@@ -263,6 +264,15 @@ test_incremental (void)
       GrStatus s = gr_matcher_add (mt, desc + off[b] * k, sizes[b], k, ratio, fwd, bwd,
           &st, err, sizeof err);
       CHECK (s == GR_OK, "add %d: %s", b, err);
+      /* the same image through gr_matcher_add_view on a second matcher: same results */
+      const int32_t *vf = NULL, *vb = NULL;
+      CHECK (gr_matcher_add_view (mv, desc + off[b] * k, sizes[b], k, ratio, &vf, &vb,
+              NULL, err, sizeof err) == GR_OK && vf && vb, "add_view %d: %s", b, err);
+      if (vf && vb) {
+        CHECK (memcmp (vf, fwd, sizeof (int32_t) * (size_t) held * sizes[b]) == 0 &&
+            memcmp (vb, bwd, sizeof (int32_t) * (size_t) hd) == 0,
+            "add_view %d differs from add", b);
+      }
       CHECK (st.pairs == (int64_t) held * sizes[b] + hd, "pairs %lld", (long long) st.pairs);
       for (int p = 0; p < held; p++)
         for (int a = 0; a < sizes[b]; a++) {
@@ -284,8 +294,10 @@ test_incremental (void)
       }
       free (fwd);
       free (bwd);
-      if (window > 0 && gr_matcher_held_images (mt) > window)
+      if (window > 0 && gr_matcher_held_images (mt) > window) {
         gr_matcher_drop_oldest (mt, gr_matcher_held_images (mt) - window);
+        gr_matcher_drop_oldest (mv, gr_matcher_held_images (mv) - window);
+      }
       CHECK (gr_matcher_held_image_size (mt, gr_matcher_held_images (mt) - 1) == sizes[b],
           "held size");
     }
@@ -298,6 +310,7 @@ test_incremental (void)
         gr_matcher_held_images (mt));
     free (full);
     gr_matcher_reset (mt);
+    gr_matcher_reset (mv);
     CHECK (gr_matcher_held_images (mt) == 0 && gr_matcher_held_descriptors (mt) == 0,
         "reset");
   }
@@ -335,6 +348,7 @@ test_incremental (void)
     CHECK (bad == 0, "long window: %lld entries differ", (long long) bad);
   }
   gr_matcher_free (mt);
+  gr_matcher_free (mv);
   free (batch);
   free (desc);
   free (off);

@@ -228,12 +228,17 @@ test_incremental (GrMatcher *gpu, GrMatcher *cpu)
   mref_survey (desc, off, m, k, 0.07, 0.6, 1, &rng);
   int32_t *full = batch (gpu, desc, k, off, m, 0.8f, NULL);
   const int windows[3] = { 0, 4, 9 };
+  /* a third matcher through gr_matcher_add_view (pinned result buffers), with the two
+   * directions on two streams (windows 0 and 9) or on one (window 4) */
+  GrMatcher *gv = new_matcher (GR_BACKEND_CUDA);
   for (int w = 0; w < (quick ? 2 : 3); w++) {
     const int window = windows[w];
-    int64_t bad = 0, bad_cpu = 0;
+    int64_t bad = 0, bad_cpu = 0, bad_view = 0;
     char err[256];
     gr_matcher_reset (gpu);
     gr_matcher_reset (cpu);
+    gr_matcher_reset (gv);
+    gr_matcher_set_debug (gv, w == 1 ? GR_MATCHER_DEBUG_ONE_STREAM : 0);
     for (int rep = 0; rep < (quick ? 2 : 3); rep++)   /* compaction and growth */
       for (int b = 0; b < m; b++) {
         const int held = gr_matcher_held_images (gpu);
@@ -249,6 +254,12 @@ test_incremental (GrMatcher *gpu, GrMatcher *cpu)
         CHECK (gr_matcher_add (cpu, desc + off[b] * k, sizes[b], k, 0.8f, f2, b2, NULL,
                 err, sizeof err) == GR_OK, "cpu add: %s", err);
         bad_cpu += count_diff (f1, f2, (int64_t) held * sizes[b]) + count_diff (b1, b2, hd);
+        const int32_t *vf = NULL, *vb = NULL;
+        CHECK (gr_matcher_add_view (gv, desc + off[b] * k, sizes[b], k, 0.8f, &vf, &vb,
+                NULL, err, sizeof err) == GR_OK && vf && vb, "cuda add_view: %s", err);
+        if (vf && vb)
+          bad_view += count_diff (f1, vf, (int64_t) held * sizes[b]) +
+              count_diff (b1, vb, hd);
         if (rep == 0) {
           /* the held images are batch images b - held .. b - 1 */
           const int first = b - held;
@@ -269,13 +280,17 @@ test_incremental (GrMatcher *gpu, GrMatcher *cpu)
         if (gr_matcher_held_images (gpu) > lim) {
           gr_matcher_drop_oldest (gpu, gr_matcher_held_images (gpu) - lim);
           gr_matcher_drop_oldest (cpu, gr_matcher_held_images (cpu) - lim);
+          gr_matcher_drop_oldest (gv, gr_matcher_held_images (gv) - lim);
         }
       }
-    printf ("incremental, window %d: %lld differ from the batch, %lld from the CPU\n",
-        window, (long long) bad, (long long) bad_cpu);
-    CHECK (bad == 0 && bad_cpu == 0, "incremental window %d: %lld / %lld differ", window,
-        (long long) bad, (long long) bad_cpu);
+    printf ("incremental, window %d: %lld differ from the batch, %lld from the CPU, "
+        "%lld in the views (%s)\n", window, (long long) bad, (long long) bad_cpu,
+        (long long) bad_view, w == 1 ? "one stream" : "two streams");
+    CHECK (bad == 0 && bad_cpu == 0 && bad_view == 0,
+        "incremental window %d: %lld / %lld / %lld differ", window, (long long) bad,
+        (long long) bad_cpu, (long long) bad_view);
   }
+  gr_matcher_free (gv);
   gr_matcher_reset (gpu);
   gr_matcher_reset (cpu);
   free (full);
