@@ -59,7 +59,7 @@ enum {
 #define REFINE_MIN_NCC 0.8        /* refined correspondences kept above this */
 #define MIN_FIT_POINTS 8
 
-#define VIDEO_CAPS GST_VIDEO_CAPS_MAKE (GST_GEOREG_VIDEO_FORMATS)
+#define VIDEO_CAPS GST_GEOREG_CUDA_CAPS (GST_GEOREG_VIDEO_FORMATS)
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
@@ -253,7 +253,7 @@ gst_feature_match_start (GstBaseTransform * trans)
 
   GST_OBJECT_LOCK (self);
   backend = self->settings.backend;
-  dev = self->settings.cuda_device_id;
+  dev = gst_georeg_cuda_engine_device (&self->cuda, self->settings.cuda_device_id);
   self->k = self->settings.descriptor_size;
   self->matrix_location = g_strdup (self->settings.matrix_location);
   GST_OBJECT_UNLOCK (self);
@@ -299,6 +299,45 @@ gst_feature_match_stop (GstBaseTransform * trans)
   gr_matcher_free (mt);
   release_resources (self);
   return TRUE;
+}
+
+
+/* ------------------------------------------------------------------ CUDA memory */
+
+static void
+cuda_settings (GstElement * element, GrBackend * backend, gint * device_id)
+{
+  GstFeatureMatch *self = GST_FEATURE_MATCH (element);
+  GST_OBJECT_LOCK (self);
+  *backend = self->settings.backend;
+  *device_id = self->settings.cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* The frame as a float plane: converted on the device when it is CUDA memory of the
+ * element's context (only the plane comes back), else mapped on the host. */
+static gboolean
+frame_plane (GstFeatureMatch * self, GstBuffer * buf, gint nodata, GrPlaneF * plane)
+{
+  char err[256] = "";
+  GstVideoFrame frame;
+  if (!gst_georeg_cuda_frame_to_plane (&self->cuda, GST_ELEMENT (self), buf,
+          &self->info, nodata, 0.0, TRUE, plane, &self->input, err, sizeof err)) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the CUDA frame."),
+        ("%s", err));
+    return FALSE;
+  }
+  if (self->input == GST_GEOREG_INPUT_CUDA_DEVICE)
+    return TRUE;
+  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
+    return FALSE;
+  }
+  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, nodata, plane);
+  gst_video_frame_unmap (&frame);
+  if (!mem_ok)
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+  return mem_ok;
 }
 
 static gboolean
@@ -570,6 +609,7 @@ post_result (GstFeatureMatch * self, GstBuffer * buf, const GstFeatureMatchMeta 
       "frame", G_TYPE_UINT64, m->frame,
       "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
       "backend", G_TYPE_STRING, gr_backend_name (gr_matcher_backend (self->matcher)),
+      "input-memory", G_TYPE_STRING, gst_georeg_input_name (self->input),
       "flags", G_TYPE_UINT, m->flags,
       "keypoints", G_TYPE_UINT, m->n_keypoints,
       "descriptor-size", G_TYPE_UINT, m->descriptor_size,
@@ -586,7 +626,6 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
   GstFeatureMatch *self = GST_FEATURE_MATCH (trans);
   GstFeatureMatchSettings s;
-  GstVideoFrame frame;
   char err[512] = "";
   const gint64 t0 = g_get_monotonic_time ();
 
@@ -605,16 +644,8 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
             GST_VIDEO_INFO_SIZE (&self->info)), (NULL));
     return GST_FLOW_ERROR;
   }
-  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
+  if (!frame_plane (self, buf, s.nodata, &self->plane))
     return GST_FLOW_ERROR;
-  }
-  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, s.nodata, &self->plane);
-  gst_video_frame_unmap (&frame);
-  if (!mem_ok) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
-    return GST_FLOW_ERROR;
-  }
 
   /* keypoints, descriptors, patches */
   GrDescriptorParams dp;
@@ -753,6 +784,7 @@ gst_feature_match_finalize (GObject * object)
 {
   GstFeatureMatch *self = GST_FEATURE_MATCH (object);
   release_resources (self);
+  gst_georeg_cuda_close (&self->cuda);
   g_free (self->settings.matrix_location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -839,6 +871,8 @@ gst_feature_match_class_init (GstFeatureMatchClass * klass)
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_feature_match_set_caps);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_feature_match_sink_event);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR (gst_feature_match_transform_ip);
+  gst_georeg_cuda_class_setup (element_class, G_STRUCT_OFFSET (GstFeatureMatch, cuda),
+      cuda_settings);
   trans_class->passthrough_on_same_caps = FALSE;
   trans_class->transform_ip_on_passthrough = FALSE;
 
@@ -862,5 +896,6 @@ gst_feature_match_init (GstFeatureMatch * self)
   s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   s->post_messages = DEFAULT_POST_MESSAGES;
   g_queue_init (&self->held);
+  gst_georeg_cuda_init (&self->cuda);
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }

@@ -9,6 +9,7 @@
 #include <gst/video/video.h>
 
 #include "gstgeoregutils.h"
+#include "gstgeoregcuda.h"
 #include "descriptors.h"
 #include "keypoints.h"
 #include "matcher.h"
@@ -58,6 +59,10 @@ struct _GstFeatureMatch {
   GrPlaneF plane;
   guint64 frame_count;
   gboolean announced;
+
+  /* CUDA memory: context, device conversion of CUDA frames (gst/gstgeoregcuda.h) */
+  GstGeoregCuda cuda;
+  GstGeoregInput input;         /* where the last frame was read from */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (featurematch);

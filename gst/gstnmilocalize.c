@@ -62,7 +62,7 @@ enum {
 #define DEFAULT_CUDA_DEVICE_ID -1
 #define DEFAULT_POST_MESSAGES TRUE
 
-#define VIDEO_CAPS GST_VIDEO_CAPS_MAKE (GST_GEOREG_VIDEO_FORMATS)
+#define VIDEO_CAPS GST_GEOREG_CUDA_CAPS (GST_GEOREG_VIDEO_FORMATS)
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
@@ -359,7 +359,8 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   }
 
   GrStatus est;
-  self->engine = gr_nmi_dense_new (s.backend, s.cuda_device_id, &est, err, sizeof err);
+  self->engine = gr_nmi_dense_new (s.backend, gst_georeg_cuda_engine_device (&self->cuda,
+          s.cuda_device_id), &est, err, sizeof err);
   if (!self->engine) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("Cannot use the %s backend.", gr_backend_name (s.backend)), ("%s", err));
@@ -462,6 +463,13 @@ gst_nmi_localize_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   self->info = info;
   self->tpl_w = tw;
   self->tpl_h = th;
+  gst_georeg_cuda_set_caps (&self->cuda, incaps);
+  if (!gst_georeg_cuda_set_frame_mask (&self->cuda, self->frame_mask.data ?
+          &self->frame_mask : NULL)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("Could not upload the frame mask to "
+            "the CUDA device."), (NULL));
+    return FALSE;
+  }
   g_free (self->bins);
   self->bins = g_try_malloc ((gsize) tw * th);
   const gsize npos = (gsize) (self->ctl_w - tw + 1) * (self->ctl_h - th + 1);
@@ -535,6 +543,7 @@ post_result (GstNmiLocalize * self, GstBuffer * buf, const GstNmiLocalizeMeta * 
       "frame", G_TYPE_UINT64, self->frame_count,
       "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
       "backend", G_TYPE_STRING, gr_backend_name (gr_nmi_dense_backend (self->engine)),
+      "input-memory", G_TYPE_STRING, gst_georeg_input_name (self->input),
       "flags", G_TYPE_UINT, m->flags,
       "offset-x", G_TYPE_DOUBLE, m->offset_x,
       "offset-y", G_TYPE_DOUBLE, m->offset_y,
@@ -575,17 +584,30 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   s.score_map_location = g_strdup (s.score_map_location);
   GST_OBJECT_UNLOCK (self);
 
-  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
+  /* a CUDA frame of our context: luma, masks and the downscale on the device, only
+   * the small search-scale plane comes back (bit-identical to the host path) */
+  if (!gst_georeg_cuda_frame_to_plane (&self->cuda, GST_ELEMENT (self), buf,
+          &self->info, s.nodata, s.frame_scale, TRUE, &self->small, &self->input, err,
+          sizeof err)) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the CUDA frame."),
+        ("%s", err));
     g_free (s.score_map_location);
     return GST_FLOW_ERROR;
   }
-  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, s.nodata, &self->full);
-  gst_video_frame_unmap (&frame);
-  if (mem_ok && self->frame_mask.data)
-    mem_ok = gst_georeg_plane_and_mask (&self->full, &self->frame_mask);
-  if (mem_ok)
-    mem_ok = gr_plane_downscale (&self->full, s.frame_scale, &self->small) == GR_OK;
+  gboolean mem_ok = TRUE;
+  if (self->input != GST_GEOREG_INPUT_CUDA_DEVICE) {
+    if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
+      GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
+      g_free (s.score_map_location);
+      return GST_FLOW_ERROR;
+    }
+    mem_ok = gst_georeg_frame_to_plane (&frame, s.nodata, &self->full);
+    gst_video_frame_unmap (&frame);
+    if (mem_ok && self->frame_mask.data)
+      mem_ok = gst_georeg_plane_and_mask (&self->full, &self->frame_mask);
+    if (mem_ok)
+      mem_ok = gr_plane_downscale (&self->full, s.frame_scale, &self->small) == GR_OK;
+  }
   if (!mem_ok || self->small.width != self->tpl_w || self->small.height != self->tpl_h) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
     g_free (s.score_map_location);
@@ -677,6 +699,18 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   return GST_FLOW_OK;
 }
 
+/* ------------------------------------------------------------------ CUDA memory */
+
+static void
+cuda_settings (GstElement * element, GrBackend * backend, gint * device_id)
+{
+  GstNmiLocalize *self = GST_NMI_LOCALIZE (element);
+  GST_OBJECT_LOCK (self);
+  *backend = self->settings.backend;
+  *device_id = self->settings.cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+}
+
 /* ------------------------------------------------------------------ class */
 
 static void
@@ -684,6 +718,7 @@ gst_nmi_localize_finalize (GObject * object)
 {
   GstNmiLocalize *self = GST_NMI_LOCALIZE (object);
   release_resources (self);
+  gst_georeg_cuda_close (&self->cuda);
   g_free (self->settings.control_location);
   g_free (self->settings.mask_location);
   g_free (self->settings.score_map_location);
@@ -804,6 +839,8 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_nmi_localize_stop);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_nmi_localize_set_caps);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR (gst_nmi_localize_transform_ip);
+  gst_georeg_cuda_class_setup (element_class, G_STRUCT_OFFSET (GstNmiLocalize, cuda),
+      cuda_settings);
   trans_class->passthrough_on_same_caps = FALSE;
   trans_class->transform_ip_on_passthrough = FALSE;
 
@@ -833,5 +870,6 @@ gst_nmi_localize_init (GstNmiLocalize * self)
   s->backend = DEFAULT_BACKEND;
   s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   s->post_messages = DEFAULT_POST_MESSAGES;
+  gst_georeg_cuda_init (&self->cuda);
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }

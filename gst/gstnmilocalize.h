@@ -9,6 +9,7 @@
 
 #include "gstgeoregcontrol.h"
 #include "gstgeoregutils.h"
+#include "gstgeoregcuda.h"
 #include "nmi_dense.h"
 
 G_BEGIN_DECLS
@@ -65,6 +66,10 @@ struct _GstNmiLocalize {
   gsize scores_len;
   guint64 frame_count;
   gboolean announced;           /* the backend was reported on the bus */
+
+  /* CUDA memory: context, device conversion of CUDA frames (gst/gstgeoregcuda.h) */
+  GstGeoregCuda cuda;
+  GstGeoregInput input;         /* where the last frame was read from */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (nmilocalize);

@@ -88,7 +88,7 @@ enum {
 /* the full search brings the frame's shorter side to about this many pixels */
 #define FULL_SEARCH_SIDE 64.0
 
-#define VIDEO_CAPS GST_VIDEO_CAPS_MAKE (GST_GEOREG_VIDEO_FORMATS)
+#define VIDEO_CAPS GST_GEOREG_CUDA_CAPS (GST_GEOREG_VIDEO_FORMATS)
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
@@ -595,7 +595,8 @@ gst_nmi_register_start (GstBaseTransform * trans)
   quantize (&r->plane, self->ctl_a, self->ctl_b, (int) s.levels, ctl_q);
 
   GrStatus est;
-  self->engine = gr_nmi_sparse_new (s.backend, s.cuda_device_id, &est, err, sizeof err);
+  self->engine = gr_nmi_sparse_new (s.backend, gst_georeg_cuda_engine_device (&self->cuda,
+          s.cuda_device_id), &est, err, sizeof err);
   if (!self->engine) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("Cannot use the %s backend.", gr_backend_name (s.backend)), ("%s", err));
@@ -637,6 +638,45 @@ gst_nmi_register_stop (GstBaseTransform * trans)
 {
   release_resources (GST_NMI_REGISTER (trans));
   return TRUE;
+}
+
+
+/* ------------------------------------------------------------------ CUDA memory */
+
+static void
+cuda_settings (GstElement * element, GrBackend * backend, gint * device_id)
+{
+  GstNmiRegister *self = GST_NMI_REGISTER (element);
+  GST_OBJECT_LOCK (self);
+  *backend = self->settings.backend;
+  *device_id = self->settings.cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* The frame as a float plane: converted on the device when it is CUDA memory of the
+ * element's context (only the plane comes back), else mapped on the host. */
+static gboolean
+frame_plane (GstNmiRegister * self, GstBuffer * buf, gint nodata, GrPlaneF * plane)
+{
+  char err[256] = "";
+  GstVideoFrame frame;
+  if (!gst_georeg_cuda_frame_to_plane (&self->cuda, GST_ELEMENT (self), buf,
+          &self->info, nodata, 0.0, TRUE, plane, &self->input, err, sizeof err)) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the CUDA frame."),
+        ("%s", err));
+    return FALSE;
+  }
+  if (self->input == GST_GEOREG_INPUT_CUDA_DEVICE)
+    return TRUE;
+  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
+    return FALSE;
+  }
+  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, nodata, plane);
+  gst_video_frame_unmap (&frame);
+  if (!mem_ok)
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+  return mem_ok;
 }
 
 static gboolean
@@ -682,7 +722,8 @@ full_search (GstNmiRegister * self, const GstNmiRegisterSettings * s, double fa,
     GrPlaneF ctl = { 0 };
     GrStatus est;
     if (!self->dense)
-      self->dense = gr_nmi_dense_new (s->backend, s->cuda_device_id, &est, err, sizeof err);
+      self->dense = gr_nmi_dense_new (s->backend, gst_georeg_cuda_engine_device
+          (&self->cuda, s->cuda_device_id), &est, err, sizeof err);
     if (!self->dense) {
       GST_WARNING_OBJECT (self, "full search: %s", err);
       return FALSE;
@@ -897,6 +938,7 @@ post_result (GstNmiRegister * self, GstBuffer * buf, const GstNmiRegisterMeta * 
       "frame", G_TYPE_UINT64, self->frame_count,
       "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
       "backend", G_TYPE_STRING, gr_backend_name (gr_nmi_sparse_backend (self->engine)),
+      "input-memory", G_TYPE_STRING, gst_georeg_input_name (self->input),
       "flags", G_TYPE_UINT, m->flags,
       "model", G_TYPE_STRING, model_nick ((GrModel) m->model),
       "has-transform", G_TYPE_BOOLEAN, m->has_transform,
@@ -1047,7 +1089,6 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (trans);
   GstNmiRegisterSettings s;
-  GstVideoFrame frame;
   char err[512] = "";
   GrKeypoint *kp = NULL;
   GstFlowReturn ret = GST_FLOW_OK;
@@ -1062,16 +1103,8 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GST_OBJECT_UNLOCK (self);
   const gint64 t0 = g_get_monotonic_time ();
 
-  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
+  if (!frame_plane (self, buf, s.nodata, &self->full))
     return GST_FLOW_ERROR;
-  }
-  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, s.nodata, &self->full);
-  gst_video_frame_unmap (&frame);
-  if (!mem_ok) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
-    return GST_FLOW_ERROR;
-  }
   const int fw = self->full.width, fh = self->full.height;
   const int depth = gst_georeg_video_format_depth (GST_VIDEO_INFO_FORMAT (&self->info));
   double fa, fb;
@@ -1246,6 +1279,7 @@ gst_nmi_register_finalize (GObject * object)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
   release_resources (self);
+  gst_georeg_cuda_close (&self->cuda);
   g_free (self->settings.control_location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -1390,6 +1424,8 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_nmi_register_stop);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_nmi_register_set_caps);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR (gst_nmi_register_transform_ip);
+  gst_georeg_cuda_class_setup (element_class, G_STRUCT_OFFSET (GstNmiRegister, cuda),
+      cuda_settings);
   trans_class->passthrough_on_same_caps = FALSE;
   trans_class->transform_ip_on_passthrough = FALSE;
 
@@ -1427,5 +1463,6 @@ gst_nmi_register_init (GstNmiRegister * self)
   s->backend = DEFAULT_BACKEND;
   s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   s->post_messages = DEFAULT_POST_MESSAGES;
+  gst_georeg_cuda_init (&self->cuda);
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }

@@ -9,6 +9,7 @@
 #include <gst/video/video.h>
 
 #include "gstgeoregutils.h"
+#include "gstgeoregcuda.h"
 #include "gstgeoregcontrol.h"
 #include "fit.h"
 #include "keypoints.h"
@@ -83,6 +84,10 @@ struct _GstNmiRegister {
   guint64 frame_count;
   gboolean announced;
   gboolean warned_no_coarse;
+
+  /* CUDA memory: context, device conversion of CUDA frames (gst/gstgeoregcuda.h) */
+  GstGeoregCuda cuda;
+  GstGeoregInput input;         /* where the last frame was read from */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (nmiregister);

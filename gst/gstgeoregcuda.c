@@ -1,0 +1,540 @@
+/* CUDA memory wiring shared by the georeg elements (see gstgeoregcuda.h).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <string.h>
+
+#include <gst/base/gstbasetransform.h>
+
+#include "gstgeoregcuda.h"
+
+#if GR_HAVE_GST_CUDA
+#include <gst/cuda/gstcudabufferpool.h>
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+#include <gst/cuda/cuda-gst.h>
+#include "frame_cuda.h"
+#endif
+
+GST_DEBUG_CATEGORY_STATIC (gst_georeg_cuda_debug);
+#define GST_CAT_DEFAULT gst_georeg_cuda_debug
+
+static void
+debug_init (void)
+{
+  static gsize once = 0;
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gst_georeg_cuda_debug, "georegcuda", 0,
+        "georeg CUDA memory wiring");
+    g_once_init_leave (&once, 1);
+  }
+}
+
+const gchar *
+gst_georeg_input_name (GstGeoregInput input)
+{
+  switch (input) {
+    case GST_GEOREG_INPUT_CUDA_DEVICE:
+      return "cuda-device";
+    case GST_GEOREG_INPUT_CUDA_HOST:
+      return "cuda-host";
+    default:
+      return "system";
+  }
+}
+
+void
+gst_georeg_cuda_init (GstGeoregCuda * c)
+{
+  memset (c, 0, sizeof *c);
+  c->device = -1;
+}
+
+/* ---- the vfuncs installed by gst_georeg_cuda_class_setup */
+
+typedef struct {
+  goffset offset;
+  GstGeoregCudaSettingsFunc settings;
+} ClassSetup;
+
+static GQuark
+setup_quark (void)
+{
+  static GQuark q;
+  if (!q)
+    q = g_quark_from_static_string ("georeg-cuda-setup");
+  return q;
+}
+
+static GstGeoregCuda *
+instance_cuda (GstElement * element, const ClassSetup ** setup)
+{
+  const ClassSetup *cs = g_type_get_qdata (G_OBJECT_TYPE (element), setup_quark ());
+  if (setup)
+    *setup = cs;
+  return (GstGeoregCuda *) G_STRUCT_MEMBER_P (element, cs->offset);
+}
+
+static GstElementClass *
+base_element_class (void)
+{
+  return GST_ELEMENT_CLASS (g_type_class_peek (GST_TYPE_BASE_TRANSFORM));
+}
+
+static GstStateChangeReturn
+vf_change_state (GstElement * element, GstStateChange transition)
+{
+  const ClassSetup *cs;
+  GstGeoregCuda *c = instance_cuda (element, &cs);
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
+    GrBackend backend = GR_BACKEND_AUTO;
+    gint dev = -1;
+    cs->settings (element, &backend, &dev);
+    gst_georeg_cuda_open (c, element, backend, dev);
+  }
+  GstStateChangeReturn ret = base_element_class ()->change_state (element, transition);
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL)
+    gst_georeg_cuda_close (c);
+  return ret;
+}
+
+static void
+vf_set_context (GstElement * element, GstContext * context)
+{
+  const ClassSetup *cs;
+  GstGeoregCuda *c = instance_cuda (element, &cs);
+  GrBackend backend = GR_BACKEND_AUTO;
+  gint dev = -1;
+  cs->settings (element, &backend, &dev);
+  gst_georeg_cuda_set_context (c, element, context, dev);
+  base_element_class ()->set_context (element, context);
+}
+
+static gboolean
+vf_query (GstBaseTransform * trans, GstPadDirection direction, GstQuery * query)
+{
+  GstGeoregCuda *c = instance_cuda (GST_ELEMENT (trans), NULL);
+  if (gst_georeg_cuda_query (c, GST_ELEMENT (trans), query))
+    return TRUE;
+  GstBaseTransformClass *base = g_type_class_peek (GST_TYPE_BASE_TRANSFORM);
+  return base->query (trans, direction, query);
+}
+
+static gboolean
+vf_propose_allocation (GstBaseTransform * trans, GstQuery * decide_query,
+    GstQuery * query)
+{
+  GstGeoregCuda *c = instance_cuda (GST_ELEMENT (trans), NULL);
+  if (gst_georeg_cuda_propose_allocation (c, GST_ELEMENT (trans), query))
+    return TRUE;
+  GstBaseTransformClass *base = g_type_class_peek (GST_TYPE_BASE_TRANSFORM);
+  return base->propose_allocation (trans, decide_query, query);
+}
+
+void
+gst_georeg_cuda_class_setup (GstElementClass * klass, goffset cuda_offset,
+    GstGeoregCudaSettingsFunc settings)
+{
+  ClassSetup *cs = g_new0 (ClassSetup, 1);     /* lives as long as the type */
+  cs->offset = cuda_offset;
+  cs->settings = settings;
+  g_type_set_qdata (G_TYPE_FROM_CLASS (klass), setup_quark (), cs);
+  klass->change_state = GST_DEBUG_FUNCPTR (vf_change_state);
+  klass->set_context = GST_DEBUG_FUNCPTR (vf_set_context);
+  GstBaseTransformClass *tc = GST_BASE_TRANSFORM_CLASS (klass);
+  tc->query = GST_DEBUG_FUNCPTR (vf_query);
+  tc->propose_allocation = GST_DEBUG_FUNCPTR (vf_propose_allocation);
+}
+
+gint
+gst_georeg_cuda_engine_device (const GstGeoregCuda * c, gint device_id)
+{
+  if (device_id >= 0)
+    return device_id;
+  return c->context ? c->device : -1;
+}
+
+#if GR_HAVE_GST_CUDA
+
+/* The primary context's handle of each device, learnt once: the runtime makes it
+ * current, and popping it off the driver's context stack reads its handle. */
+static GMutex primary_lock;
+static GHashTable *primary_handles;     /* device + 1 -> CUcontext */
+
+static CUcontext
+primary_handle (gint device)
+{
+  CUcontext h = NULL;
+  char err[256];
+  g_mutex_lock (&primary_lock);
+  if (!primary_handles)
+    primary_handles = g_hash_table_new (g_direct_hash, g_direct_equal);
+  h = g_hash_table_lookup (primary_handles, GINT_TO_POINTER (device + 1));
+  if (!h && gr_cuda_make_primary_current (device, err, sizeof err) == GR_OK) {
+    CUcontext popped = NULL;
+    if (gst_cuda_context_pop (&popped) && popped) {
+      h = popped;
+      g_hash_table_insert (primary_handles, GINT_TO_POINTER (device + 1), h);
+    }
+    /* the runtime's binding of this thread back */
+    gr_cuda_make_primary_current (device, err, sizeof err);
+  }
+  g_mutex_unlock (&primary_lock);
+  return h;
+}
+
+static void
+adopt (GstGeoregCuda * c, GstElement * element, GstCudaContext * ctx)
+{
+  guint dev = 0;
+  g_object_get (ctx, "cuda-device-id", &dev, NULL);
+  c->context = ctx;
+  c->device = (gint) dev;
+  CUcontext prim = primary_handle (c->device);
+  c->zero_copy = prim && gst_cuda_context_get_handle (ctx) == (gpointer) prim;
+  GST_INFO_OBJECT (element, "CUDA context %" GST_PTR_FORMAT " on device %d: %s", ctx,
+      c->device, c->zero_copy ? "the primary context, CUDA frames are read on the "
+      "device" : "not the primary context, CUDA frames are read through the host");
+}
+
+/* Asks the neighbours (peer context queries), then the application (need-context
+ * message), as gst_cuda_ensure_element_context does. */
+static GstCudaContext *
+find_context (GstElement * element, gint device_id)
+{
+  GstCudaContext *ctx = NULL;
+  GstQuery *q = gst_query_new_context (GST_CUDA_CONTEXT_TYPE);
+  const GstPadDirection dirs[2] = { GST_PAD_SRC, GST_PAD_SINK };
+
+  for (int d = 0; d < 2 && !ctx; d++) {
+    GstIterator *it = dirs[d] == GST_PAD_SRC ? gst_element_iterate_src_pads (element)
+        : gst_element_iterate_sink_pads (element);
+    GValue v = G_VALUE_INIT;
+    while (!ctx && gst_iterator_next (it, &v) == GST_ITERATOR_OK) {
+      GstPad *pad = g_value_get_object (&v);
+      if (gst_pad_peer_query (pad, q)) {
+        GstContext *gc = NULL;
+        gst_query_parse_context (q, &gc);
+        if (gc)
+          gst_cuda_handle_set_context (element, gc, device_id, &ctx);
+      }
+      g_value_reset (&v);
+    }
+    g_value_unset (&v);
+    gst_iterator_free (it);
+  }
+  gst_query_unref (q);
+  return ctx;
+}
+
+void
+gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend,
+    gint device_id)
+{
+  debug_init ();
+  if (backend == GR_BACKEND_CPU || gr_cuda_device_count () <= 0) {
+    GST_DEBUG_OBJECT (element, "no CUDA context: %s", backend == GR_BACKEND_CPU ?
+        "CPU backend" : "no usable device");
+    return;
+  }
+  if (!gst_cuda_load_library ()) {
+    GST_INFO_OBJECT (element, "the CUDA driver library could not be loaded");
+    return;
+  }
+  GstCudaContext *ctx = c->context;     /* set by the application already? */
+  c->context = NULL;
+  if (!ctx)
+    ctx = find_context (element, device_id);
+  if (!ctx) {
+    GST_OBJECT_LOCK (element);
+    GstContext *gc = gst_element_get_context_unlocked (element, GST_CUDA_CONTEXT_TYPE);
+    GST_OBJECT_UNLOCK (element);
+    if (!gc) {
+      /* the application may answer synchronously through set_context */
+      gst_element_post_message (element,
+          gst_message_new_need_context (GST_OBJECT (element), GST_CUDA_CONTEXT_TYPE));
+      GST_OBJECT_LOCK (element);
+      gc = gst_element_get_context_unlocked (element, GST_CUDA_CONTEXT_TYPE);
+      GST_OBJECT_UNLOCK (element);
+    }
+    if (gc) {
+      gst_cuda_handle_set_context (element, gc, device_id, &ctx);
+      gst_context_unref (gc);
+    }
+  }
+  if (!ctx) {
+    const gint dev = device_id < 0 ? 0 : device_id;
+    CUcontext prim = primary_handle (dev);
+    CUdevice cudev;
+    if (prim && CuDeviceGet (&cudev, dev) == CUDA_SUCCESS)
+      ctx = gst_cuda_context_new_wrapped (prim, cudev);
+    if (!ctx) {
+      GST_WARNING_OBJECT (element, "could not make a CUDA context on device %d", dev);
+      return;
+    }
+    GstContext *gc = gst_context_new_cuda_context (ctx);
+    gst_element_post_message (element,
+        gst_message_new_have_context (GST_OBJECT (element), gc));
+  }
+  adopt (c, element, ctx);
+}
+
+void
+gst_georeg_cuda_close (GstGeoregCuda * c)
+{
+  if (c->conv)
+    gr_frame_cuda_free (c->conv);
+  c->conv = NULL;
+  gst_clear_object ((GstCudaContext **) & c->context);
+  c->device = -1;
+  c->zero_copy = FALSE;
+  c->warned = FALSE;
+}
+
+void
+gst_georeg_cuda_set_context (GstGeoregCuda * c, GstElement * element,
+    GstContext * context, gint device_id)
+{
+  debug_init ();
+  /* a context in use is kept: the engines and the buffers belong to it */
+  if (c->context)
+    return;
+  GstCudaContext *ctx = NULL;
+  if (gst_cuda_handle_set_context (element, context, device_id, &ctx) && ctx)
+    c->context = ctx;   /* adopted (zero-copy check) in open */
+}
+
+gboolean
+gst_georeg_cuda_query (GstGeoregCuda * c, GstElement * element, GstQuery * query)
+{
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CONTEXT || !c->context)
+    return FALSE;
+  return gst_cuda_handle_context_query (element, query, c->context);
+}
+
+static gboolean
+caps_are_cuda (GstCaps * caps)
+{
+  GstCapsFeatures *f = caps && gst_caps_get_size (caps) > 0 ?
+      gst_caps_get_features (caps, 0) : NULL;
+  return f && gst_caps_features_contains (f, GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY);
+}
+
+gboolean
+gst_georeg_cuda_propose_allocation (GstGeoregCuda * c, GstElement * element,
+    GstQuery * query)
+{
+  GstCaps *caps = NULL;
+  GstVideoInfo info;
+  gboolean need_pool = FALSE;
+
+  gst_query_parse_allocation (query, &caps, &need_pool);
+  if (!caps_are_cuda (caps) || !c->context || !gst_video_info_from_caps (&info, caps))
+    return FALSE;
+  gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+  if (!need_pool)
+    return TRUE;
+  GstBufferPool *pool = gst_cuda_buffer_pool_new (c->context);
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_buffer_pool_config_set_params (config, caps, GST_VIDEO_INFO_SIZE (&info), 0, 0);
+  if (!gst_buffer_pool_set_config (pool, config)) {
+    GST_WARNING_OBJECT (element, "the CUDA buffer pool refused its configuration");
+    gst_object_unref (pool);
+    return TRUE;
+  }
+  /* the pool may have padded the planes: announce the size it will allocate */
+  guint size = GST_VIDEO_INFO_SIZE (&info);
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_get_params (config, NULL, &size, NULL, NULL);
+  gst_structure_free (config);
+  gst_query_add_allocation_pool (query, pool, size, 0, 0);
+  gst_object_unref (pool);
+  GST_DEBUG_OBJECT (element, "offered a CUDA buffer pool (%u bytes a buffer)", size);
+  return TRUE;
+}
+
+void
+gst_georeg_cuda_set_caps (GstGeoregCuda * c, GstCaps * caps)
+{
+  c->caps_cuda = caps_are_cuda (caps);
+}
+
+static gboolean
+ensure_conv (GstGeoregCuda * c, gchar * err, gsize errlen)
+{
+  if (!c->conv)
+    c->conv = gr_frame_cuda_new (c->device, err, errlen);
+  return c->conv != NULL;
+}
+
+gboolean
+gst_georeg_cuda_set_frame_mask (GstGeoregCuda * c, const GrPlaneF * mask)
+{
+  char err[256];
+  if (!c->context || !c->zero_copy)
+    return TRUE;                /* no device path */
+  if (!ensure_conv (c, err, sizeof err))
+    return FALSE;
+  if (!mask || !mask->data)
+    return gr_frame_cuda_set_mask (c->conv, NULL, 0, 0, err, sizeof err) == GR_OK;
+  const gsize n = (gsize) mask->width * mask->height;
+  guint8 *m = g_try_malloc (n);
+  if (!m)
+    return FALSE;
+  for (gint y = 0; y < mask->height; y++)
+    for (gint x = 0; x < mask->width; x++) {
+      const gsize i = (gsize) y * mask->width + x;
+      m[i] = (!mask->mask || mask->mask[i]) &&
+          mask->data[(gsize) y * mask->stride + x] != 0.0f;
+    }
+  gboolean ok = gr_frame_cuda_set_mask (c->conv, m, mask->width, mask->height, err,
+      sizeof err) == GR_OK;
+  g_free (m);
+  return ok;
+}
+
+static gboolean
+buffer_in_context (GstGeoregCuda * c, GstBuffer * buf, gboolean * is_cuda)
+{
+  const guint n = gst_buffer_n_memory (buf);
+  *is_cuda = n > 0;
+  gboolean ours = n > 0;
+  for (guint i = 0; i < n; i++) {
+    GstMemory *mem = gst_buffer_peek_memory (buf, i);
+    if (!gst_is_cuda_memory (mem)) {
+      *is_cuda = FALSE;
+      return FALSE;
+    }
+    if (GST_CUDA_MEMORY_CAST (mem)->context != (GstCudaContext *) c->context &&
+        gst_cuda_context_get_handle (GST_CUDA_MEMORY_CAST (mem)->context) !=
+        gst_cuda_context_get_handle (c->context))
+      ours = FALSE;
+  }
+  return ours;
+}
+
+gboolean
+gst_georeg_cuda_frame_to_plane (GstGeoregCuda * c, GstElement * element,
+    GstBuffer * buf, const GstVideoInfo * info, gint nodata, gdouble scale,
+    gboolean on_host, GrPlaneF * plane, GstGeoregInput * input, gchar * err,
+    gsize errlen)
+{
+  gboolean is_cuda = FALSE;
+  *input = GST_GEOREG_INPUT_SYSTEM;
+  if (!c->context) {
+    if (gst_buffer_n_memory (buf) > 0 && gst_is_cuda_memory (gst_buffer_peek_memory
+            (buf, 0)))
+      *input = GST_GEOREG_INPUT_CUDA_HOST;
+    return TRUE;
+  }
+  const gboolean ours = buffer_in_context (c, buf, &is_cuda);
+  if (!is_cuda)
+    return TRUE;
+  *input = GST_GEOREG_INPUT_CUDA_HOST;
+  if (!ours || !c->zero_copy) {
+    if (!c->warned)
+      GST_INFO_OBJECT (element, "CUDA frames %s: read through the host", !ours ?
+          "of another CUDA context" : "of a context other than the primary one");
+    c->warned = TRUE;
+    return TRUE;
+  }
+  if (!ensure_conv (c, err, errlen))
+    return FALSE;
+
+  GstVideoFrame frame;
+  if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ | GST_MAP_CUDA)) {
+    g_snprintf (err, errlen, "could not map the CUDA frame");
+    return FALSE;
+  }
+  GrFrameDev f;
+  switch (GST_VIDEO_FRAME_FORMAT (&frame)) {
+    case GST_VIDEO_FORMAT_GRAY16_LE:
+      f.layout = GR_FRAME_Y16LE;
+      break;
+    case GST_VIDEO_FORMAT_RGBA:
+      f.layout = GR_FRAME_RGBA;
+      break;
+    case GST_VIDEO_FORMAT_BGRA:
+      f.layout = GR_FRAME_BGRA;
+      break;
+    default:                   /* GRAY8, the Y plane of I420 / NV12 */
+      f.layout = GR_FRAME_Y8;
+      break;
+  }
+  f.data = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
+  f.stride = (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
+  f.width = GST_VIDEO_FRAME_WIDTH (&frame);
+  f.height = GST_VIDEO_FRAME_HEIGHT (&frame);
+  GrStatus st;
+  if (on_host) {
+    st = gr_frame_cuda_to_host (c->conv, &f, nodata, scale, plane, err, errlen);
+  } else {
+    st = gr_frame_cuda_convert (c->conv, &f, nodata, scale, plane, err, errlen);
+    if (st == GR_OK)
+      st = gr_frame_cuda_sync (c->conv, err, errlen);
+  }
+  gst_video_frame_unmap (&frame);
+  if (st != GR_OK)
+    return FALSE;
+  *input = GST_GEOREG_INPUT_CUDA_DEVICE;
+  return TRUE;
+}
+
+#else /* !GR_HAVE_GST_CUDA */
+
+void
+gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend,
+    gint device_id)
+{
+  debug_init ();
+}
+
+void
+gst_georeg_cuda_close (GstGeoregCuda * c)
+{
+}
+
+void
+gst_georeg_cuda_set_context (GstGeoregCuda * c, GstElement * element,
+    GstContext * context, gint device_id)
+{
+}
+
+gboolean
+gst_georeg_cuda_query (GstGeoregCuda * c, GstElement * element, GstQuery * query)
+{
+  return FALSE;
+}
+
+gboolean
+gst_georeg_cuda_propose_allocation (GstGeoregCuda * c, GstElement * element,
+    GstQuery * query)
+{
+  return FALSE;
+}
+
+void
+gst_georeg_cuda_set_caps (GstGeoregCuda * c, GstCaps * caps)
+{
+}
+
+gboolean
+gst_georeg_cuda_set_frame_mask (GstGeoregCuda * c, const GrPlaneF * mask)
+{
+  return TRUE;
+}
+
+gboolean
+gst_georeg_cuda_frame_to_plane (GstGeoregCuda * c, GstElement * element,
+    GstBuffer * buf, const GstVideoInfo * info, gint nodata, gdouble scale,
+    gboolean on_host, GrPlaneF * plane, GstGeoregInput * input, gchar * err,
+    gsize errlen)
+{
+  *input = GST_GEOREG_INPUT_SYSTEM;
+  return TRUE;
+}
+
+#endif

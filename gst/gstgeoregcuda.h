@@ -1,0 +1,115 @@
+/* CUDA memory wiring shared by the frame-consuming georeg elements (nmilocalize,
+ * nmiregister, featurematch): caps with memory:CUDAMemory, GstCudaContext sharing,
+ * CUDA buffer pools in allocation queries, and device access to CUDA-memory frames.
+ *
+ * The context.  Our kernels use the CUDA runtime in the device's primary context.
+ * When no neighbour or application hands the element a GstCudaContext, the element
+ * makes one that wraps that primary context (at NULL -> READY, before decoders such as
+ * nvh264dec open theirs, so that they adopt it through the context query), and CUDA
+ * frames then reach the kernels as device pointers (zero copy).  A context made
+ * elsewhere (cuCtxCreate, e.g. by the application) is shared as GStreamer expects, but
+ * its memory is not addressable from the primary context: such frames are mapped to
+ * the host (GstCudaMemory downloads them) and take the system-memory path, with the
+ * same results.
+ *
+ * Built without gstreamer-cuda-1.0 (GR_HAVE_GST_CUDA 0) every function is a no-op
+ * and the caps are system memory only.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef __GST_GEOREG_CUDA_H__
+#define __GST_GEOREG_CUDA_H__
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include "gr_common.h"
+
+G_BEGIN_DECLS
+
+#if GR_HAVE_GST_CUDA
+#define GST_GEOREG_CUDA_CAPS(formats) \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES ("memory:CUDAMemory", formats) "; " \
+  GST_VIDEO_CAPS_MAKE (formats)
+#else
+#define GST_GEOREG_CUDA_CAPS(formats) GST_VIDEO_CAPS_MAKE (formats)
+#endif
+
+/* Where a frame was read from (reported in element messages as "input-memory"). */
+typedef enum {
+  GST_GEOREG_INPUT_SYSTEM = 0,      /* system memory */
+  GST_GEOREG_INPUT_CUDA_DEVICE = 1, /* CUDA memory read on the device (zero copy) */
+  GST_GEOREG_INPUT_CUDA_HOST = 2,   /* CUDA memory mapped to the host (foreign context,
+                                     * or the CPU backend) */
+} GstGeoregInput;
+
+const gchar *gst_georeg_input_name (GstGeoregInput input);
+
+typedef struct {
+  gpointer context;       /* GstCudaContext, NULL = none */
+  gint device;            /* its device, -1 = none */
+  gboolean zero_copy;     /* it wraps the primary context of `device` */
+  gpointer conv;          /* GrFrameCuda of this element, made on first use */
+  gboolean caps_cuda;     /* negotiated caps have memory:CUDAMemory */
+  gboolean warned;
+} GstGeoregCuda;
+
+/* Reads an element's backend and cuda-device-id settings (under its object lock). */
+typedef void (*GstGeoregCudaSettingsFunc) (GstElement * element, GrBackend * backend,
+    gint * device_id);
+
+/* Installs on a GstBaseTransform subclass the vfuncs that wire CUDA memory:
+ * change_state (open at NULL -> READY, close at READY -> NULL), set_context, query
+ * (context queries) and propose_allocation (CUDA pools), each chaining up to
+ * GstBaseTransform.  cuda_offset: G_STRUCT_OFFSET of the instance's GstGeoregCuda.
+ * The instance calls gst_georeg_cuda_init in its init and gst_georeg_cuda_close in
+ * its finalize. */
+void gst_georeg_cuda_class_setup (GstElementClass * klass, goffset cuda_offset,
+    GstGeoregCudaSettingsFunc settings);
+void gst_georeg_cuda_init (GstGeoregCuda * c);
+
+/* NULL -> READY: unless backend is CPU or no device is usable, finds a GstCudaContext
+ * (set by the application, a neighbour's, or a new one over the primary context of
+ * device_id, -1 = 0) for the element.  Never fails: without one, frames in CUDA memory
+ * are read through the host. */
+void gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend,
+    gint device_id);
+/* READY -> NULL (and finalize): drops the context and the converter. */
+void gst_georeg_cuda_close (GstGeoregCuda * c);
+
+/* The device the element's engines should use: device_id when >= 0, else the
+ * context's device, else -1 (the engine's default). */
+gint gst_georeg_cuda_engine_device (const GstGeoregCuda * c, gint device_id);
+
+/* GstElement::set_context */
+void gst_georeg_cuda_set_context (GstGeoregCuda * c, GstElement * element,
+    GstContext * context, gint device_id);
+/* GstBaseTransform::query: TRUE when it answered a context query. */
+gboolean gst_georeg_cuda_query (GstGeoregCuda * c, GstElement * element,
+    GstQuery * query);
+/* GstBaseTransform::propose_allocation: offers a CUDA buffer pool (and video meta)
+ * for CUDA caps.  TRUE when it handled the query. */
+gboolean gst_georeg_cuda_propose_allocation (GstGeoregCuda * c, GstElement * element,
+    GstQuery * query);
+/* GstBaseTransform::set_caps */
+void gst_georeg_cuda_set_caps (GstGeoregCuda * c, GstCaps * caps);
+
+/* A frame-sized external mask (nonzero = valid where mask->data != 0 and its own mask
+ * allows), ANDed on the device into each frame's mask like gst_georeg_plane_and_mask;
+ * NULL clears it.  FALSE on failure. */
+gboolean gst_georeg_cuda_set_frame_mask (GstGeoregCuda * c, const GrPlaneF * mask);
+
+/* Converts a frame on the device when it is CUDA memory of the element's zero-copy
+ * context: scale <= 0 gives gst_georeg_frame_to_plane's plane, else that plane
+ * area-downscaled (gr_plane_downscale), finished before it returns (the buffer is
+ * no longer read).  on_host: the plane is copied into *plane (host memory,
+ * reallocated as needed; zero it before the first call); else *plane points to device
+ * memory owned by the converter (primary context), valid until the next call.  *input says where the frame was
+ * read from; when it is not GST_GEOREG_INPUT_CUDA_DEVICE nothing was done and the
+ * caller takes its host path.  FALSE (with a reason) when a CUDA call failed. */
+gboolean gst_georeg_cuda_frame_to_plane (GstGeoregCuda * c, GstElement * element,
+    GstBuffer * buf, const GstVideoInfo * info, gint nodata, gdouble scale,
+    gboolean on_host, GrPlaneF * plane, GstGeoregInput * input, gchar * err,
+    gsize errlen);
+
+G_END_DECLS
+
+#endif

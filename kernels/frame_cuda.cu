@@ -1,0 +1,335 @@
+/* Device-resident video frames -> float planes (see frame_cuda.h).
+ *
+ * Bit-identity with the host path: every floating-point operation below is the one
+ * the host code (gst/gstgeoregutils.c, kernels/image.c) performs, written with the
+ * _rn intrinsics so that nvcc cannot contract a multiply and an add into an FMA, and
+ * accumulated in the same order (row by row, left to right within a cell).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame_cuda.h"
+#include "image.h"
+
+struct GrFrameCuda {
+  int device;
+  cudaStream_t stream;
+  float *d_full;          /* full-resolution plane (scale <= 0) */
+  uint8_t *d_fmask;
+  size_t full_cap;        /* pixels */
+  float *d_small;         /* downscaled plane */
+  uint8_t *d_smask;
+  size_t small_cap;
+  uint8_t *d_ext;         /* external mask, ext_w x ext_h, NULL = none */
+  int ext_w, ext_h;
+};
+
+static void
+set_err (char *errbuf, size_t errlen, const char *fmt, ...)
+{
+  if (!errbuf || errlen == 0)
+    return;
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (errbuf, errlen, fmt, ap);
+  va_end (ap);
+}
+
+#define CK(call, what)                                                        \
+  do {                                                                        \
+    cudaError_t e_ = (call);                                                  \
+    if (e_ != cudaSuccess) {                                                  \
+      set_err (errbuf, errlen, "CUDA %s failed: %s", (what),                  \
+          cudaGetErrorString (e_));                                           \
+      cudaGetLastError ();                                                    \
+      return GR_ERR_CUDA;                                                     \
+    }                                                                         \
+  } while (0)
+
+/* The gray value / luma of pixel x of a row, and its alpha validity: the
+ * expressions of gst_georeg_frame_to_plane. */
+__device__ __forceinline__ float
+read_px (const uint8_t *row, int x, int layout, bool *valid)
+{
+  switch (layout) {
+    case GR_FRAME_Y16LE:
+      return (float) (unsigned) (row[2 * x] | (row[2 * x + 1] << 8));
+    case GR_FRAME_RGBA:
+    case GR_FRAME_BGRA:{
+      const uint8_t *p = row + 4 * x;
+      const int ri = layout == GR_FRAME_BGRA ? 2 : 0, bi = 2 - ri;
+      *valid = p[3] >= 128;
+      return __fadd_rn (__fadd_rn (__fmul_rn (0.299f, (float) p[ri]),
+              __fmul_rn (0.587f, (float) p[1])), __fmul_rn (0.114f, (float) p[bi]));
+    }
+    default:
+      return (float) row[x];
+  }
+}
+
+/* The validity of a pixel of value v: alpha, nodata (rounded value), external mask. */
+__device__ __forceinline__ bool
+pixel_valid (float v, bool alpha_ok, int nodata, const uint8_t *ext, size_t i)
+{
+  bool ok = alpha_ok;
+  if (nodata >= 0 && (int) floorf (__fadd_rn (v, 0.5f)) == nodata)
+    ok = false;
+  if (ext && !ext[i])
+    ok = false;
+  return ok;
+}
+
+__global__ void
+k_convert (const uint8_t *base, size_t stride, int w, int h, int layout, int nodata,
+    const uint8_t *ext, float *out, uint8_t *mask)
+{
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= w || y >= h)
+    return;
+  bool ok = true;
+  const float v = read_px (base + (size_t) y * stride, x, layout, &ok);
+  const size_t i = (size_t) y * w + x;
+  out[i] = v;
+  if (mask)
+    mask[i] = pixel_valid (v, ok, nodata, ext, i);
+}
+
+/* gr_plane_downscale's cell [a, b) along one axis */
+__device__ __forceinline__ void
+cell_span (int i, double inv, int len, double *a, double *b)
+{
+  *a = __dmul_rn ((double) i, inv);
+  *b = __dmul_rn ((double) (i + 1), inv);
+  if (*b > len)
+    *b = len;
+}
+
+__global__ void
+k_downscale (const uint8_t *base, size_t stride, int w, int h, int layout, int nodata,
+    const uint8_t *ext, bool has_mask, int ow, int oh, double invx, double invy,
+    float *out, uint8_t *mask)
+{
+  const int ox = blockIdx.x * blockDim.x + threadIdx.x;
+  const int oy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ox >= ow || oy >= oh)
+    return;
+  double ya, yb, xa, xb;
+  cell_span (oy, invy, h, &ya, &yb);
+  cell_span (ox, invx, w, &xa, &xb);
+  double sum = 0.0, wvalid = 0.0, wall = 0.0;
+  for (int sy = (int) ya; sy < yb; sy++) {
+    const double wy = __dsub_rn (fmin (yb, __dadd_rn ((double) sy, 1.0)),
+        fmax (ya, (double) sy));
+    const uint8_t *row = base + (size_t) sy * stride;
+    for (int sx = (int) xa; sx < xb; sx++) {
+      const double wgt = __dmul_rn (wy, __dsub_rn (fmin (xb, __dadd_rn ((double) sx, 1.0)),
+              fmax (xa, (double) sx)));
+      wall = __dadd_rn (wall, wgt);
+      bool ok = true;
+      const float v = read_px (row, sx, layout, &ok);
+      if (has_mask && !pixel_valid (v, ok, nodata, ext, (size_t) sy * w + sx))
+        continue;
+      wvalid = __dadd_rn (wvalid, wgt);
+      sum = __dadd_rn (sum, __dmul_rn (wgt, (double) v));
+    }
+  }
+  const size_t o = (size_t) oy * ow + ox;
+  out[o] = wvalid > 0.0 ? __double2float_rn (__ddiv_rn (sum, wvalid)) : 0.0f;
+  if (mask)
+    mask[o] = wvalid >= __dmul_rn (0.5, wall) && wvalid > 0.0;
+}
+
+extern "C" GrFrameCuda *
+gr_frame_cuda_new (int device, char *errbuf, size_t errlen)
+{
+  cudaError_t e = cudaSetDevice (device);
+  if (e != cudaSuccess) {
+    set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
+    cudaGetLastError ();
+    return NULL;
+  }
+  GrFrameCuda *c = (GrFrameCuda *) calloc (1, sizeof *c);
+  if (!c) {
+    set_err (errbuf, errlen, "out of memory");
+    return NULL;
+  }
+  c->device = device;
+  e = cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    set_err (errbuf, errlen, "cudaStreamCreate failed: %s", cudaGetErrorString (e));
+    cudaGetLastError ();
+    free (c);
+    return NULL;
+  }
+  return c;
+}
+
+extern "C" void
+gr_frame_cuda_free (GrFrameCuda *c)
+{
+  if (!c)
+    return;
+  cudaSetDevice (c->device);
+  cudaStreamSynchronize (c->stream);
+  cudaFree (c->d_full);
+  cudaFree (c->d_fmask);
+  cudaFree (c->d_small);
+  cudaFree (c->d_smask);
+  cudaFree (c->d_ext);
+  cudaStreamDestroy (c->stream);
+  free (c);
+}
+
+extern "C" GrStatus
+gr_frame_cuda_set_mask (GrFrameCuda *c, const uint8_t *mask, int width, int height,
+    char *errbuf, size_t errlen)
+{
+  if (!c || (mask && (width <= 0 || height <= 0)))
+    return GR_ERR_INVALID;
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  CK (cudaStreamSynchronize (c->stream), "cudaStreamSynchronize");
+  cudaFree (c->d_ext);
+  c->d_ext = NULL;
+  c->ext_w = c->ext_h = 0;
+  if (!mask)
+    return GR_OK;
+  const size_t n = (size_t) width * height;
+  CK (cudaMalloc (&c->d_ext, n), "cudaMalloc (mask)");
+  CK (cudaMemcpy (c->d_ext, mask, n, cudaMemcpyHostToDevice), "mask upload");
+  c->ext_w = width;
+  c->ext_h = height;
+  return GR_OK;
+}
+
+static cudaError_t
+grow2 (float **d, uint8_t **m, size_t *cap, size_t n)
+{
+  if (*cap >= n)
+    return cudaSuccess;
+  cudaFree (*d);
+  cudaFree (*m);
+  *d = NULL;
+  *m = NULL;
+  *cap = 0;
+  cudaError_t e = cudaMalloc ((void **) d, n * sizeof (float));
+  if (e == cudaSuccess)
+    e = cudaMalloc ((void **) m, n);
+  if (e == cudaSuccess)
+    *cap = n;
+  return e;
+}
+
+extern "C" GrStatus
+gr_frame_cuda_convert (GrFrameCuda *c, const GrFrameDev *f, int nodata, double scale,
+    GrPlaneF *dev, char *errbuf, size_t errlen)
+{
+  if (!c || !f || !f->data || !dev || f->width <= 0 || f->height <= 0 ||
+      f->layout < GR_FRAME_Y8 || f->layout > GR_FRAME_BGRA || scale > 1.0 ||
+      f->stride < (size_t) f->width * (f->layout == GR_FRAME_Y8 ? 1 :
+          f->layout == GR_FRAME_Y16LE ? 2 : 4)) {
+    set_err (errbuf, errlen, "bad arguments");
+    return GR_ERR_INVALID;
+  }
+  const int w = f->width, h = f->height;
+  if (c->d_ext && (c->ext_w != w || c->ext_h != h)) {
+    set_err (errbuf, errlen, "the mask is %dx%d, the frame %dx%d", c->ext_w, c->ext_h,
+        w, h);
+    return GR_ERR_INVALID;
+  }
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  const bool has_mask = f->layout == GR_FRAME_RGBA || f->layout == GR_FRAME_BGRA ||
+      nodata >= 0 || c->d_ext;
+  const dim3 blk (32, 8);
+  memset (dev, 0, sizeof *dev);
+  if (scale <= 0.0) {
+    CK (grow2 (&c->d_full, &c->d_fmask, &c->full_cap, (size_t) w * h), "cudaMalloc (plane)");
+    const dim3 grd ((w + 31) / 32, (h + 7) / 8);
+    k_convert<<<grd, blk, 0, c->stream>>> ((const uint8_t *) f->data, f->stride, w, h,
+        (int) f->layout, nodata, c->d_ext, c->d_full, has_mask ? c->d_fmask : NULL);
+    dev->data = c->d_full;
+    dev->mask = has_mask ? c->d_fmask : NULL;
+    dev->width = w;
+    dev->height = h;
+  } else {
+    /* gr_plane_downscale's output size and cell edges */
+    const int ow = (int) fmax (1.0, floor (w * scale + 0.5));
+    const int oh = (int) fmax (1.0, floor (h * scale + 0.5));
+    const double invx = (double) w / ow, invy = (double) h / oh;
+    CK (grow2 (&c->d_small, &c->d_smask, &c->small_cap, (size_t) ow * oh),
+        "cudaMalloc (plane)");
+    const dim3 grd ((ow + 31) / 32, (oh + 7) / 8);
+    k_downscale<<<grd, blk, 0, c->stream>>> ((const uint8_t *) f->data, f->stride, w, h,
+        (int) f->layout, nodata, c->d_ext, has_mask, ow, oh, invx, invy, c->d_small,
+        has_mask ? c->d_smask : NULL);
+    dev->data = c->d_small;
+    dev->mask = has_mask ? c->d_smask : NULL;
+    dev->width = ow;
+    dev->height = oh;
+  }
+  dev->stride = (size_t) dev->width;
+  CK (cudaGetLastError (), "frame conversion launch");
+  return GR_OK;
+}
+
+extern "C" GrStatus
+gr_frame_cuda_sync (GrFrameCuda *c, char *errbuf, size_t errlen)
+{
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  CK (cudaStreamSynchronize (c->stream), "frame conversion");
+  return GR_OK;
+}
+
+extern "C" GrStatus
+gr_frame_cuda_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata, double scale,
+    GrPlaneF *out, char *errbuf, size_t errlen)
+{
+  GrPlaneF dev;
+  GrStatus st = gr_frame_cuda_convert (c, f, nodata, scale, &dev, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  if (!out->data || out->width != dev.width || out->height != dev.height ||
+      out->stride != (size_t) dev.width || (out->mask != NULL) != (dev.mask != NULL)) {
+    gr_plane_clear (out);
+    if (!gr_plane_alloc (out, dev.width, dev.height, dev.mask != NULL)) {
+      set_err (errbuf, errlen, "out of memory");
+      cudaStreamSynchronize (c->stream);
+      return GR_ERR_NOMEM;
+    }
+  }
+  const size_t n = (size_t) dev.width * dev.height;
+  CK (cudaMemcpyAsync (out->data, dev.data, n * sizeof (float), cudaMemcpyDeviceToHost,
+          c->stream), "plane download");
+  if (dev.mask)
+    CK (cudaMemcpyAsync (out->mask, dev.mask, n, cudaMemcpyDeviceToHost, c->stream),
+        "mask download");
+  return gr_frame_cuda_sync (c, errbuf, errlen);
+}
+
+extern "C" GrStatus
+gr_cuda_make_primary_current (int device, char *errbuf, size_t errlen)
+{
+  CK (cudaSetDevice (device), "cudaSetDevice");
+  CK (cudaFree (0), "context creation");
+  return GR_OK;
+}
+
+extern "C" GrStatus
+gr_cuda_mem_info (int device, size_t *free_bytes, size_t *total_bytes)
+{
+  int n = 0;
+  if (cudaGetDeviceCount (&n) != cudaSuccess || n <= 0 || device >= n) {
+    cudaGetLastError ();
+    return GR_ERR_NO_CUDA;
+  }
+  if (cudaSetDevice (device < 0 ? 0 : device) != cudaSuccess ||
+      cudaMemGetInfo (free_bytes, total_bytes) != cudaSuccess) {
+    cudaGetLastError ();
+    return GR_ERR_CUDA;
+  }
+  return GR_OK;
+}

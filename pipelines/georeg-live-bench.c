@@ -1,0 +1,172 @@
+/* georeg-live-bench: frames per second and per-frame latency of a live pipeline.
+ *
+ *   georeg-live-bench [--json PATH] 'PIPELINE DESCRIPTION'
+ *
+ * The description names the first analysis element "first" and the last one "last"
+ * (e.g. nvh264dec ! nmilocalize name=first ! nmiregister ! featurematch name=last).
+ * A frame's latency is the wall time from its arrival at first's sink pad to its
+ * departure from last's src pad (the analysis chain; the decoder runs ahead of it in
+ * the same streaming thread unless a queue decouples them).  Throughput is frames
+ * leaving "last" over the wall time from the first frame in to the last frame out.
+ * Prints frames, fps, p50/p90/p99/max latency in ms, and the input memory of the
+ * frames ("input-memory" of the last element message seen).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gst/gst.h>
+
+typedef struct {
+  GMutex lock;
+  GQueue in;                   /* entry times (gint64 us), FIFO: in-place elements */
+  GArray *lat;                 /* double ms */
+  gint64 t_first, t_last;
+} Stats;
+
+static GstPadProbeReturn
+on_in (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Stats *s = data;
+  gint64 now = g_get_monotonic_time ();
+  g_mutex_lock (&s->lock);
+  if (!s->t_first)
+    s->t_first = now;
+  g_queue_push_tail (&s->in, (gpointer) (gintptr) now);
+  g_mutex_unlock (&s->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+on_out (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Stats *s = data;
+  gint64 now = g_get_monotonic_time ();
+  g_mutex_lock (&s->lock);
+  if (!g_queue_is_empty (&s->in)) {
+    gint64 t = (gint64) (gintptr) g_queue_pop_head (&s->in);
+    double ms = (now - t) / 1000.0;
+    g_array_append_val (s->lat, ms);
+  }
+  s->t_last = now;
+  g_mutex_unlock (&s->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static int
+cmp_d (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+static double
+pct (GArray * a, double p)
+{
+  if (a->len == 0)
+    return 0;
+  size_t i = (size_t) (p / 100.0 * (a->len - 1) + 0.5);
+  return g_array_index (a, double, i);
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *json = NULL, *desc = NULL;
+  gst_init (&argc, &argv);
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp (argv[i], "--json") && i + 1 < argc)
+      json = argv[++i];
+    else
+      desc = argv[i];
+  }
+  if (!desc) {
+    fprintf (stderr, "usage: georeg-live-bench [--json PATH] 'PIPELINE'\n");
+    return 2;
+  }
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch (desc, &err);
+  if (!pipe) {
+    fprintf (stderr, "georeg-live-bench: %s\n", err ? err->message : "parse error");
+    return 1;
+  }
+  GstElement *first = gst_bin_get_by_name (GST_BIN (pipe), "first");
+  GstElement *last = gst_bin_get_by_name (GST_BIN (pipe), "last");
+  if (!first || !last) {
+    fprintf (stderr, "georeg-live-bench: name the elements first and last\n");
+    return 2;
+  }
+  Stats s = { 0 };
+  g_mutex_init (&s.lock);
+  g_queue_init (&s.in);
+  s.lat = g_array_new (FALSE, FALSE, sizeof (double));
+  GstPad *pin = gst_element_get_static_pad (first, "sink");
+  GstPad *pout = gst_element_get_static_pad (last, "src");
+  gst_pad_add_probe (pin, GST_PAD_PROBE_TYPE_BUFFER, on_in, &s, NULL);
+  gst_pad_add_probe (pout, GST_PAD_PROBE_TYPE_BUFFER, on_out, &s, NULL);
+
+  GstBus *bus = gst_element_get_bus (pipe);
+  gchar input[32] = "?";
+  int rc = 0;
+  gst_element_set_state (pipe, GST_STATE_PLAYING);
+  for (;;) {
+    GstMessage *m = gst_bus_timed_pop_filtered (bus, 300 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
+    if (!m) {
+      fprintf (stderr, "georeg-live-bench: timeout\n");
+      rc = 1;
+      break;
+    }
+    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gchar *dbg = NULL;
+      gst_message_parse_error (m, &e, &dbg);
+      fprintf (stderr, "georeg-live-bench: error from %s: %s\n%s\n",
+          GST_OBJECT_NAME (GST_MESSAGE_SRC (m)), e->message, dbg ? dbg : "");
+      g_clear_error (&e);
+      g_free (dbg);
+      gst_message_unref (m);
+      rc = 1;
+      break;
+    }
+    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
+      gst_message_unref (m);
+      break;
+    }
+    const GstStructure *st = gst_message_get_structure (m);
+    const gchar *in = st ? gst_structure_get_string (st, "input-memory") : NULL;
+    if (in && GST_MESSAGE_SRC (m) == GST_OBJECT (first))
+      g_strlcpy (input, in, sizeof input);
+    gst_message_unref (m);
+  }
+  gst_element_set_state (pipe, GST_STATE_NULL);
+
+  GArray *sorted = g_array_copy (s.lat);
+  g_array_sort (sorted, cmp_d);
+  const double wall = (s.t_last - s.t_first) / 1e6;
+  const double fps = wall > 0 && s.lat->len > 1 ? (s.lat->len - 1) / wall : 0;
+  printf ("frames %u  wall %.2f s  fps %.1f  latency ms p50 %.2f p90 %.2f p99 %.2f max %.2f"
+      "  input-memory %s\n", s.lat->len, wall, fps, pct (sorted, 50), pct (sorted, 90),
+      pct (sorted, 99), pct (sorted, 100), input);
+  if (json) {
+    FILE *f = fopen (json, "w");
+    if (f) {
+      fprintf (f, "{\"frames\": %u, \"wall_s\": %.4f, \"fps\": %.2f, \"p50_ms\": %.3f, "
+          "\"p90_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, \"input_memory\": "
+          "\"%s\", \"latency_ms\": [", s.lat->len, wall, fps, pct (sorted, 50),
+          pct (sorted, 90), pct (sorted, 99), pct (sorted, 100), input);
+      for (guint i = 0; i < s.lat->len; i++)
+        fprintf (f, "%s%.3f", i ? ", " : "", g_array_index (s.lat, double, i));
+      fprintf (f, "]}\n");
+      fclose (f);
+    }
+  }
+  g_array_free (sorted, TRUE);
+  g_array_free (s.lat, TRUE);
+  gst_object_unref (pin);
+  gst_object_unref (pout);
+  gst_object_unref (first);
+  gst_object_unref (last);
+  gst_object_unref (bus);
+  gst_object_unref (pipe);
+  return rc;
+}

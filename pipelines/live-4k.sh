@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A live 3840x2160 H.264 stream through nmilocalize ! nmiregister ! featurematch, in
+# CUDA memory (nvh264dec's output, no host copy of the frames) and in system memory.
+#
+#   pipelines/live-4k.sh make  [DIR]            control + 3 s flight, H.264 (x264enc)
+#   pipelines/live-4k.sh cuda  [DIR] [SINK]     CUDA-memory pipeline (needs nvcodec)
+#   pipelines/live-4k.sh system [DIR] [SINK]    the same, frames in system memory
+#   pipelines/live-4k.sh bench [DIR] [OUT]      both through georeg-live-bench: fps and
+#                                               p50/p99 latency, JSON under OUT
+# DIR defaults to live-4k-data; BUILD (environment) to build-cudamem.  SINK defaults to
+# "fakesink sync=false" (as fast as it goes; "fakesink sync=true" paces at 30 fps).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cmd=${1:-}; dir=${2:-live-4k-data}
+build=${BUILD:-build-cudamem}
+export GST_PLUGIN_PATH_1_0=$PWD/$build/gst${GST_PLUGIN_PATH_1_0:+:$GST_PLUGIN_PATH_1_0}
+
+# Control 5120x3072 (1 px = 1 ground unit), frames 3840x2160 cut from it: nmilocalize
+# searches at 1/20 scale, nmiregister refines 2,000 keypoints, featurematch matches
+# 500 features of each frame against the 8 previous ones.
+LOC="nmilocalize name=first control-location=$dir/control.png frame-scale=0.05 control-scale=0.05"
+REG="nmiregister control-location=$dir/control.png max-keypoints=2000"
+FM="featurematch name=last max-features=500 max-images=8"
+SRC="filesrc location=$dir/flight.h264 ! h264parse"
+
+pipeline () {   # $1 = cuda|system, $2 = sink
+  if [ "$1" = cuda ]; then
+    echo "$SRC ! nvh264dec ! video/x-raw(memory:CUDAMemory),format=NV12 ! $LOC ! $REG ! $FM ! $2"
+  else
+    echo "$SRC ! nvh264dec ! video/x-raw,format=NV12 ! $LOC ! $REG ! $FM ! $2"
+  fi
+}
+
+case "$cmd" in
+make)
+  mkdir -p "$dir"
+  "$build/pipelines/georeg-synth" control --out "$dir/control-rgb.png" --width 5120 \
+    --height 3072 --seed 5
+  # one gray band: half the file (it travels to the GPU machine with the build)
+  gst-launch-1.0 -q filesrc location="$dir/control-rgb.png" ! pngdec ! videoconvert \
+    ! video/x-raw,format=GRAY8 ! pngenc compression-level=9 ! filesink location="$dir/control.png"
+  mv "$dir/control-rgb.pgw" "$dir/control.pgw"
+  rm -f "$dir/control-rgb.png"
+  # 90 frames (3 s at 30 fps) flying diagonally across the control; ~8 Mbit/s
+  "$build/pipelines/georeg-flight" "$dir/control.png" --width 3840 --height 2160 \
+    --frames 90 2> "$dir/truth.txt" |
+    gst-launch-1.0 -q fdsrc ! rawvideoparse format=i420 width=3840 height=2160 \
+      framerate=30/1 ! x264enc speed-preset=veryfast bitrate=8000 key-int-max=30 \
+      ! video/x-h264,profile=high,stream-format=byte-stream ! h264parse ! filesink location="$dir/flight.h264"
+  ls -l "$dir"
+  ;;
+cuda|system)
+  eval gst-launch-1.0 -m "$(pipeline "$cmd" "${3:-fakesink sync=false}")"
+  ;;
+bench)
+  out=${3:-$dir}; mkdir -p "$out"
+  for mode in cuda system; do
+    printf '%-7s ' "$mode"
+    "$build/pipelines/georeg-live-bench" --json "$out/live-$mode.json" \
+      "$(pipeline "$mode" "fakesink sync=false")"
+  done
+  ;;
+*)
+  sed -n '2,13p' "$0"; exit 2 ;;
+esac

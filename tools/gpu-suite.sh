@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The whole GPU test suite (and the data suite, which then runs on CUDA) on the GPU
+# machine of the device tool, which has no GStreamer, no GDAL and a meson that cannot
+# read our build folders.  Two steps:
+#   here:   bash tools/gpu-suite.sh stage [BUILD]
+#           configures BUILD (default build-gpu) with CUDA and without GDAL if needed,
+#           builds it, and puts beside it what the GPU machine lacks: libraries
+#           (BUILD/fallback-lib) and the orthomosaic (BUILD/georeg-data).  Object files
+#           are moved to BUILD.objs so the carry stays under 64 MiB; `restore` puts
+#           them back (or just rebuild).
+#   there:  source .gstroot/env.sh; bash tools/gpu-suite.sh run [BUILD]
+#           with carry [".gstroot", "BUILD"]; logs under $OUT, a short table last.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cmd=${1:-}; build=${2:-build-gpu}
+
+case "$cmd" in
+stage)
+  export PATH=/usr/local/cuda/bin:$PATH
+  [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgdal=disabled || exit 1
+  [ -d "$build.objs" ] && bash "$0" restore "$build"
+  ninja -C "$build" || exit 1
+  mkdir -p "$build/fallback-lib" "$build/georeg-data"
+  for lib in libgomp.so.1 libpng16.so.16 libjpeg.so.62 libglib-2.0.so.0 libpcre2-8.so.0 libffi.so.8; do
+    cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" "$build/fallback-lib/"
+  done
+  data=${GEOREG_DATA:-../shared/data}
+  [ -f "$data/aukerman.png" ] && cp "$data/aukerman.png" "$build/georeg-data/"
+  # objects and static archives are not needed to run: keep them out of the carry
+  mkdir -p "$build.objs"
+  (cd "$build" && find . \( -name '*.o' -o -name '*.a' \) -print0 | tar -cf - --null -T - |
+     tar -C "../$build.objs" -xpf - && find . \( -name '*.o' -o -name '*.a' \) -delete)
+  du -sh "$build" .gstroot 2>/dev/null
+  ;;
+restore)
+  [ -d "$build.objs" ] && tar -C "$build.objs" -cf - . | tar -C "$build" -xpf - \
+    && rm -rf "$build.objs"
+  ;;
+run)
+  out=${OUT:-$PWD/gpu-out}; mkdir -p "$out"
+  export PATH=/usr/local/cuda/bin:$PATH
+  export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PWD/$build/fallback-lib
+  [ -f "$build/georeg-data/aukerman.png" ] && export GEOREG_DATA=$PWD/$build/georeg-data
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$out/device.txt"
+  python3 tools/run-tests.py "$build" --suite gpu --suite data --log-dir "$out/tests" | tee "$out/tests.txt"
+  rc=${PIPESTATUS[0]}
+  # compute-sanitizer memcheck over every GPU kernel test binary
+  for t in "$build"/tests/test_*_gpu; do
+    n=$(basename "$t")
+    GEOREG_TEST_SUBSET=quick timeout 240 compute-sanitizer --tool memcheck --leak-check full \
+      --error-exitcode 9 "$t" > "$out/memcheck-$n.log" 2>&1
+    echo "memcheck $n: rc=$? $(grep -h 'ERROR SUMMARY' "$out/memcheck-$n.log" | tail -n 1)" | tee -a "$out/memcheck.txt"
+  done
+  echo; cat "$out/device.txt"; tail -n 1 "$out/tests.txt"; cat "$out/memcheck.txt"
+  exit "$rc"
+  ;;
+*)
+  echo "usage: $0 stage|restore|run [BUILD]" >&2; exit 2 ;;
+esac
