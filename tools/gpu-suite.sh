@@ -47,7 +47,7 @@ run)
   # compute-sanitizer memcheck over every GPU kernel test binary
   for t in "$build"/tests/test_*_gpu; do
     n=$(basename "$t")
-    GEOREG_TEST_SUBSET=quick timeout 240 compute-sanitizer --tool memcheck --leak-check full \
+    GEOREG_TEST_SUBSET=quick timeout 90 compute-sanitizer --tool memcheck --leak-check full \
       --error-exitcode 9 "$t" > "$out/memcheck-$n.log" 2>&1
     echo "memcheck $n: rc=$? $(grep -h 'ERROR SUMMARY' "$out/memcheck-$n.log" | tail -n 1)" | tee -a "$out/memcheck.txt"
   done
