@@ -44,7 +44,9 @@ run)
   { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$out/device.txt"
   python3 tools/run-tests.py "$build" --suite gpu --suite data --log-dir "$out/tests" | tee "$out/tests.txt"
   rc=${PIPESTATUS[0]}
-  # compute-sanitizer memcheck over every GPU kernel test binary
+  # compute-sanitizer memcheck over every GPU test binary, with the plugin findable
+  export GST_PLUGIN_SYSTEM_PATH_1_0= GST_PLUGIN_PATH_1_0=$PWD/$build/gst${GST_PLUGIN_SYSTEM_PATH:+:$GST_PLUGIN_SYSTEM_PATH}
+  export LD_LIBRARY_PATH=$PWD/$build/kernels:$PWD/$build/gst:$LD_LIBRARY_PATH CK_FORK=no
   for t in "$build"/tests/test_*_gpu; do
     n=$(basename "$t")
     GEOREG_TEST_SUBSET=quick timeout 90 compute-sanitizer --tool memcheck --leak-check full \
