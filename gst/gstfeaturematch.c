@@ -240,6 +240,8 @@ release_resources (GstFeatureMatch * self)
     self->records = NULL;
   }
   gr_plane_clear (&self->plane);
+  self->view = NULL;
+  self->dev = -1;
   g_clear_pointer (&self->matrix_location, g_free);
 }
 
@@ -278,6 +280,9 @@ gst_feature_match_start (GstBaseTransform * trans)
   self->matcher = mt;
   self->features = ft;
   GST_OBJECT_UNLOCK (self);
+  /* CUDA features take every frame as a device plane: CUDA memory in place, system
+   * memory as its 8-bit plane uploaded and converted there */
+  self->dev = gr_features_backend (ft) == GR_BACKEND_CUDA ? MAX (dev, 0) : -1;
   if (self->matrix_location && *self->matrix_location)
     self->records = g_ptr_array_new_with_free_func (record_free);
   self->frame_count = 0;
@@ -547,7 +552,7 @@ fit_pair (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame * e,
     homography_jacobian (fit.h, src[2 * i], src[2 * i + 1], J);
     if (!gr_fit_apply (fit.h, src[2 * i], src[2 * i + 1], &x, &y))
       continue;
-    if (!gr_patch_refine (&self->plane, gr_features_scratch (self->features),
+    if (!gr_patch_refine (self->view, gr_features_scratch (self->features),
             (float) src[2 * i],
             (float) src[2 * i + 1], e->patches + (gsize) w * GR_PATCH_BYTES, &e->kp[w],
             J, &x, &y, &ncc) || ncc < REFINE_MIN_NCC)
@@ -580,7 +585,7 @@ fit_pair (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame * e,
 
 static void
 post_result (GstFeatureMatch * self, GstBuffer * buf, const GstFeatureMatchMeta * m,
-    gdouble match_ms, gdouble total_ms)
+    gdouble features_ms, gdouble match_ms, gdouble total_ms)
 {
   GValue arr = G_VALUE_INIT;
   gst_value_array_init (&arr, m->n_pairs);
@@ -614,6 +619,7 @@ post_result (GstFeatureMatch * self, GstBuffer * buf, const GstFeatureMatchMeta 
       "keypoints", G_TYPE_UINT, m->n_keypoints,
       "descriptor-size", G_TYPE_UINT, m->descriptor_size,
       "held-frames", G_TYPE_UINT, gr_matcher_held_images (self->matcher) - 1,
+      "features-ms", G_TYPE_DOUBLE, features_ms,
       "match-ms", G_TYPE_DOUBLE, match_ms,
       "total-ms", G_TYPE_DOUBLE, total_ms, NULL);
   gst_structure_take_value (st, "pairs", &arr);
@@ -644,7 +650,18 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
             GST_VIDEO_INFO_SIZE (&self->info)), (NULL));
     return GST_FLOW_ERROR;
   }
-  if (!frame_plane (self, buf, s.nodata, &self->plane))
+  GrPlaneF dplane = { 0 };
+  gboolean on_device = FALSE;
+  if (self->dev >= 0) {
+    if (!gst_georeg_cuda_frame_to_device (&self->cuda, GST_ELEMENT (self), buf,
+            &self->info, s.nodata, self->dev, 0.0, FALSE, &dplane, &self->input,
+            &on_device, err, sizeof err)) {
+      GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the frame on the "
+              "device."), ("%s", err));
+      return GST_FLOW_ERROR;
+    }
+  }
+  if (!on_device && !frame_plane (self, buf, s.nodata, &self->plane))
     return GST_FLOW_ERROR;
 
   /* keypoints, descriptors, patches */
@@ -659,8 +676,12 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GrKeypoint *kp = g_new (GrKeypoint, cap);
   gfloat *desc = g_new (gfloat, (gsize) cap * self->k);
   GrFeatureStats fs;
-  gint nk = gr_features_extract (self->features, &self->plane, &kpp, &dp, kp, cap, desc,
-      NULL, &fs, err, sizeof err);
+  gint nk = on_device ? gr_features_extract_device (self->features, &dplane, &kpp, &dp,
+      kp, cap, desc, NULL, &fs, err, sizeof err) :
+      gr_features_extract (self->features, &self->plane, &kpp, &dp, kp, cap, desc, NULL,
+      &fs, err, sizeof err);
+  /* what patches and refinement read of the frame: its mask around the keypoints */
+  self->view = on_device ? gr_features_validity (self->features) : &self->plane;
   if (nk < 0) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Keypoints or descriptors failed (%s).",
             gr_status_string ((GrStatus) - nk)), ("%s", err));
@@ -669,7 +690,7 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
   guint8 *patches = g_new (guint8, (gsize) MAX (nk, 1) * GR_PATCH_BYTES);
-  if (nk > 0 && gr_descriptor_patches (&self->plane,
+  if (nk > 0 && gr_descriptor_patches (self->view,
           gr_features_scratch (self->features), kp, nk, patches) != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Patch extraction failed."), (NULL));
     g_free (kp);
@@ -713,8 +734,12 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   if (nk == 0)
     m->flags |= GST_FEATURE_MATCH_FLAG_NO_FEATURES;
 
-  /* the pairs: this frame against each held frame */
+  /* the pairs: this frame against each held frame; their robust fits (independent,
+   * each with its own seed, so the results do not depend on the threads) run in
+   * parallel once every pair is in the meta (adding a pair may move the array) */
   gint32 *pairs = g_new (gint32, 2 * (gsize) MAX (nk, 1));
+  const HeldFrame **fit_of = g_new (const HeldFrame *,
+      MAX (g_queue_get_length (&self->held), 1));
   gint64 boff = 0;
   gint p = 0;
   for (GList * l = self->held.head; l; l = l->next, p++) {
@@ -731,13 +756,20 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
       cnt++;
     }
     if (cnt > 0 && (guint) cnt >= s.min_matches) {
-      GstFeatureMatchPair *pr = gst_feature_match_meta_add_pair (m, e->index, cnt, pairs,
-          NULL);
-      fit_pair (self, kp, e, pairs, cnt, pr, self->frame_count * 1000003u + e->index);
+      fit_of[m->n_pairs] = e;
+      gst_feature_match_meta_add_pair (m, e->index, cnt, pairs, NULL);
     }
     boff += e->n;
   }
   g_free (pairs);
+  const gint npairs = (gint) m->n_pairs;
+#pragma omp parallel for schedule (dynamic, 1) if (npairs > 1)
+  for (gint i = 0; i < npairs; i++) {
+    GstFeatureMatchPair *pr = &m->pairs[i];
+    fit_pair (self, kp, fit_of[i], pr->pairs, (gint) pr->matches, pr,
+        self->frame_count * 1000003u + fit_of[i]->index);
+  }
+  g_free (fit_of);
 
   if (self->records) {
     Record *r = g_new0 (Record, 1);
@@ -772,7 +804,7 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
       "match %.2f ms (%" G_GINT64_FORMAT " re-checked), total %.1f ms", self->frame_count,
       nk, fs.elapsed_ms, m->n_pairs, ms.elapsed_ms, ms.rechecked, total_ms);
   if (s.post_messages)
-    post_result (self, buf, m, ms.elapsed_ms, total_ms);
+    post_result (self, buf, m, fs.elapsed_ms, ms.elapsed_ms, total_ms);
   self->frame_count++;
   return GST_FLOW_OK;
 }
@@ -896,6 +928,7 @@ gst_feature_match_init (GstFeatureMatch * self)
   s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   s->post_messages = DEFAULT_POST_MESSAGES;
   g_queue_init (&self->held);
+  self->dev = -1;
   gst_georeg_cuda_init (&self->cuda);
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }

@@ -63,6 +63,10 @@ struct _GstFeatureMatch {
   /* CUDA memory: context, device conversion of CUDA frames (gst/gstgeoregcuda.h) */
   GstGeoregCuda cuda;
   GstGeoregInput input;         /* where the last frame was read from */
+  gint dev;                     /* CUDA features: their device (frames go there as
+                                   device planes, gr_features_extract_device); -1 =
+                                   host planes */
+  const GrPlaneF *view;         /* this frame as patches and refinement read it */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (featurematch);

@@ -160,3 +160,9 @@ gst_georeg_control_cache_count (void)
   g_mutex_unlock (&cache_lock);
   return n;
 }
+
+const gchar *
+gst_georeg_control_key (const GstGeoregControl * c)
+{
+  return c ? c->key : NULL;
+}

@@ -33,6 +33,10 @@ void gst_georeg_control_release (GstGeoregControl * control);
 
 const GrRaster *gst_georeg_control_raster (const GstGeoregControl * control);
 
+/* The control's identity in the cache (file identity + band), or NULL when the file
+ * could not be identified (such a control is never shared). */
+const gchar *gst_georeg_control_key (const GstGeoregControl * control);
+
 /* Number of controls held in memory now (for tests and debug logs). */
 guint gst_georeg_control_cache_count (void);
 

@@ -15,6 +15,8 @@
 #include <gst/cuda/gstcudamemory.h>
 #include <gst/cuda/gstcudautils.h>
 #include <gst/cuda/cuda-gst.h>
+#endif
+#if GR_HAVE_CUDA
 #include "frame_cuda.h"
 #endif
 
@@ -156,6 +158,93 @@ gst_georeg_cuda_engine_device (const GstGeoregCuda * c, gint device_id)
   return c->context ? c->device : -1;
 }
 
+#if GR_HAVE_CUDA
+/* the element's converter, on `device` (made again if it was made for another) */
+static gboolean
+ensure_conv (GstGeoregCuda * c, gint device, gchar * err, gsize errlen)
+{
+  if (c->conv && c->conv_device != device) {
+    gr_frame_cuda_free (c->conv);
+    c->conv = NULL;
+  }
+  if (!c->conv) {
+    c->conv = gr_frame_cuda_new (device, err, errlen);
+    c->conv_device = device;
+  }
+  return c->conv != NULL;
+}
+
+static GrFrameLayout
+frame_layout (GstVideoFormat format)
+{
+  switch (format) {
+    case GST_VIDEO_FORMAT_GRAY16_LE:
+      return GR_FRAME_Y16LE;
+    case GST_VIDEO_FORMAT_RGBA:
+      return GR_FRAME_RGBA;
+    case GST_VIDEO_FORMAT_BGRA:
+      return GR_FRAME_BGRA;
+    default:                   /* GRAY8, the Y plane of I420 / NV12 */
+      return GR_FRAME_Y8;
+  }
+}
+
+/* Maps the frame (GST_MAP_CUDA: device pointers; else host, whose plane 0 is then
+ * uploaded as it is) and converts plane 0 with c's converter on the device, finished
+ * before it returns.  on_host: the plane is copied into *plane (host memory); else
+ * *plane points to the converter's device memory. */
+static gboolean
+convert_frame (GstGeoregCuda * c, GstBuffer * buf, const GstVideoInfo * info,
+    gboolean cuda_map, gint nodata, gdouble scale, gboolean on_host, GrPlaneF * plane,
+    gchar * err, gsize errlen)
+{
+  GstVideoFrame frame;
+  GstMapFlags flags = GST_MAP_READ;
+#if GR_HAVE_GST_CUDA
+  if (cuda_map)
+    flags |= GST_MAP_CUDA;
+#endif
+  if (!gst_video_frame_map (&frame, info, buf, flags)) {
+    g_snprintf (err, errlen, "could not map the %s frame", cuda_map ? "CUDA" : "");
+    return FALSE;
+  }
+  GrFrameDev f;
+  f.layout = frame_layout (GST_VIDEO_FRAME_FORMAT (&frame));
+  f.data = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
+  f.stride = (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
+  f.width = GST_VIDEO_FRAME_WIDTH (&frame);
+  f.height = GST_VIDEO_FRAME_HEIGHT (&frame);
+  GrStatus st;
+  if (on_host) {
+    st = cuda_map ? gr_frame_cuda_to_host (c->conv, &f, nodata, scale, plane, err, errlen)
+        : gr_frame_cuda_host_to_host (c->conv, &f, nodata, scale, plane, err, errlen);
+  } else {
+    st = cuda_map ? gr_frame_cuda_convert (c->conv, &f, nodata, scale, plane, err, errlen)
+        : gr_frame_cuda_convert_host (c->conv, &f, nodata, scale, plane, err, errlen);
+    if (st == GR_OK)
+      st = gr_frame_cuda_sync (c->conv, err, errlen);
+  }
+  gst_video_frame_unmap (&frame);
+  return st == GR_OK;
+}
+#endif
+
+void
+gst_georeg_cuda_close (GstGeoregCuda * c)
+{
+#if GR_HAVE_CUDA
+  if (c->conv)
+    gr_frame_cuda_free (c->conv);
+#endif
+  c->conv = NULL;
+#if GR_HAVE_GST_CUDA
+  gst_clear_object ((GstCudaContext **) & c->context);
+#endif
+  c->device = -1;
+  c->zero_copy = FALSE;
+  c->warned = FALSE;
+}
+
 #if GR_HAVE_GST_CUDA
 
 /* The primary context's handle of each device, learnt once: the runtime makes it
@@ -281,17 +370,6 @@ gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend
   adopt (c, element, ctx);
 }
 
-void
-gst_georeg_cuda_close (GstGeoregCuda * c)
-{
-  if (c->conv)
-    gr_frame_cuda_free (c->conv);
-  c->conv = NULL;
-  gst_clear_object ((GstCudaContext **) & c->context);
-  c->device = -1;
-  c->zero_copy = FALSE;
-  c->warned = FALSE;
-}
 
 void
 gst_georeg_cuda_set_context (GstGeoregCuda * c, GstElement * element,
@@ -362,13 +440,6 @@ gst_georeg_cuda_set_caps (GstGeoregCuda * c, GstCaps * caps)
   c->caps_cuda = caps_are_cuda (caps);
 }
 
-static gboolean
-ensure_conv (GstGeoregCuda * c, gchar * err, gsize errlen)
-{
-  if (!c->conv)
-    c->conv = gr_frame_cuda_new (c->device, err, errlen);
-  return c->conv != NULL;
-}
 
 gboolean
 gst_georeg_cuda_set_frame_mask (GstGeoregCuda * c, const GrPlaneF * mask)
@@ -376,7 +447,7 @@ gst_georeg_cuda_set_frame_mask (GstGeoregCuda * c, const GrPlaneF * mask)
   char err[256];
   if (!c->context || !c->zero_copy)
     return TRUE;                /* no device path */
-  if (!ensure_conv (c, err, sizeof err))
+  if (!ensure_conv (c, c->device, err, sizeof err))
     return FALSE;
   if (!mask || !mask->data)
     return gr_frame_cuda_set_mask (c->conv, NULL, 0, 0, err, sizeof err) == GR_OK;
@@ -441,45 +512,42 @@ gst_georeg_cuda_frame_to_plane (GstGeoregCuda * c, GstElement * element,
     c->warned = TRUE;
     return TRUE;
   }
-  if (!ensure_conv (c, err, errlen))
-    return FALSE;
-
-  GstVideoFrame frame;
-  if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ | GST_MAP_CUDA)) {
-    g_snprintf (err, errlen, "could not map the CUDA frame");
-    return FALSE;
-  }
-  GrFrameDev f;
-  switch (GST_VIDEO_FRAME_FORMAT (&frame)) {
-    case GST_VIDEO_FORMAT_GRAY16_LE:
-      f.layout = GR_FRAME_Y16LE;
-      break;
-    case GST_VIDEO_FORMAT_RGBA:
-      f.layout = GR_FRAME_RGBA;
-      break;
-    case GST_VIDEO_FORMAT_BGRA:
-      f.layout = GR_FRAME_BGRA;
-      break;
-    default:                   /* GRAY8, the Y plane of I420 / NV12 */
-      f.layout = GR_FRAME_Y8;
-      break;
-  }
-  f.data = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
-  f.stride = (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
-  f.width = GST_VIDEO_FRAME_WIDTH (&frame);
-  f.height = GST_VIDEO_FRAME_HEIGHT (&frame);
-  GrStatus st;
-  if (on_host) {
-    st = gr_frame_cuda_to_host (c->conv, &f, nodata, scale, plane, err, errlen);
-  } else {
-    st = gr_frame_cuda_convert (c->conv, &f, nodata, scale, plane, err, errlen);
-    if (st == GR_OK)
-      st = gr_frame_cuda_sync (c->conv, err, errlen);
-  }
-  gst_video_frame_unmap (&frame);
-  if (st != GR_OK)
+  if (!ensure_conv (c, c->device, err, errlen) ||
+      !convert_frame (c, buf, info, TRUE, nodata, scale, on_host, plane, err, errlen))
     return FALSE;
   *input = GST_GEOREG_INPUT_CUDA_DEVICE;
+  return TRUE;
+}
+
+gboolean
+gst_georeg_cuda_frame_to_device (GstGeoregCuda * c, GstElement * element,
+    GstBuffer * buf, const GstVideoInfo * info, gint nodata, gint device,
+    gdouble scale, gboolean on_host, GrPlaneF * plane, GstGeoregInput * input,
+    gboolean * done, gchar * err, gsize errlen)
+{
+  *done = FALSE;
+  *input = GST_GEOREG_INPUT_SYSTEM;
+  if (device < 0)
+    return TRUE;
+  gboolean is_cuda = FALSE, ours = FALSE;
+  if (c->context)
+    ours = buffer_in_context (c, buf, &is_cuda);
+  else
+    is_cuda = gst_buffer_n_memory (buf) > 0 &&
+        gst_is_cuda_memory (gst_buffer_peek_memory (buf, 0));
+  const gboolean in_place = is_cuda && ours && c->zero_copy && c->device == device;
+  if (is_cuda && !in_place && !c->warned) {
+    GST_INFO_OBJECT (element, "CUDA frames %s: read through the host", !ours ?
+        "of another CUDA context" : "of a context other than the primary one");
+    c->warned = TRUE;
+  }
+  if (!ensure_conv (c, device, err, errlen) ||
+      !convert_frame (c, buf, info, in_place, nodata, scale, on_host, plane, err,
+          errlen))
+    return FALSE;
+  *input = in_place ? GST_GEOREG_INPUT_CUDA_DEVICE : is_cuda ?
+      GST_GEOREG_INPUT_CUDA_HOST : GST_GEOREG_INPUT_SYSTEM;
+  *done = TRUE;
   return TRUE;
 }
 
@@ -492,10 +560,6 @@ gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend
   debug_init ();
 }
 
-void
-gst_georeg_cuda_close (GstGeoregCuda * c)
-{
-}
 
 void
 gst_georeg_cuda_set_context (GstGeoregCuda * c, GstElement * element,
@@ -534,6 +598,25 @@ gst_georeg_cuda_frame_to_plane (GstGeoregCuda * c, GstElement * element,
     gsize errlen)
 {
   *input = GST_GEOREG_INPUT_SYSTEM;
+  return TRUE;
+}
+
+gboolean
+gst_georeg_cuda_frame_to_device (GstGeoregCuda * c, GstElement * element,
+    GstBuffer * buf, const GstVideoInfo * info, gint nodata, gint device,
+    gdouble scale, gboolean on_host, GrPlaneF * plane, GstGeoregInput * input,
+    gboolean * done, gchar * err, gsize errlen)
+{
+  *done = FALSE;
+  *input = GST_GEOREG_INPUT_SYSTEM;
+#if GR_HAVE_CUDA
+  if (device < 0)
+    return TRUE;
+  if (!ensure_conv (c, device, err, errlen) ||
+      !convert_frame (c, buf, info, FALSE, nodata, scale, on_host, plane, err, errlen))
+    return FALSE;
+  *done = TRUE;
+#endif
   return TRUE;
 }
 

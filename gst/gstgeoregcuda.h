@@ -48,6 +48,7 @@ typedef struct {
   gint device;            /* its device, -1 = none */
   gboolean zero_copy;     /* it wraps the primary context of `device` */
   gpointer conv;          /* GrFrameCuda of this element, made on first use */
+  gint conv_device;       /* its device */
   gboolean caps_cuda;     /* negotiated caps have memory:CUDAMemory */
   gboolean warned;
 } GstGeoregCuda;
@@ -109,6 +110,25 @@ gboolean gst_georeg_cuda_frame_to_plane (GstGeoregCuda * c, GstElement * element
     GstBuffer * buf, const GstVideoInfo * info, gint nodata, gdouble scale,
     gboolean on_host, GrPlaneF * plane, GstGeoregInput * input, gchar * err,
     gsize errlen);
+
+/* For elements whose engines run on CUDA device `device` (>= 0): the frame converted
+ * on that device, whatever memory it came in.  CUDA memory of the element's zero-copy
+ * context (on that device) is read in place, as gst_georeg_cuda_frame_to_plane does;
+ * any other frame (system memory, or CUDA memory of another context, mapped to the
+ * host) has its plane 0 uploaded as it is (1 byte a pixel for GRAY8 and the Y plane of
+ * I420 / NV12, 2 for GRAY16_LE, 4 for RGBA / BGRA: never a float plane) and converted
+ * on the device, with the same result.  scale as gst_georeg_cuda_frame_to_plane.
+ * on_host: the plane is copied into *plane (host memory, reallocated as needed; zero
+ * it before the first call); else *plane receives device pointers owned by the
+ * converter (primary context, stride = width, mask NULL when every pixel is valid),
+ * valid until the next call.  The conversion is finished when it returns.  *input
+ * says where the frame was read from.  *done = FALSE when nothing was done (device <
+ * 0, or a build without CUDA kernels): the caller takes its host path.  FALSE (with a
+ * reason) when the map or a CUDA call failed. */
+gboolean gst_georeg_cuda_frame_to_device (GstGeoregCuda * c, GstElement * element,
+    GstBuffer * buf, const GstVideoInfo * info, gint nodata, gint device,
+    gdouble scale, gboolean on_host, GrPlaneF * plane, GstGeoregInput * input,
+    gboolean * done, gchar * err, gsize errlen);
 
 G_END_DECLS
 

@@ -594,8 +594,24 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     g_free (s.score_map_location);
     return GST_FLOW_ERROR;
   }
-  gboolean mem_ok = TRUE;
-  if (self->input != GST_GEOREG_INPUT_CUDA_DEVICE) {
+  gboolean mem_ok = TRUE, uploaded = FALSE;
+  if (self->input != GST_GEOREG_INPUT_CUDA_DEVICE && !self->frame_mask.data &&
+      gr_nmi_dense_backend (self->engine) == GR_BACKEND_CUDA) {
+    /* any other frame for a CUDA engine: its 8-bit plane goes up, the same conversion
+     * and downscale run on the device, the search-scale plane comes back (frames with
+     * a mask-location take the host path) */
+    const gint dev = MAX (gst_georeg_cuda_engine_device (&self->cuda,
+            s.cuda_device_id), 0);
+    if (!gst_georeg_cuda_frame_to_device (&self->cuda, GST_ELEMENT (self), buf,
+            &self->info, s.nodata, dev, s.frame_scale, TRUE, &self->small, &self->input,
+            &uploaded, err, sizeof err)) {
+      GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the frame on the "
+              "device."), ("%s", err));
+      g_free (s.score_map_location);
+      return GST_FLOW_ERROR;
+    }
+  }
+  if (self->input != GST_GEOREG_INPUT_CUDA_DEVICE && !uploaded) {
     if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
       GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
       g_free (s.score_map_location);

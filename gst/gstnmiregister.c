@@ -28,6 +28,9 @@
 #include "nmiregister-meta.h"
 #include "peak.h"
 #include "raster.h"
+#if GR_HAVE_CUDA
+#include "register_cuda.h"
+#endif
 
 GST_DEBUG_CATEGORY_STATIC (gst_nmi_register_debug);
 #define GST_CAT_DEFAULT gst_nmi_register_debug
@@ -520,8 +523,20 @@ clamp_query (double v)
 static void
 release_resources (GstNmiRegister * self)
 {
+  /* the engine borrows the shared device control: it goes first */
   gr_nmi_sparse_free (self->engine);
   self->engine = NULL;
+  gst_georeg_device_control_release (self->dctl);
+  self->dctl = NULL;
+  gr_features_free (self->kpf);
+  self->kpf = NULL;
+#if GR_HAVE_CUDA
+  gr_register_cuda_free (self->rc);
+#endif
+  self->rc = NULL;
+  self->dev = -1;
+  memset (&self->dplane, 0, sizeof self->dplane);
+  self->dlevels = NULL;
   gr_nmi_dense_free (self->dense);
   self->dense = NULL;
   gst_georeg_control_release (self->control);
@@ -587,12 +602,6 @@ gst_nmi_register_start (GstBaseTransform * trans)
     goto done;
   }
   const int cw = r->plane.width, ch = r->plane.height;
-  ctl_q = g_try_malloc ((gsize) cw * ch);
-  if (!ctl_q) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
-    goto done;
-  }
-  quantize (&r->plane, self->ctl_a, self->ctl_b, (int) s.levels, ctl_q);
 
   GrStatus est;
   self->engine = gr_nmi_sparse_new (s.backend, gst_georeg_cuda_engine_device (&self->cuda,
@@ -602,11 +611,58 @@ gst_nmi_register_start (GstBaseTransform * trans)
         ("Cannot use the %s backend.", gr_backend_name (s.backend)), ("%s", err));
     goto done;
   }
-  GrImage8 img = { ctl_q, (size_t) cw, r->plane.mask, (size_t) cw, cw, ch };
-  if (gr_nmi_sparse_set_control (self->engine, &img, err, sizeof err) != GR_OK) {
-    GST_ELEMENT_ERROR (self, LIBRARY, INIT,
-        ("Could not prepare the control image for matching."), ("%s", err));
-    goto done;
+  gboolean ctl_set = FALSE;
+#if GR_HAVE_CUDA
+  if (gr_nmi_sparse_backend (self->engine) == GR_BACKEND_CUDA) {
+    const gint dev = MAX (gst_georeg_cuda_engine_device (&self->cuda,
+            s.cuda_device_id), 0);
+    char derr[512] = "";
+    GrStatus dst;
+    /* the control's levels, derived on the device from the process-wide plane
+     * (gstgeoregcontrolcuda.h) and shared with elements of the same levels and range */
+    self->dctl = gst_georeg_device_control_levels (self->control, dev, s.levels,
+        self->ctl_a, self->ctl_b, &dst, derr, sizeof derr);
+    if (self->dctl) {
+      gint vmax = 0;
+      const guint8 *lv = gst_georeg_device_control_get_levels (self->dctl, &vmax);
+      const GrPlaneF *pl = gst_georeg_device_control_get_plane (self->dctl);
+      ctl_set = gr_nmi_sparse_set_control_device (self->engine, lv, pl->mask, pl->width,
+          pl->height, vmax, derr, sizeof derr) == GR_OK;
+    }
+    if (!ctl_set) {
+      GST_WARNING_OBJECT (self, "no shared device control (%s): the control is "
+          "uploaded for this element", derr);
+      gst_georeg_device_control_release (self->dctl);
+      self->dctl = NULL;
+    }
+    /* the per-frame device path: keypoints (the CPU detector's, on the device), value
+     * range, levels and templates without the frame leaving the GPU */
+    GrStatus fst;
+    self->kpf = gr_features_new (GR_BACKEND_CUDA, dev, &fst, derr, sizeof derr);
+    if (self->kpf)
+      self->rc = gr_register_cuda_new (dev, derr, sizeof derr);
+    if (self->kpf && self->rc) {
+      self->dev = dev;
+    } else {
+      GST_WARNING_OBJECT (self, "frames are read on the host (%s)", derr);
+      gr_features_free (self->kpf);
+      self->kpf = NULL;
+    }
+  }
+#endif
+  if (!ctl_set) {
+    ctl_q = g_try_malloc ((gsize) cw * ch);
+    if (!ctl_q) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+      goto done;
+    }
+    quantize (&r->plane, self->ctl_a, self->ctl_b, (int) s.levels, ctl_q);
+    GrImage8 img = { ctl_q, (size_t) cw, r->plane.mask, (size_t) cw, cw, ch };
+    if (gr_nmi_sparse_set_control (self->engine, &img, err, sizeof err) != GR_OK) {
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+          ("Could not prepare the control image for matching."), ("%s", err));
+      goto done;
+    }
   }
   self->ctl_w = cw;
   self->ctl_h = ch;
@@ -617,9 +673,12 @@ gst_nmi_register_start (GstBaseTransform * trans)
   self->warned_no_coarse = FALSE;
   self->dense_cs = 0.0;
   GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), georeferenced: %s; "
-      "%u controls shared in memory; backend %s", s.control_location, cw, ch, r->driver,
-      r->bit_depth, s.band, r->has_geo ? "yes" : "no", gst_georeg_control_cache_count (),
-      gr_backend_name (gr_nmi_sparse_backend (self->engine)));
+      "%u controls shared in memory; backend %s; control %s; frames read %s",
+      s.control_location, cw, ch, r->driver, r->bit_depth, s.band,
+      r->has_geo ? "yes" : "no", gst_georeg_control_cache_count (),
+      gr_backend_name (gr_nmi_sparse_backend (self->engine)),
+      self->dctl ? "shared on the device" : "this element's own",
+      self->dev >= 0 ? "on the device" : "on the host");
   ok = TRUE;
 
 done:
@@ -702,6 +761,26 @@ gst_nmi_register_set_caps (GstBaseTransform * trans, GstCaps * incaps, GstCaps *
 
 /* ------------------------------------------------------------------ coarse prior */
 
+/* The frame as a host plane in `full`: a device-path frame is downloaded (only the
+ * full search needs it). */
+static gboolean
+host_full (GstNmiRegister * self)
+{
+  if (self->full_valid)
+    return TRUE;
+#if GR_HAVE_CUDA
+  char err[256] = "";
+  if (self->on_device && self->rc &&
+      gr_register_cuda_download (self->rc, &self->dplane, &self->full, err,
+          sizeof err) == GR_OK) {
+    self->full_valid = TRUE;
+    return TRUE;
+  }
+  GST_WARNING_OBJECT (self, "could not bring the frame to the host: %s", err);
+#endif
+  return FALSE;
+}
+
 /* Own coarse search: frame and control at reduced resolution, dense NMI over the
  * whole control.  TRUE with the frame's top-left (control pixel corners) on
  * success. */
@@ -710,6 +789,8 @@ full_search (GstNmiRegister * self, const GstNmiRegisterSettings * s, double fa,
     double fb, double *px, double *py)
 {
   char err[512];
+  if (!host_full (self))
+    return FALSE;
   const int fw = self->full.width, fh = self->full.height;
   double fs = FULL_SEARCH_SIDE / MIN (fw, fh);
   if (fs > 1.0)
@@ -804,12 +885,18 @@ match_pass (GstNmiRegister * self, const GstNmiRegisterSettings * s, int pass,
   const int T = s->template_size, T2 = T * T, h2 = T / 2;
   const int W = pass == 1 ? s->window_size : s->refine_window;
   const int fw = self->full.width;
-  guint8 *tpl = g_new (guint8, (gsize) T2 * MAX (nk, 1));
-  guint8 *tmk = g_new (guint8, (gsize) T2 * MAX (nk, 1));
-  GrNmiSparseQuery *q = g_new (GrNmiSparseQuery, MAX (nk, 1));
-  GrNmiSparseMatch *m = g_new (GrNmiSparseMatch, MAX (nk, 1));
-  double *fx = g_new (double, 2 * MAX (nk, 1));
-  gboolean use_mask = FALSE;
+  const gboolean dev = self->on_device;
+  const gsize nk1 = MAX (nk, 1);
+  /* host path: the templates; device path: the centres (pass 1) or the candidates'
+   * windows and valid counts (pass 2) */
+  guint8 *tpl = dev ? NULL : g_new (guint8, (gsize) T2 * nk1);
+  guint8 *tmk = dev ? NULL : g_new (guint8, (gsize) T2 * nk1);
+  gint32 *xy = dev ? g_new (gint32, 2 * nk1) : NULL;
+  gint *nvalid = dev ? g_new (gint, nk1) : NULL;
+  GrNmiSparseQuery *q = g_new (GrNmiSparseQuery, nk1);
+  GrNmiSparseMatch *m = g_new (GrNmiSparseMatch, nk1);
+  double *fx = g_new (double, 2 * nk1);
+  gboolean use_mask = FALSE, ok = TRUE;
   int nq = 0;
   double Hi[9];
 
@@ -823,15 +910,21 @@ match_pass (GstNmiRegister * self, const GstNmiRegisterSettings * s, int pass,
       continue;
     q[nq].x = clamp_query (X);
     q[nq].y = clamp_query (Y);
-    guint8 *t = tpl + (size_t) nq * T2, *tm = tmk + (size_t) nq * T2;
     if (pass == 1) {
-      const int x0 = (int) kp[k].x - h2, y0 = (int) kp[k].y - h2;
-      for (int j = 0; j < T; j++)
-        for (int i = 0; i < T; i++) {
-          const size_t at = (size_t) (y0 + j) * fw + (x0 + i);
-          t[j * T + i] = self->frame_q[at];
-          tm[j * T + i] = 1;    /* keypoints keep their template valid (margin) */
-        }
+      if (dev) {
+        /* cut on the device from the frame's levels around the same centre */
+        xy[2 * nq] = (gint32) kp[k].x;
+        xy[2 * nq + 1] = (gint32) kp[k].y;
+      } else {
+        guint8 *t = tpl + (size_t) nq * T2, *tm = tmk + (size_t) nq * T2;
+        const int x0 = (int) kp[k].x - h2, y0 = (int) kp[k].y - h2;
+        for (int j = 0; j < T; j++)
+          for (int i = 0; i < T; i++) {
+            const size_t at = (size_t) (y0 + j) * fw + (x0 + i);
+            t[j * T + i] = self->frame_q[at];
+            tm[j * T + i] = 1;  /* keypoints keep their template valid (margin) */
+          }
+      }
       fx[2 * nq] = kp[k].x;
       fx[2 * nq + 1] = kp[k].y;
     } else {
@@ -840,20 +933,27 @@ match_pass (GstNmiRegister * self, const GstNmiRegisterSettings * s, int pass,
         continue;
       fx[2 * nq] = u;
       fx[2 * nq + 1] = v;
-      int nvalid = 0;
-      for (int j = 0; j < T; j++)
-        for (int i = 0; i < T; i++) {
-          double su, sv, val;
-          gboolean ok = gr_fit_apply (Hi, q[nq].x - h2 + i, q[nq].y - h2 + j, &su, &sv)
-              && sample_bilinear (&self->full, su, sv, &val);
-          t[j * T + i] = ok ? to_level (val, fa, fb, (int) s->levels) : 0;
-          tm[j * T + i] = ok;
-          nvalid += ok;
-        }
-      if (nvalid < T2)
-        use_mask = TRUE;
-      if (nvalid == 0)
-        continue;
+      if (dev) {
+        /* a candidate: resampled on the device below */
+        xy[2 * nq] = q[nq].x;
+        xy[2 * nq + 1] = q[nq].y;
+      } else {
+        guint8 *t = tpl + (size_t) nq * T2, *tm = tmk + (size_t) nq * T2;
+        int nv = 0;
+        for (int j = 0; j < T; j++)
+          for (int i = 0; i < T; i++) {
+            double su, sv, val;
+            gboolean okp = gr_fit_apply (Hi, q[nq].x - h2 + i, q[nq].y - h2 + j, &su,
+                &sv) && sample_bilinear (&self->full, su, sv, &val);
+            t[j * T + i] = okp ? to_level (val, fa, fb, (int) s->levels) : 0;
+            tm[j * T + i] = okp;
+            nv += okp;
+          }
+        if (nv < T2)
+          use_mask = TRUE;
+        if (nv == 0)
+          continue;
+      }
     }
     nq++;
   }
@@ -861,14 +961,48 @@ match_pass (GstNmiRegister * self, const GstNmiRegisterSettings * s, int pass,
   gr_nmi_sparse_params_init (&p);
   p.template_size = T;
   p.window_size = W;
-  if (gr_nmi_sparse_run (self->engine, &p, tpl, use_mask ? tmk : NULL, q, nq, m, NULL,
-          err, errlen) != GR_OK) {
-    g_free (tpl);
-    g_free (tmk);
-    g_free (q);
-    g_free (m);
-    g_free (fx);
-    return FALSE;
+  GrStatus st;
+  if (!dev) {
+    st = gr_nmi_sparse_run (self->engine, &p, tpl, use_mask ? tmk : NULL, q, nq, m, NULL,
+        err, errlen);
+  } else if (pass == 1) {
+    const GrImage8 lv = { self->dlevels, (size_t) self->dplane.width, NULL,
+      (size_t) self->dplane.width, self->dplane.width, self->dplane.height
+    };
+    st = gr_nmi_sparse_run_cut_device (self->engine, &p, &lv, xy, FALSE, q, nq, m, err,
+        errlen);
+  } else {
+#if GR_HAVE_CUDA
+    /* the candidates' templates, then those with a valid pixel, in order (the host
+     * path's selection) */
+    st = gr_register_cuda_resample (self->rc, &self->dplane, Hi, xy, nq, T, fa, fb,
+        (int) s->levels, nvalid, err, errlen);
+    int nkeep = 0;
+    for (int k = 0; st == GR_OK && k < nq; k++) {
+      if (nvalid[k] < T2)
+        use_mask = TRUE;
+      if (nvalid[k] == 0)
+        continue;
+      nvalid[nkeep] = k;        /* reused as the list of kept candidates */
+      q[nkeep] = q[k];
+      fx[2 * nkeep] = fx[2 * k];
+      fx[2 * nkeep + 1] = fx[2 * k + 1];
+      nkeep++;
+    }
+    const guint8 *dt = NULL, *dm = NULL;
+    if (st == GR_OK)
+      st = gr_register_cuda_gather (self->rc, nvalid, nkeep, T, &dt, &dm, err, errlen);
+    nq = nkeep;
+    if (st == GR_OK)
+      st = gr_nmi_sparse_run_device (self->engine, &p, dt, use_mask ? dm : NULL, q, nq,
+          m, err, errlen);
+#else
+    st = GR_ERR_NO_CUDA;
+#endif
+  }
+  if (st != GR_OK) {
+    ok = FALSE;
+    goto out;
   }
   c->n = 0;
   for (int k = 0; k < nq; k++) {
@@ -890,10 +1024,12 @@ match_pass (GstNmiRegister * self, const GstNmiRegisterSettings * s, int pass,
 out:
   g_free (tpl);
   g_free (tmk);
+  g_free (xy);
+  g_free (nvalid);
   g_free (q);
   g_free (m);
   g_free (fx);
-  return TRUE;
+  return ok;
 }
 
 static guint
@@ -949,7 +1085,9 @@ post_result (GstNmiRegister * self, GstBuffer * buf, const GstNmiRegisterMeta * 
       "prior-x", G_TYPE_DOUBLE, m->prior_x,
       "prior-y", G_TYPE_DOUBLE, m->prior_y,
       "prior-scale", G_TYPE_DOUBLE, m->prior_scale,
-      "register-ms", G_TYPE_DOUBLE, elapsed_ms, NULL);
+      "register-ms", G_TYPE_DOUBLE, elapsed_ms,
+      "read-ms", G_TYPE_DOUBLE, self->read_ms,
+      "keypoints-ms", G_TYPE_DOUBLE, self->keypoints_ms, NULL);
   if (m->has_transform) {
     set_double_array (st, "frame-to-control", m->frame_to_control, 9);
     set_double_array (st, "footprint-control", m->footprint_control, 8);
@@ -978,7 +1116,8 @@ register_from_prior (GstNmiRegister * self, const GstNmiRegisterSettings * s,
     double k, RegResult * r, char *err, size_t errlen)
 {
   const int mmin = model_minimum[s->model];
-  const int fw = self->full.width, fh = self->full.height;
+  const GrPlaneF *fplane = self->on_device ? &self->dplane : &self->full;
+  const int fw = fplane->width, fh = fplane->height;
   gboolean ok = TRUE;
   Corr c = { 0 };
   memset (r, 0, sizeof *r);
@@ -1102,19 +1241,75 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   s.control_location = NULL;
   GST_OBJECT_UNLOCK (self);
   const gint64 t0 = g_get_monotonic_time ();
-
-  if (!frame_plane (self, buf, s.nodata, &self->full))
-    return GST_FLOW_ERROR;
-  const int fw = self->full.width, fh = self->full.height;
   const int depth = gst_georeg_video_format_depth (GST_VIDEO_INFO_FORMAT (&self->info));
+  const GrBinMode bmode = gst_georeg_bins_resolve (s.bins, depth);
+
+  /* the device path: the frame (CUDA memory in place, or its 8-bit plane uploaded)
+   * converted, ranged and quantized on the device; percentile bins need a sort of the
+   * values and take the host path */
+  self->on_device = FALSE;
+  self->full_valid = FALSE;
+  if (self->dev >= 0 && bmode != GR_BINS_PERCENTILE) {
+    gboolean done = FALSE;
+    if (!gst_georeg_cuda_frame_to_device (&self->cuda, GST_ELEMENT (self), buf,
+            &self->info, s.nodata, self->dev, 0.0, FALSE, &self->dplane, &self->input,
+            &done, err, sizeof err)) {
+      GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the frame on the "
+              "device."), ("%s", err));
+      return GST_FLOW_ERROR;
+    }
+    self->on_device = done;
+  }
+  if (!self->on_device) {
+    if (!frame_plane (self, buf, s.nodata, &self->full))
+      return GST_FLOW_ERROR;
+    self->full_valid = TRUE;
+  }
+  const GrPlaneF *fplane = self->on_device ? &self->dplane : &self->full;
+  const int fw = fplane->width, fh = fplane->height;
   double fa, fb;
-  if (!value_range (&self->full, gst_georeg_bins_resolve (s.bins, depth), depth,
-          s.bin_low, s.bin_high, &fa, &fb)) {
+  gboolean range_ok;
+#if GR_HAVE_CUDA
+  if (self->on_device && bmode == GR_BINS_MINMAX) {
+    float mn, mx;
+    bool any;
+    if (gr_register_cuda_minmax (self->rc, &self->dplane, &mn, &mx, &any, err,
+            sizeof err) != GR_OK) {
+      GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not range the frame on the "
+              "device."), ("%s", err));
+      return GST_FLOW_ERROR;
+    }
+    /* value_range's min-max: the extremes of the valid values, 0 when none */
+    fa = any ? mn : 0.0;
+    fb = any ? mx : 0.0;
+    range_ok = TRUE;
+  } else
+#endif
+  {
+    /* identity and fixed read only the plane's size */
+    range_ok = value_range (fplane, bmode, depth, s.bin_low, s.bin_high, &fa, &fb);
+  }
+  if (!range_ok) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the frame to %u levels: "
             "check bins, bin-low and bin-high.", s.levels), (NULL));
     return GST_FLOW_ERROR;
   }
-  quantize (&self->full, fa, fb, (int) s.levels, self->frame_q);
+#if GR_HAVE_CUDA
+  if (self->on_device) {
+    if (gr_register_cuda_levels (self->rc, &self->dplane, fa, fb, (int) s.levels,
+            &self->dlevels, err, sizeof err) != GR_OK) {
+      GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not quantize the frame on the "
+              "device."), ("%s", err));
+      return GST_FLOW_ERROR;
+    }
+  } else
+#endif
+  {
+    quantize (&self->full, fa, fb, (int) s.levels, self->frame_q);
+  }
+  const gint64 t_read = g_get_monotonic_time ();
+  self->read_ms = (t_read - t0) / 1000.0;
+  self->keypoints_ms = 0.0;
 
   GstNmiRegisterMeta *m = gst_buffer_add_nmi_register_meta (buf);
   m->model = s.model;
@@ -1182,14 +1377,18 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     kpp.max_keypoints = s.max_keypoints;
     kpp.margin = MAX (s.template_size / 2, 1);
     kp = g_new (GrKeypoint, s.max_keypoints);
-    int nk = gr_keypoints_detect (&self->full, &kpp, kp, s.max_keypoints);
+    /* the device detector finds the CPU detector's keypoints, bit for bit */
+    int nk = self->on_device ? gr_features_detect_device (self->kpf, &self->dplane, &kpp,
+        kp, s.max_keypoints, NULL, err, sizeof err) :
+        gr_keypoints_detect (&self->full, &kpp, kp, s.max_keypoints);
     if (nk < 0) {
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Keypoint detection failed "
-              "(%s).", gr_status_string ((GrStatus) - nk)), (NULL));
+              "(%s).", gr_status_string ((GrStatus) - nk)), ("%s", err));
       ret = GST_FLOW_ERROR;
       goto done;
     }
     m->keypoints = (guint) nk;
+    self->keypoints_ms = (g_get_monotonic_time () - t_read) / 1000.0;
     if (nk < mmin + 1) {
       m->flags |= GST_NMI_REGISTER_FLAG_TOO_FEW_KEYPOINTS;
     } else {
@@ -1463,6 +1662,7 @@ gst_nmi_register_init (GstNmiRegister * self)
   s->backend = DEFAULT_BACKEND;
   s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   s->post_messages = DEFAULT_POST_MESSAGES;
+  self->dev = -1;
   gst_georeg_cuda_init (&self->cuda);
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }

@@ -11,6 +11,8 @@
 #include "gstgeoregutils.h"
 #include "gstgeoregcuda.h"
 #include "gstgeoregcontrol.h"
+#include "gstgeoregcontrolcuda.h"
+#include "descriptors.h"
 #include "fit.h"
 #include "keypoints.h"
 #include "nmi_dense.h"
@@ -88,6 +90,18 @@ struct _GstNmiRegister {
   /* CUDA memory: context, device conversion of CUDA frames (gst/gstgeoregcuda.h) */
   GstGeoregCuda cuda;
   GstGeoregInput input;         /* where the last frame was read from */
+
+  /* the device path (CUDA engine): frames converted, quantized, their keypoints found
+   * and their templates cut on the device; only keypoints and scores come back */
+  GstGeoregDeviceControl *dctl; /* the shared control levels the engine borrows */
+  GrFeatures *kpf;              /* device keypoint detector (gr_keypoints_detect's) */
+  gpointer rc;                  /* GrRegisterCuda: value range, levels, templates */
+  gint dev;                     /* the engines' device; -1 = host path */
+  GrPlaneF dplane;              /* this frame on the device (the converter's memory) */
+  const guint8 *dlevels;        /* its levels on the device (rc's memory) */
+  gboolean on_device;           /* this frame takes the device path */
+  gboolean full_valid;          /* `full` holds this frame (host path, or downloaded) */
+  gdouble read_ms, keypoints_ms;        /* this frame's phases (element message) */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (nmiregister);

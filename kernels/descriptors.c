@@ -383,6 +383,9 @@ struct GrFeatures {
   GrDescriptorScratch scratch;  /* CPU: the full scratch; CUDA: smooth (windows) only */
   float *gw;                    /* CUDA: the disc weights of the last R */
   int gw_r;
+  uint8_t *valid;               /* CUDA, device frames with a mask: validity windows */
+  size_t valid_cap;
+  GrPlaneF view;                /* gr_features_validity */
 #if GR_HAVE_CUDA
   GrFeaturesCuda *cuda;
 #endif
@@ -458,6 +461,7 @@ gr_features_free (GrFeatures *f)
 #endif
   gr_descriptor_scratch_clear (&f->scratch);
   free (f->gw);
+  free (f->valid);
   free (f);
 }
 
@@ -473,17 +477,21 @@ gr_features_scratch (const GrFeatures *f)
   return f ? &f->scratch : NULL;
 }
 
-int
-gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams *kpp,
-    const GrDescriptorParams *dp, GrKeypoint *kp, int capacity, float *desc, float *angle,
-    GrFeatureStats *stats, char *errbuf, size_t errlen)
+const GrPlaneF *
+gr_features_validity (const GrFeatures *f)
 {
-  const double t0 = fnow_ms ();
-  GrFeatureStats st = { 0 };
-  st.candidates = -1;
+  return f && f->view.width > 0 ? &f->view : NULL;
+}
+
+/* the checks shared by the extraction entry points; frame: NULL = not checked */
+static int
+check_args (const GrFeatures *f, const GrPlaneF *img, const GrKeypointParams *kpp,
+    const GrDescriptorParams *dp, GrKeypoint *kp, int capacity, float *desc,
+    char *errbuf, size_t errlen)
+{
   if (!f || !img || !img->data || img->width <= 0 || img->height <= 0 ||
-      img->stride < (size_t) img->width || !kpp || !dp || capacity < 0 ||
-      (capacity > 0 && (!kp || !desc))) {
+      img->stride < (size_t) img->width || !kpp || capacity < 0 || (capacity > 0 && !kp)
+      || (dp && capacity > 0 && !desc)) {
     fset_err (errbuf, errlen, "bad arguments");
     return -GR_ERR_INVALID;
   }
@@ -493,48 +501,86 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
     fset_err (errbuf, errlen, "bad keypoint parameters");
     return -GR_ERR_INVALID;
   }
-  if ((dp->size != 32 && dp->size != 64) || dp->radius < 4 || dp->radius > 64 ||
-      !(dp->sigma >= 0.f) || dp->sigma > 10.f) {
+  if (dp && ((dp->size != 32 && dp->size != 64) || dp->radius < 4 || dp->radius > 64 ||
+          !(dp->sigma >= 0.f) || dp->sigma > 10.f)) {
     fset_err (errbuf, errlen, "bad descriptor parameters");
     return -GR_ERR_INVALID;
   }
-  int n;
+  return 0;
+}
+
+#if GR_HAVE_CUDA
+/* the CUDA engine's per-call host state: the smoothed plane (windows) and the weight
+ * tables, the very floats the CPU path uses */
+static int
+cuda_tables (GrFeatures *f, const GrPlaneF *img, const GrDescriptorParams *dp,
+    GrFeaturesTables *tab, char *errbuf, size_t errlen)
+{
+  const size_t npix = (size_t) img->width * img->height;
+  if (f->scratch.cap < npix || !f->scratch.smooth) {
+    gr_descriptor_scratch_clear (&f->scratch);
+    f->scratch.smooth = malloc (npix * sizeof (float));
+    if (!f->scratch.smooth) {
+      fset_err (errbuf, errlen, "out of memory");
+      return -GR_ERR_NOMEM;
+    }
+    f->scratch.cap = npix;
+  }
+  const int R = dp->radius, side = 2 * R + 1;
+  if (!f->gw || f->gw_r != R) {
+    free (f->gw);
+    f->gw = malloc (sizeof (float) * 2 * side * side);
+    if (!f->gw) {
+      f->gw_r = 0;
+      fset_err (errbuf, errlen, "out of memory");
+      return -GR_ERR_NOMEM;
+    }
+    disc_weights (R, f->gw, f->gw + side * side);
+    f->gw_r = R;
+  }
+  float wt[64];
+  tab->rr = smooth_weights (dp->sigma, wt);
+  memcpy (tab->wt, wt, sizeof (float) * (2 * tab->rr + 1));
+  tab->gw_ori = f->gw;
+  tab->gw_desc = f->gw + side * side;
+  tab->k_ori = ORI_BINS / (2 * PI_F);
+  tab->k_theta = 2 * PI_F / ORI_BINS;
+  tab->k_desc = (dp->size == 64 ? 4 : 8) / (2 * PI_F);
+  return 0;
+}
+
+/* the device detector's limits */
+static bool
+device_detector_fits (const GrPlaneF *img, const GrKeypointParams *kpp)
+{
+  return kpp->block_radius <= 16 && (size_t) img->width * img->height < (size_t) 1 << 31;
+}
+#endif
+
+int
+gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams *kpp,
+    const GrDescriptorParams *dp, GrKeypoint *kp, int capacity, float *desc, float *angle,
+    GrFeatureStats *stats, char *errbuf, size_t errlen)
+{
+  const double t0 = fnow_ms ();
+  GrFeatureStats st = { 0 };
+  st.candidates = -1;
+  if (!dp) {
+    fset_err (errbuf, errlen, "bad arguments");
+    return -GR_ERR_INVALID;
+  }
+  int n = check_args (f, img, kpp, dp, kp, capacity, desc, errbuf, errlen);
+  if (n < 0)
+    return n;
 #if GR_HAVE_CUDA
   if (f->backend == GR_BACKEND_CUDA) {
-    const size_t npix = (size_t) img->width * img->height;
-    if (f->scratch.cap < npix || !f->scratch.smooth) {
-      gr_descriptor_scratch_clear (&f->scratch);
-      f->scratch.smooth = malloc (npix * sizeof (float));
-      if (!f->scratch.smooth) {
-        fset_err (errbuf, errlen, "out of memory");
-        return -GR_ERR_NOMEM;
-      }
-      f->scratch.cap = npix;
-    }
-    const int R = dp->radius, side = 2 * R + 1;
-    if (!f->gw || f->gw_r != R) {
-      free (f->gw);
-      f->gw = malloc (sizeof (float) * 2 * side * side);
-      if (!f->gw) {
-        f->gw_r = 0;
-        fset_err (errbuf, errlen, "out of memory");
-        return -GR_ERR_NOMEM;
-      }
-      disc_weights (R, f->gw, f->gw + side * side);
-      f->gw_r = R;
-    }
     GrFeaturesTables tab;
-    float wt[64];
-    tab.rr = smooth_weights (dp->sigma, wt);
-    memcpy (tab.wt, wt, sizeof (float) * (2 * tab.rr + 1));
-    tab.gw_ori = f->gw;
-    tab.gw_desc = f->gw + side * side;
-    tab.k_ori = ORI_BINS / (2 * PI_F);
-    tab.k_theta = 2 * PI_F / ORI_BINS;
-    tab.k_desc = (dp->size == 64 ? 4 : 8) / (2 * PI_F);
+    n = cuda_tables (f, img, dp, &tab, errbuf, errlen);
+    if (n < 0)
+      return n;
     /* the device detector's limits: outside them the CPU detector (the definition)
      * finds the keypoints and the device computes their descriptors */
-    const bool host = kpp->block_radius > 16 || npix >= (size_t) 1 << 31;
+    const bool host = !device_detector_fits (img, kpp);
     int hn = 0;
     if (host) {
       hn = gr_keypoints_detect (img, kpp, kp, capacity);
@@ -543,8 +589,8 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
         return hn;
       }
     }
-    n = gr_features_cuda_extract (f->cuda, img, kpp, dp, &tab, host ? kp : NULL, hn,
-        capacity, kp, desc, angle, f->scratch.smooth, &st, errbuf, errlen);
+    n = gr_features_cuda_extract (f->cuda, img, false, kpp, dp, &tab, host ? kp : NULL,
+        hn, capacity, kp, desc, angle, f->scratch.smooth, NULL, &st, errbuf, errlen);
     st.host_detect = host;
     if (n < 0)
       return n;
@@ -563,12 +609,116 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
       return -(int) s;
     }
   }
+  f->view = *img;
   st.elapsed_ms = fnow_ms () - t0;
   if (f->backend != GR_BACKEND_CUDA)
     st.kernel_ms = st.elapsed_ms;
   if (stats)
     *stats = st;
   return n;
+}
+
+int
+gr_features_extract_device (GrFeatures *f, const GrPlaneF *frame,
+    const GrKeypointParams *kp_params, const GrDescriptorParams *dp, GrKeypoint *kp,
+    int capacity, float *desc, float *angle, GrFeatureStats *stats, char *errbuf,
+    size_t errlen)
+{
+  const double t0 = fnow_ms ();
+  GrFeatureStats st = { 0 };
+  st.candidates = -1;
+  if (!dp) {
+    fset_err (errbuf, errlen, "bad arguments");
+    return -GR_ERR_INVALID;
+  }
+  int n = check_args (f, frame, kp_params, dp, kp, capacity, desc, errbuf, errlen);
+  if (n < 0)
+    return n;
+#if GR_HAVE_CUDA
+  if (f->backend != GR_BACKEND_CUDA) {
+    fset_err (errbuf, errlen, "a device frame needs the CUDA engine");
+    return -GR_ERR_INVALID;
+  }
+  if (!device_detector_fits (frame, kp_params)) {
+    fset_err (errbuf, errlen, "outside the device detector's limits (block radius <= 16, "
+        "fewer than 2^31 pixels)");
+    return -GR_ERR_INVALID;
+  }
+  GrFeaturesTables tab;
+  n = cuda_tables (f, frame, dp, &tab, errbuf, errlen);
+  if (n < 0)
+    return n;
+  const size_t npix = (size_t) frame->width * frame->height;
+  if (frame->mask && (f->valid_cap < npix || !f->valid)) {
+    free (f->valid);
+    f->valid_cap = 0;
+    f->valid = malloc (npix);
+    if (!f->valid) {
+      fset_err (errbuf, errlen, "out of memory");
+      return -GR_ERR_NOMEM;
+    }
+    f->valid_cap = npix;
+  }
+  n = gr_features_cuda_extract (f->cuda, frame, true, kp_params, dp, &tab, NULL, 0,
+      capacity, kp, desc, angle, f->scratch.smooth, frame->mask ? f->valid : NULL, &st,
+      errbuf, errlen);
+  if (n < 0)
+    return n;
+  f->view.data = f->scratch.smooth;
+  f->view.mask = frame->mask ? f->valid : NULL;
+  f->view.width = frame->width;
+  f->view.height = frame->height;
+  f->view.stride = (size_t) frame->width;
+  st.elapsed_ms = fnow_ms () - t0;
+  if (stats)
+    *stats = st;
+  return n;
+#else
+  (void) angle;
+  (void) stats;
+  (void) t0;
+  (void) st;
+  fset_err (errbuf, errlen, "this build has no CUDA kernels");
+  return -GR_ERR_INVALID;
+#endif
+}
+
+int
+gr_features_detect_device (GrFeatures *f, const GrPlaneF *frame,
+    const GrKeypointParams *kp_params, GrKeypoint *kp, int capacity,
+    GrFeatureStats *stats, char *errbuf, size_t errlen)
+{
+  const double t0 = fnow_ms ();
+  GrFeatureStats st = { 0 };
+  st.candidates = -1;
+  int n = check_args (f, frame, kp_params, NULL, kp, capacity, NULL, errbuf, errlen);
+  if (n < 0)
+    return n;
+#if GR_HAVE_CUDA
+  if (f->backend != GR_BACKEND_CUDA) {
+    fset_err (errbuf, errlen, "a device frame needs the CUDA engine");
+    return -GR_ERR_INVALID;
+  }
+  if (!device_detector_fits (frame, kp_params)) {
+    fset_err (errbuf, errlen, "outside the device detector's limits (block radius <= 16, "
+        "fewer than 2^31 pixels)");
+    return -GR_ERR_INVALID;
+  }
+  n = gr_features_cuda_detect (f->cuda, frame, true, kp_params, capacity, kp, &st, errbuf,
+      errlen);
+  if (n < 0)
+    return n;
+  st.elapsed_ms = fnow_ms () - t0;
+  if (stats)
+    *stats = st;
+  return n;
+#else
+  (void) stats;
+  (void) t0;
+  (void) st;
+  fset_err (errbuf, errlen, "this build has no CUDA kernels");
+  return -GR_ERR_INVALID;
+#endif
 }
 
 /* ------------------------------------------------------------------ patches */

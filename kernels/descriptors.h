@@ -109,6 +109,37 @@ int gr_features_extract (GrFeatures *f, const GrPlaneF *frame,
     int capacity, float *desc, float *angle, GrFeatureStats *stats, char *errbuf,
     size_t errlen);
 
+/* gr_features_extract for a frame that already lies in device memory (a CUDA engine
+ * only): frame->data (floats, any row stride) and frame->mask (packed, width bytes a
+ * row, NULL = all valid) are device pointers of the engine's device (the primary
+ * context), e.g. gst/gstgeoregcuda.h's converted frames; they are read in place (rows
+ * that are not packed are copied on the device first).  Nothing of the frame crosses
+ * to the host: the keypoints, descriptors and the smoothed / validity windows come
+ * back, and the results are those of gr_features_extract on the same plane in host
+ * memory (the same kernels).  The device detector's limits apply (block_radius <= 16,
+ * fewer than 2^31 pixels): outside them -GR_ERR_INVALID.  A CPU engine:
+ * -GR_ERR_INVALID.  After it, gr_features_validity gives the host plane that
+ * gr_descriptor_patches and gr_patch_refine take in place of the frame. */
+int gr_features_extract_device (GrFeatures *f, const GrPlaneF *frame,
+    const GrKeypointParams *kp_params, const GrDescriptorParams *dp, GrKeypoint *kp,
+    int capacity, float *desc, float *angle, GrFeatureStats *stats, char *errbuf,
+    size_t errlen);
+
+/* Keypoints only (gr_keypoints_detect's, bit for bit: the same set, order, positions
+ * and responses) of a frame in device memory, as gr_features_extract_device takes
+ * it; only the keypoints come back.  CUDA engine only (else -GR_ERR_INVALID).
+ * Returns n >= 0 or a negative GrStatus; stats may be NULL. */
+int gr_features_detect_device (GrFeatures *f, const GrPlaneF *frame,
+    const GrKeypointParams *kp_params, GrKeypoint *kp, int capacity,
+    GrFeatureStats *stats, char *errbuf, size_t errlen);
+
+/* The frame as gr_descriptor_patches and gr_patch_refine read it after the last
+ * extraction (they read its size and mask only): after gr_features_extract, the
+ * caller's plane; after gr_features_extract_device, a host plane of the frame's size
+ * whose mask (NULL when the frame had none) is valid within GR_PATCH_RADIUS of every
+ * returned keypoint's nearest pixel, as `smooth` is.  NULL before any extraction. */
+const GrPlaneF *gr_features_validity (const GrFeatures *f);
+
 /* The smoothed frame of the last gr_features_extract, for gr_descriptor_patches and
  * gr_patch_refine.  CPU: the whole scratch.  CUDA: only `smooth` is set, and only
  * within GR_PATCH_RADIUS (Chebyshev) of each returned keypoint's nearest pixel (what

@@ -45,6 +45,11 @@
  *     contributions that fall on the bins / entries it owns; two smoothing passes,
  *     the peak and its parabola, L2 normalization, clipping at 0.2, normalization; and
  *     the 25 x 25 smoothed window around the keypoint (for the element's patches).
+ * The frame comes from the host (uploaded) or already lies in device memory
+ * (gr_features_extract_device, gr_features_detect_device: used in place when its rows
+ * are packed, so a CUDA frame never crosses to the host; then the mask's windows come
+ * back with the smoothed ones, for the element's patches).  Detection alone (steps 1
+ * to 5, then the keys turned into keypoints) serves nmiregister.
  * The host downloads everything in one copy into pinned memory and synchronizes once.
  * Device buffers and the pinned staging grow and are reused: no allocation per frame.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
@@ -767,16 +772,66 @@ describe_kernel (const DescParams P)
   }
 }
 
+/* ---- 8. detection only: the keypoints from their keys ------------------------------ */
+
+__global__ void
+keys_to_kp_kernel (const unsigned long long *__restrict__ order,
+    const unsigned *__restrict__ misc, int lim, int w, float *__restrict__ kp)
+{
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int n = (int) misc[1];
+  n = n < lim ? n : lim;
+  if (i >= n)
+    return;
+  /* describe_kernel's reading of a key */
+  const unsigned long long key = order[i];
+  const unsigned ras = (unsigned) (key & 0xffffffffu);
+  kp[3 * i] = (float) (ras % (unsigned) w);
+  kp[3 * i + 1] = (float) (ras / (unsigned) w);
+  kp[3 * i + 2] = __uint_as_float (0x7fffffffu - (unsigned) (key >> 32));
+}
+
+/* ---- 9. device frames: the validity around each keypoint -------------------------- */
+
+/* the frame's mask in the WSIDE x WSIDE window around each returned keypoint's nearest
+ * pixel (the smoothed window's footprint): what gr_descriptor_patches and
+ * gr_patch_refine read of the mask; 0 outside the frame */
+__global__ void
+mask_window_kernel (const float *__restrict__ kp, const unsigned *__restrict__ misc,
+    int host_n, int lim, const uint8_t *__restrict__ mask, int w, int h,
+    uint8_t *__restrict__ out)
+{
+  const int i = blockIdx.x;
+  int n = host_n >= 0 ? host_n : (int) misc[1];
+  n = n < lim ? n : lim;
+  if (i >= n)
+    return;
+  const int wx = __float2int_rn (kp[3 * i]), wy = __float2int_rn (kp[3 * i + 1]);
+  uint8_t *o = out + (size_t) i * WAREA;
+  for (int t = threadIdx.x; t < WAREA; t += blockDim.x) {
+    const int x = wx + t % WSIDE - GR_PATCH_RADIUS, y = wy + t / WSIDE - GR_PATCH_RADIUS;
+    o[t] = x >= 0 && y >= 0 && x < w && y < h && mask[(size_t) y * w + x] != 0;
+  }
+}
+
 /* ---- host side ---------------------------------------------------------------- */
 
 struct GrFeaturesCuda {
   int device;
   cudaStream_t stream;
   cudaEvent_t ev[4];            /* upload start, kernels start, kernels end, download end */
-  /* per pixel */
-  size_t pix_cap;
-  float *d_img, *d_resp, *d_tmp, *d_smooth, *d_gx, *d_gy;
-  uint8_t *d_mask, *d_rowok, *d_ok, *d_gv;
+  /* host frames (and device frames whose rows are not packed): the frame, its mask */
+  float *d_img;
+  uint8_t *d_mask;
+  size_t in_cap;                /* pixels */
+  /* detection, per pixel */
+  float *d_resp;
+  uint8_t *d_rowok, *d_ok;
+  size_t det_cap;
+  /* descriptors, per pixel */
+  float *d_tmp, *d_smooth, *d_gx, *d_gy;
+  uint8_t *d_gv;
+  size_t desc_cap;
   /* detection */
   unsigned long long *d_buckets;
   size_t buckets_cap;
@@ -791,6 +846,8 @@ struct GrFeaturesCuda {
   /* per keypoint */
   size_t kp_cap;
   float *d_kin, *d_kp, *d_desc, *d_angle, *d_win;
+  uint8_t *d_mwin;              /* device frames with a mask: validity windows */
+  size_t mwin_cap;
   /* weights */
   float *d_gw;
   size_t gw_cap;
@@ -820,35 +877,82 @@ grow (P **ptr, size_t *cap, size_t need)
 }
 
 static void
-free_pixels (GrFeaturesCuda *c)
+free_in (GrFeaturesCuda *c)
 {
   cudaFree (c->d_img);
+  cudaFree (c->d_mask);
+  c->d_img = NULL;
+  c->d_mask = NULL;
+  c->in_cap = 0;
+}
+
+static cudaError_t
+grow_in (GrFeaturesCuda *c, size_t n)
+{
+  if (c->in_cap >= n)
+    return cudaSuccess;
+  free_in (c);
+  cudaError_t e = cudaMalloc (&c->d_img, n * sizeof (float));
+  if (e == cudaSuccess)
+    e = cudaMalloc (&c->d_mask, n);
+  if (e != cudaSuccess) {
+    free_in (c);
+    return e;
+  }
+  c->in_cap = n;
+  return cudaSuccess;
+}
+
+static void
+free_det (GrFeaturesCuda *c)
+{
   cudaFree (c->d_resp);
+  cudaFree (c->d_rowok);
+  cudaFree (c->d_ok);
+  c->d_resp = NULL;
+  c->d_rowok = c->d_ok = NULL;
+  c->det_cap = 0;
+}
+
+static cudaError_t
+grow_det (GrFeaturesCuda *c, size_t n)
+{
+  if (c->det_cap >= n)
+    return cudaSuccess;
+  free_det (c);
+  cudaError_t e = cudaMalloc (&c->d_resp, n * sizeof (float));
+  if (e == cudaSuccess)
+    e = cudaMalloc (&c->d_rowok, n);
+  if (e == cudaSuccess)
+    e = cudaMalloc (&c->d_ok, n);
+  if (e != cudaSuccess) {
+    free_det (c);
+    return e;
+  }
+  c->det_cap = n;
+  return cudaSuccess;
+}
+
+static void
+free_desc (GrFeaturesCuda *c)
+{
   cudaFree (c->d_tmp);
   cudaFree (c->d_smooth);
   cudaFree (c->d_gx);
   cudaFree (c->d_gy);
-  cudaFree (c->d_mask);
-  cudaFree (c->d_rowok);
-  cudaFree (c->d_ok);
   cudaFree (c->d_gv);
-  c->d_img = c->d_resp = c->d_tmp = c->d_smooth = c->d_gx = c->d_gy = NULL;
-  c->d_mask = c->d_rowok = c->d_ok = c->d_gv = NULL;
-  c->pix_cap = 0;
+  c->d_tmp = c->d_smooth = c->d_gx = c->d_gy = NULL;
+  c->d_gv = NULL;
+  c->desc_cap = 0;
 }
 
 static cudaError_t
-grow_pixels (GrFeaturesCuda *c, size_t npix)
+grow_desc (GrFeaturesCuda *c, size_t n)
 {
-  if (c->pix_cap >= npix)
+  if (c->desc_cap >= n)
     return cudaSuccess;
-  free_pixels (c);
-  const size_t n = npix;
-  cudaError_t e = cudaMalloc (&c->d_img, n * sizeof (float));
-  if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_resp, n * sizeof (float));
-  if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_tmp, n * sizeof (float));
+  free_desc (c);
+  cudaError_t e = cudaMalloc (&c->d_tmp, n * sizeof (float));
   if (e == cudaSuccess)
     e = cudaMalloc (&c->d_smooth, n * sizeof (float));
   if (e == cudaSuccess)
@@ -856,18 +960,12 @@ grow_pixels (GrFeaturesCuda *c, size_t npix)
   if (e == cudaSuccess)
     e = cudaMalloc (&c->d_gy, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_mask, n);
-  if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_rowok, n);
-  if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_ok, n);
-  if (e == cudaSuccess)
     e = cudaMalloc (&c->d_gv, n);
   if (e != cudaSuccess) {
-    free_pixels (c);
+    free_desc (c);
     return e;
   }
-  c->pix_cap = n;
+  c->desc_cap = n;
   return cudaSuccess;
 }
 
@@ -904,6 +1002,24 @@ grow_kps (GrFeaturesCuda *c, size_t n)
   }
   c->kp_cap = n;
   return cudaSuccess;
+}
+
+static cudaError_t
+grow_pin (GrFeaturesCuda *c, size_t need)
+{
+  if (c->pin_cap >= need)
+    return cudaSuccess;
+  if (c->h_pin)
+    cudaFreeHost (c->h_pin);
+  c->h_pin = NULL;
+  c->pin_cap = 0;
+  const size_t want = need + need / 4;
+  cudaError_t e = cudaHostAlloc (&c->h_pin, want, cudaHostAllocDefault);
+  if (e == cudaSuccess)
+    c->pin_cap = want;
+  else
+    c->h_pin = NULL;
+  return e;
 }
 
 extern "C" GrFeaturesCuda *
@@ -943,8 +1059,11 @@ gr_features_cuda_free (GrFeaturesCuda *c)
   cudaSetDevice (c->device);
   if (c->stream)
     cudaStreamSynchronize (c->stream);
-  free_pixels (c);
+  free_in (c);
+  free_det (c);
+  free_desc (c);
   free_kps (c);
+  cudaFree (c->d_mwin);
   cudaFree (c->d_buckets);
   cudaFree (c->d_kept);
   cudaFree (c->d_counts);
@@ -967,29 +1086,55 @@ cell_edge (int g, int len, int n)
   return (int) ((long long) g * len / n);
 }
 
-extern "C" int
-gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img,
-    const GrKeypointParams *kpp, const GrDescriptorParams *dp,
-    const GrFeaturesTables *tab, const GrKeypoint *host_kp, int host_n, int capacity,
-    GrKeypoint *kp, float *desc, float *angle, float *smooth, GrFeatureStats *stats,
-    char *errbuf, size_t errlen)
+/* The frame (and its mask) as dense device planes, on c's stream: a host frame is
+ * uploaded; a device frame is used in place when its rows are packed, else copied
+ * (device to device) into c's buffer.  A device mask is always packed (GrPlaneF). */
+static int
+frame_in (GrFeaturesCuda *c, const GrPlaneF *img, bool on_device, const float **d_img,
+    const uint8_t **d_mask, char *errbuf, size_t errlen)
 {
-  CK (cudaSetDevice (c->device), "cudaSetDevice");
   const int w = img->width, h = img->height;
   const size_t npix = (size_t) w * h;
-  const bool detect = host_kp == NULL;
-  const int b = kpp->block_radius;
-  const int R = kpp->margin > b + 1 ? kpp->margin : b + 1;
-  stats->candidates = 0;
-  if (capacity == 0 || (detect && (2 * R + 1 > w || 2 * R + 1 > h)) ||
-      (!detect && host_n == 0))
-    return 0;                   /* as gr_keypoints_detect: nothing to find */
-  const int lim = detect ? (kpp->max_keypoints < capacity ? kpp->max_keypoints : capacity)
-      : host_n;
-  const int size = dp->size;
-  const int side = 2 * dp->radius + 1;
+  cudaStream_t s = c->stream;
+  const bool packed = img->stride == (size_t) w;
+  if (on_device && packed) {
+    *d_img = img->data;
+    *d_mask = img->mask;
+    return 0;
+  }
+  CK (grow_in (c, npix), "cudaMalloc (frame)");
+  const cudaMemcpyKind kind = on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+  /* a pageable host frame: the driver stages it */
+  if (packed)
+    CK (cudaMemcpyAsync (c->d_img, img->data, npix * sizeof (float), kind, s),
+        "frame upload");
+  else
+    CK (cudaMemcpy2DAsync (c->d_img, (size_t) w * sizeof (float), img->data,
+            img->stride * sizeof (float), (size_t) w * sizeof (float), (size_t) h,
+            kind, s), "frame upload");
+  *d_img = c->d_img;
+  *d_mask = NULL;
+  if (img->mask && on_device) {
+    *d_mask = img->mask;
+  } else if (img->mask) {
+    CK (cudaMemcpyAsync (c->d_mask, img->mask, npix, cudaMemcpyHostToDevice, s),
+        "mask upload");
+    *d_mask = c->d_mask;
+  }
+  return 0;
+}
 
-  /* grid geometry and bucket bounds */
+/* The detector's geometry: the grid, the per-cell quota and bucket bound. */
+typedef struct {
+  GridInfo g;
+  int ncells;
+  size_t nkept;
+} DetectPlan;
+
+static int
+detect_prepare (GrFeaturesCuda *c, int w, int h, const GrKeypointParams *kpp, int lim,
+    DetectPlan *pl, char *errbuf, size_t errlen)
+{
   GridInfo g;
   g.cols = kpp->grid_cols;
   g.rows = kpp->grid_rows;
@@ -1009,37 +1154,187 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img,
   if (bucket < 1)
     bucket = 1;
   g.bucket = (int) bucket;
-  const size_t nkept = (size_t) ncells * g.quota;
+  pl->g = g;
+  pl->ncells = ncells;
+  pl->nkept = (size_t) ncells * g.quota;
+  CK (grow_det (c, (size_t) w * h), "cudaMalloc (detection planes)");
+  CK (grow (&c->d_buckets, &c->buckets_cap, (size_t) ncells * g.bucket),
+      "cudaMalloc (candidates)");
+  CK (grow (&c->d_kept, &c->kept_cap, pl->nkept), "cudaMalloc (kept keys)");
+  CK (grow (&c->d_counts, &c->counts_cap, (size_t) ncells), "cudaMalloc (cell counts)");
+  CK (grow (&c->d_order, &c->order_cap, (size_t) lim), "cudaMalloc (order)");
+  return 0;
+}
+
+/* steps 1 to 5 on c's stream: c->d_order[0 .. min(misc[1], lim)) */
+static int
+detect_launch (GrFeaturesCuda *c, const float *d_img, const uint8_t *d_mask, int w, int h,
+    const GrKeypointParams *kpp, int lim, const DetectPlan *pl, char *errbuf,
+    size_t errlen)
+{
+  cudaStream_t s = c->stream;
+  const int b = kpp->block_radius;
+  const int R = kpp->margin > b + 1 ? kpp->margin : b + 1;
+  const dim3 rowblk (256), rowgrid ((unsigned) ((w + 255) / 256), (unsigned) h);
+  CK (cudaMemsetAsync (c->d_misc, 0, 4 * sizeof (unsigned), s), "cudaMemset");
+  CK (cudaMemsetAsync (c->d_counts, 0, (size_t) pl->ncells * sizeof (int), s),
+      "cudaMemset");
+  CK (cudaMemsetAsync (c->d_kept, 0xff, pl->nkept * sizeof (unsigned long long), s),
+      "cudaMemset");
+  if (d_mask) {
+    elig_rows_kernel<<<rowgrid, rowblk, 0, s>>> (d_mask, w, h, R, c->d_rowok);
+    elig_cols_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_rowok, w, h, R, c->d_ok);
+  }
+  const size_t shm = sizeof (float) * ((size_t) (TX + 2 * b + 2) * (TY + 2 * b + 2) +
+      3 * (size_t) (TY + 2 * b) * TX);
+  response_kernel<<<dim3 ((unsigned) ((w + TX - 1) / TX), (unsigned) ((h + TY - 1) / TY)),
+      dim3 (TX, TY), shm, s>>> (d_img, d_mask ? c->d_ok : NULL, w, h, b, R, c->d_resp,
+      c->d_misc);
+  nms_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_resp, w, h, kpp->nms_radius,
+      kpp->min_response, c->d_misc, pl->g, c->d_buckets, c->d_counts);
+  select_kernel<<<pl->ncells, 256, 0, s>>> (c->d_buckets, c->d_counts, pl->g, c->d_kept,
+      c->d_misc);
+  rank_kernel<<<(unsigned) ((pl->nkept + 255) / 256), 256, 0, s>>> (c->d_kept,
+      (int) pl->nkept, lim, c->d_order);
+  CK (cudaGetLastError (), "detection kernels");
+  return 0;
+}
+
+extern "C" int
+gr_features_cuda_detect (GrFeaturesCuda *c, const GrPlaneF *img, bool img_on_device,
+    const GrKeypointParams *kpp, int capacity, GrKeypoint *kp, GrFeatureStats *stats,
+    char *errbuf, size_t errlen)
+{
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  const int w = img->width, h = img->height;
+  const int b = kpp->block_radius;
+  const int R = kpp->margin > b + 1 ? kpp->margin : b + 1;
+  stats->candidates = 0;
+  if (capacity == 0 || 2 * R + 1 > w || 2 * R + 1 > h)
+    return 0;                   /* as gr_keypoints_detect: nothing to find */
+  const int lim = kpp->max_keypoints < capacity ? kpp->max_keypoints : capacity;
+  DetectPlan pl;
+  int r = detect_prepare (c, w, h, kpp, lim, &pl, errbuf, errlen);
+  if (r < 0)
+    return r;
+  const size_t o_kp = 4 * sizeof (unsigned);
+  CK (grow_kps (c, (size_t) lim), "cudaMalloc (keypoint buffers)");
+  CK (grow_pin (c, o_kp + (size_t) lim * 3 * sizeof (float)), "cudaHostAlloc (staging)");
+  unsigned *h_misc = (unsigned *) c->h_pin;
+  float *h_kp = (float *) ((char *) c->h_pin + o_kp);
+  cudaStream_t s = c->stream;
+  CK (cudaEventRecord (c->ev[0], s), "cudaEventRecord");
+  const float *d_img;
+  const uint8_t *d_mask;
+  r = frame_in (c, img, img_on_device, &d_img, &d_mask, errbuf, errlen);
+  if (r < 0)
+    return r;
+  CK (cudaEventRecord (c->ev[1], s), "cudaEventRecord");
+  r = detect_launch (c, d_img, d_mask, w, h, kpp, lim, &pl, errbuf, errlen);
+  if (r < 0)
+    return r;
+  keys_to_kp_kernel<<<(unsigned) ((lim + 255) / 256), 256, 0, s>>> (c->d_order, c->d_misc,
+      lim, w, c->d_kp);
+  CK (cudaGetLastError (), "keypoint kernel");
+  CK (cudaEventRecord (c->ev[2], s), "cudaEventRecord");
+  CK (cudaMemcpyAsync (h_misc, c->d_misc, 4 * sizeof (unsigned), cudaMemcpyDeviceToHost,
+          s), "download (counts)");
+  CK (cudaMemcpyAsync (h_kp, c->d_kp, (size_t) lim * 3 * sizeof (float),
+          cudaMemcpyDeviceToHost, s), "download (keypoints)");
+  CK (cudaEventRecord (c->ev[3], s), "cudaEventRecord");
+  CK (cudaStreamSynchronize (s), "keypoint detection");
+  if (h_misc[2]) {
+    set_err (errbuf, errlen, "internal error: a candidate bucket overflowed");
+    return -GR_ERR_CUDA;
+  }
+  int n = (int) h_misc[1];
+  if (n > lim)
+    n = lim;
+  float ms = 0.f;
+  if (cudaEventElapsedTime (&ms, c->ev[0], c->ev[1]) == cudaSuccess)
+    stats->upload_ms = ms;
+  if (cudaEventElapsedTime (&ms, c->ev[1], c->ev[2]) == cudaSuccess)
+    stats->kernel_ms = ms;
+  if (cudaEventElapsedTime (&ms, c->ev[2], c->ev[3]) == cudaSuccess)
+    stats->download_ms = ms;
+  cudaGetLastError ();
+  stats->candidates = (int) h_misc[3];
+  for (int i = 0; i < n; i++) {
+    kp[i].x = h_kp[3 * i];
+    kp[i].y = h_kp[3 * i + 1];
+    kp[i].response = h_kp[3 * i + 2];
+  }
+  return n;
+}
+
+/* a window of WSIDE x WSIDE values around (wx, wy) into a dense w x h plane */
+template <typename T>
+static void
+scatter_window (T *plane, int w, int h, int wx, int wy, const T *win)
+{
+  for (int r = 0; r < WSIDE; r++) {
+    const int y = wy + r - GR_PATCH_RADIUS;
+    if (y < 0 || y >= h)
+      continue;
+    int x0 = wx - GR_PATCH_RADIUS, c0 = 0, cnt = WSIDE;
+    if (x0 < 0) {
+      c0 = -x0;
+      cnt -= c0;
+      x0 = 0;
+    }
+    if (x0 + cnt > w)
+      cnt = w - x0;
+    if (cnt > 0)
+      memcpy (plane + (size_t) y * w + x0, win + r * WSIDE + c0, (size_t) cnt * sizeof (T));
+  }
+}
+
+extern "C" int
+gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img, bool img_on_device,
+    const GrKeypointParams *kpp, const GrDescriptorParams *dp,
+    const GrFeaturesTables *tab, const GrKeypoint *host_kp, int host_n, int capacity,
+    GrKeypoint *kp, float *desc, float *angle, float *smooth, uint8_t *valid,
+    GrFeatureStats *stats, char *errbuf, size_t errlen)
+{
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  const int w = img->width, h = img->height;
+  const size_t npix = (size_t) w * h;
+  const bool detect = host_kp == NULL;
+  const int b = kpp->block_radius;
+  const int R = kpp->margin > b + 1 ? kpp->margin : b + 1;
+  stats->candidates = 0;
+  if (capacity == 0 || (detect && (2 * R + 1 > w || 2 * R + 1 > h)) ||
+      (!detect && host_n == 0))
+    return 0;                   /* as gr_keypoints_detect: nothing to find */
+  const int lim = detect ? (kpp->max_keypoints < capacity ? kpp->max_keypoints : capacity)
+      : host_n;
+  const int size = dp->size;
+  const int side = 2 * dp->radius + 1;
+  const bool mwin = valid && img->mask;
 
   /* buffers (grow-only) */
-  CK (grow_pixels (c, npix), "cudaMalloc (frame planes)");
-  CK (grow_kps (c, (size_t) lim), "cudaMalloc (keypoint buffers)");
+  DetectPlan pl;
   if (detect) {
-    CK (grow (&c->d_buckets, &c->buckets_cap, (size_t) ncells * g.bucket),
-        "cudaMalloc (candidates)");
-    CK (grow (&c->d_kept, &c->kept_cap, nkept), "cudaMalloc (kept keys)");
-    CK (grow (&c->d_counts, &c->counts_cap, (size_t) ncells), "cudaMalloc (cell counts)");
-    CK (grow (&c->d_order, &c->order_cap, (size_t) lim), "cudaMalloc (order)");
+    const int r = detect_prepare (c, w, h, kpp, lim, &pl, errbuf, errlen);
+    if (r < 0)
+      return r;
   }
+  CK (grow_desc (c, npix), "cudaMalloc (frame planes)");
+  CK (grow_kps (c, (size_t) lim), "cudaMalloc (keypoint buffers)");
+  if (mwin)
+    CK (grow (&c->d_mwin, &c->mwin_cap, (size_t) lim * WAREA), "cudaMalloc (validity)");
   const size_t ngw = 2 * (size_t) side * side;
   CK (grow (&c->d_gw, &c->gw_cap, ngw), "cudaMalloc (weights)");
   /* pinned layout: misc (4 unsigned) | kin/kp (3 lim) | desc (64 lim) | angle (lim) |
-   * windows (WAREA lim) | weights (ngw) */
+   * windows (WAREA lim) | weights (ngw) | validity windows (WAREA lim bytes) */
   const size_t o_kp = 4 * sizeof (unsigned);
   const size_t o_desc = o_kp + (size_t) lim * 3 * sizeof (float);
   const size_t o_ang = o_desc + (size_t) lim * size * sizeof (float);
   const size_t o_win = o_ang + (size_t) lim * sizeof (float);
   const size_t o_gw = o_win + (size_t) lim * WAREA * sizeof (float);
-  const size_t pin_need = o_gw + ngw * sizeof (float);
-  if (c->pin_cap < pin_need) {
-    if (c->h_pin)
-      cudaFreeHost (c->h_pin);
-    c->h_pin = NULL;
-    c->pin_cap = 0;
-    const size_t want = pin_need + pin_need / 4;
-    CK (cudaHostAlloc (&c->h_pin, want, cudaHostAllocDefault), "cudaHostAlloc (staging)");
-    c->pin_cap = want;
-  }
+  const size_t o_mwin = o_gw + ngw * sizeof (float);
+  const size_t pin_need = o_mwin + (mwin ? (size_t) lim * WAREA : 0);
+  CK (grow_pin (c, pin_need), "cudaHostAlloc (staging)");
   char *pin = (char *) c->h_pin;
   unsigned *h_misc = (unsigned *) pin;
   float *h_kp = (float *) (pin + o_kp);
@@ -1047,21 +1342,16 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img,
   float *h_ang = (float *) (pin + o_ang);
   float *h_win = (float *) (pin + o_win);
   float *h_gw = (float *) (pin + o_gw);
+  uint8_t *h_mwin = (uint8_t *) (pin + o_mwin);
 
   cudaStream_t s = c->stream;
-  const bool has_mask = img->mask != NULL;
   CK (cudaEventRecord (c->ev[0], s), "cudaEventRecord");
-  /* the frame (pageable: the driver stages it) and the mask */
-  if (img->stride == (size_t) w)
-    CK (cudaMemcpyAsync (c->d_img, img->data, npix * sizeof (float),
-            cudaMemcpyHostToDevice, s), "frame upload");
-  else
-    CK (cudaMemcpy2DAsync (c->d_img, (size_t) w * sizeof (float), img->data,
-            img->stride * sizeof (float), (size_t) w * sizeof (float), (size_t) h,
-            cudaMemcpyHostToDevice, s), "frame upload");
-  if (has_mask)
-    CK (cudaMemcpyAsync (c->d_mask, img->mask, npix, cudaMemcpyHostToDevice, s),
-        "mask upload");
+  /* the frame and the mask */
+  const float *d_img;
+  const uint8_t *d_mask;
+  int r = frame_in (c, img, img_on_device, &d_img, &d_mask, errbuf, errlen);
+  if (r < 0)
+    return r;
   memcpy (h_gw, tab->gw_ori, (size_t) side * side * sizeof (float));
   memcpy (h_gw + (size_t) side * side, tab->gw_desc, (size_t) side * side * sizeof (float));
   CK (cudaMemcpyAsync (c->d_gw, h_gw, ngw * sizeof (float), cudaMemcpyHostToDevice, s),
@@ -1079,26 +1369,9 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img,
 
   const dim3 rowblk (256), rowgrid ((unsigned) ((w + 255) / 256), (unsigned) h);
   if (detect) {
-    CK (cudaMemsetAsync (c->d_misc, 0, 4 * sizeof (unsigned), s), "cudaMemset");
-    CK (cudaMemsetAsync (c->d_counts, 0, (size_t) ncells * sizeof (int), s), "cudaMemset");
-    CK (cudaMemsetAsync (c->d_kept, 0xff, nkept * sizeof (unsigned long long), s),
-        "cudaMemset");
-    if (has_mask) {
-      elig_rows_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_mask, w, h, R, c->d_rowok);
-      elig_cols_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_rowok, w, h, R, c->d_ok);
-    }
-    const size_t shm = sizeof (float) * ((size_t) (TX + 2 * b + 2) * (TY + 2 * b + 2) +
-        3 * (size_t) (TY + 2 * b) * TX);
-    response_kernel<<<dim3 ((unsigned) ((w + TX - 1) / TX), (unsigned) ((h + TY - 1) / TY)),
-        dim3 (TX, TY), shm, s>>> (c->d_img, has_mask ? c->d_ok : NULL, w, h, b, R,
-        c->d_resp, c->d_misc);
-    nms_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_resp, w, h, kpp->nms_radius,
-        kpp->min_response, c->d_misc, g, c->d_buckets, c->d_counts);
-    select_kernel<<<ncells, 256, 0, s>>> (c->d_buckets, c->d_counts, g, c->d_kept,
-        c->d_misc);
-    rank_kernel<<<(unsigned) ((nkept + 255) / 256), 256, 0, s>>> (c->d_kept, (int) nkept,
-        lim, c->d_order);
-    CK (cudaGetLastError (), "detection kernels");
+    r = detect_launch (c, d_img, d_mask, w, h, kpp, lim, &pl, errbuf, errlen);
+    if (r < 0)
+      return r;
   } else {
     CK (cudaMemsetAsync (c->d_misc, 0, 4 * sizeof (unsigned), s), "cudaMemset");
   }
@@ -1106,10 +1379,9 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img,
   memset (&taps, 0, sizeof taps);
   taps.rr = tab->rr;
   memcpy (taps.wt, tab->wt, sizeof (float) * (2 * tab->rr + 1));
-  const uint8_t *mk = has_mask ? c->d_mask : NULL;
-  smooth_rows_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_img, mk, w, h, taps, c->d_tmp);
-  smooth_cols_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_tmp, mk, w, h, taps, c->d_smooth);
-  gradient_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_smooth, mk, w, h, c->d_gx, c->d_gy,
+  smooth_rows_kernel<<<rowgrid, rowblk, 0, s>>> (d_img, d_mask, w, h, taps, c->d_tmp);
+  smooth_cols_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_tmp, d_mask, w, h, taps, c->d_smooth);
+  gradient_kernel<<<rowgrid, rowblk, 0, s>>> (c->d_smooth, d_mask, w, h, c->d_gx, c->d_gy,
       c->d_gv);
   DescParams P;
   memset (&P, 0, sizeof P);
@@ -1137,6 +1409,9 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img,
   P.angle_out = c->d_angle;
   P.win_out = c->d_win;
   describe_kernel<<<(unsigned) ((lim + DWARPS - 1) / DWARPS), 32 * DWARPS, 0, s>>> (P);
+  if (mwin)
+    mask_window_kernel<<<(unsigned) lim, 128, 0, s>>> (c->d_kp, c->d_misc,
+        detect ? -1 : host_n, lim, d_mask, w, h, c->d_mwin);
   CK (cudaGetLastError (), "descriptor kernels");
   CK (cudaEventRecord (c->ev[2], s), "cudaEventRecord");
 
@@ -1151,6 +1426,9 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img,
           cudaMemcpyDeviceToHost, s), "download (angles)");
   CK (cudaMemcpyAsync (h_win, c->d_win, (size_t) lim * WAREA * sizeof (float),
           cudaMemcpyDeviceToHost, s), "download (windows)");
+  if (mwin)
+    CK (cudaMemcpyAsync (h_mwin, c->d_mwin, (size_t) lim * WAREA, cudaMemcpyDeviceToHost,
+            s), "download (validity windows)");
   CK (cudaEventRecord (c->ev[3], s), "cudaEventRecord");
   CK (cudaStreamSynchronize (s), "feature kernels");
   if (h_misc[2]) {
@@ -1177,25 +1455,12 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img,
   memcpy (desc, h_desc, (size_t) n * size * sizeof (float));
   if (angle)
     memcpy (angle, h_ang, (size_t) n * sizeof (float));
-  /* the windows into the host's smoothed plane */
+  /* the windows into the host's smoothed plane (and validity plane) */
   for (int i = 0; i < n; i++) {
     const int wx = (int) lrintf (kp[i].x), wy = (int) lrintf (kp[i].y);
-    for (int r = 0; r < WSIDE; r++) {
-      const int y = wy + r - GR_PATCH_RADIUS;
-      if (y < 0 || y >= h)
-        continue;
-      int x0 = wx - GR_PATCH_RADIUS, c0 = 0, cnt = WSIDE;
-      if (x0 < 0) {
-        c0 = -x0;
-        cnt -= c0;
-        x0 = 0;
-      }
-      if (x0 + cnt > w)
-        cnt = w - x0;
-      if (cnt > 0)
-        memcpy (smooth + (size_t) y * w + x0, h_win + (size_t) i * WAREA + r * WSIDE + c0,
-            (size_t) cnt * sizeof (float));
-    }
+    scatter_window (smooth, w, h, wx, wy, h_win + (size_t) i * WAREA);
+    if (mwin)
+      scatter_window (valid, w, h, wx, wy, h_mwin + (size_t) i * WAREA);
   }
   return n;
 }

@@ -26,6 +26,8 @@ struct GrFrameCuda {
   size_t small_cap;
   uint8_t *d_ext;         /* external mask, ext_w x ext_h, NULL = none */
   int ext_w, ext_h;
+  uint8_t *d_raw;         /* host frames: their rows, uploaded as they are */
+  size_t raw_cap;         /* bytes */
 };
 
 static void
@@ -181,6 +183,7 @@ gr_frame_cuda_free (GrFrameCuda *c)
   cudaFree (c->d_small);
   cudaFree (c->d_smask);
   cudaFree (c->d_ext);
+  cudaFree (c->d_raw);
   cudaStreamDestroy (c->stream);
   free (c);
 }
@@ -284,6 +287,28 @@ gr_frame_cuda_sync (GrFrameCuda *c, char *errbuf, size_t errlen)
   return GR_OK;
 }
 
+/* the converted plane `dev` (c's memory) into the host plane `out` */
+static GrStatus
+download (GrFrameCuda *c, const GrPlaneF *dev, GrPlaneF *out, char *errbuf, size_t errlen)
+{
+  if (!out->data || out->width != dev->width || out->height != dev->height ||
+      out->stride != (size_t) dev->width || (out->mask != NULL) != (dev->mask != NULL)) {
+    gr_plane_clear (out);
+    if (!gr_plane_alloc (out, dev->width, dev->height, dev->mask != NULL)) {
+      set_err (errbuf, errlen, "out of memory");
+      cudaStreamSynchronize (c->stream);
+      return GR_ERR_NOMEM;
+    }
+  }
+  const size_t n = (size_t) dev->width * dev->height;
+  CK (cudaMemcpyAsync (out->data, dev->data, n * sizeof (float), cudaMemcpyDeviceToHost,
+          c->stream), "plane download");
+  if (dev->mask)
+    CK (cudaMemcpyAsync (out->mask, dev->mask, n, cudaMemcpyDeviceToHost, c->stream),
+        "mask download");
+  return gr_frame_cuda_sync (c, errbuf, errlen);
+}
+
 extern "C" GrStatus
 gr_frame_cuda_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata, double scale,
     GrPlaneF *out, char *errbuf, size_t errlen)
@@ -292,22 +317,54 @@ gr_frame_cuda_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata, double s
   GrStatus st = gr_frame_cuda_convert (c, f, nodata, scale, &dev, errbuf, errlen);
   if (st != GR_OK)
     return st;
-  if (!out->data || out->width != dev.width || out->height != dev.height ||
-      out->stride != (size_t) dev.width || (out->mask != NULL) != (dev.mask != NULL)) {
-    gr_plane_clear (out);
-    if (!gr_plane_alloc (out, dev.width, dev.height, dev.mask != NULL)) {
-      set_err (errbuf, errlen, "out of memory");
-      cudaStreamSynchronize (c->stream);
-      return GR_ERR_NOMEM;
-    }
+  return download (c, &dev, out, errbuf, errlen);
+}
+
+static size_t
+layout_bytes (GrFrameLayout l)
+{
+  return l == GR_FRAME_Y8 ? 1 : l == GR_FRAME_Y16LE ? 2 : 4;
+}
+
+extern "C" GrStatus
+gr_frame_cuda_convert_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
+    double scale, GrPlaneF *dev, char *errbuf, size_t errlen)
+{
+  if (!c || !f || !f->data || f->width <= 0 || f->height <= 0 ||
+      f->layout < GR_FRAME_Y8 || f->layout > GR_FRAME_BGRA ||
+      f->stride < (size_t) f->width * layout_bytes (f->layout)) {
+    set_err (errbuf, errlen, "bad arguments");
+    return GR_ERR_INVALID;
   }
-  const size_t n = (size_t) dev.width * dev.height;
-  CK (cudaMemcpyAsync (out->data, dev.data, n * sizeof (float), cudaMemcpyDeviceToHost,
-          c->stream), "plane download");
-  if (dev.mask)
-    CK (cudaMemcpyAsync (out->mask, dev.mask, n, cudaMemcpyDeviceToHost, c->stream),
-        "mask download");
-  return gr_frame_cuda_sync (c, errbuf, errlen);
+  const size_t row = (size_t) f->width * layout_bytes (f->layout);
+  const size_t need = row * (size_t) f->height;
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  if (c->raw_cap < need) {
+    CK (cudaStreamSynchronize (c->stream), "cudaStreamSynchronize");
+    cudaFree (c->d_raw);
+    c->d_raw = NULL;
+    c->raw_cap = 0;
+    CK (cudaMalloc ((void **) &c->d_raw, need), "cudaMalloc (frame rows)");
+    c->raw_cap = need;
+  }
+  /* pageable source: the call returns once the rows are staged */
+  CK (cudaMemcpy2DAsync (c->d_raw, row, f->data, f->stride, row, (size_t) f->height,
+          cudaMemcpyHostToDevice, c->stream), "frame upload");
+  GrFrameDev d = *f;
+  d.data = c->d_raw;
+  d.stride = row;
+  return gr_frame_cuda_convert (c, &d, nodata, scale, dev, errbuf, errlen);
+}
+
+extern "C" GrStatus
+gr_frame_cuda_host_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
+    double scale, GrPlaneF *out, char *errbuf, size_t errlen)
+{
+  GrPlaneF dev;
+  GrStatus st = gr_frame_cuda_convert_host (c, f, nodata, scale, &dev, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  return download (c, &dev, out, errbuf, errlen);
 }
 
 extern "C" GrStatus

@@ -64,6 +64,21 @@ GrStatus gr_frame_cuda_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
 
 GrStatus gr_frame_cuda_sync (GrFrameCuda *c, char *errbuf, size_t errlen);
 
+/* gr_frame_cuda_convert for a frame in host memory (f->data a host pointer, any
+ * stride): its rows are uploaded as they are (1 byte a pixel for GR_FRAME_Y8, 2 for
+ * Y16LE, 4 for RGBA / BGRA; never a float plane) into a device buffer of c, then
+ * converted on the device, so the result equals gst_georeg_frame_to_plane's plane
+ * bit for bit.  The host rows may be reused when it returns; the conversion itself is
+ * asynchronous on c's stream, as gr_frame_cuda_convert. */
+GrStatus gr_frame_cuda_convert_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
+    double scale, GrPlaneF *dev, char *errbuf, size_t errlen);
+
+/* gr_frame_cuda_convert_host, then a copy into the host plane `out` (as
+ * gr_frame_cuda_to_host): e.g. a 4K 8-bit frame goes up as 8 MB and comes back
+ * downscaled. */
+GrStatus gr_frame_cuda_host_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
+    double scale, GrPlaneF *out, char *errbuf, size_t errlen);
+
 /* Makes the device's primary context (the one every georeg engine runs in) current
  * on the calling thread, creating it if needed. */
 GrStatus gr_cuda_make_primary_current (int device, char *errbuf, size_t errlen);

@@ -307,6 +307,35 @@ run_cpu (GrNmiSparse *nmi, const GrsGeom *g, const uint8_t *templates,
   return oom ? GR_ERR_NOMEM : GR_OK;
 }
 
+/* the checks every run entry makes: params resolved into p / g; 1 = run, 0 = nothing
+ * to do (n = 0), negative = error (status in *st) */
+static int
+run_checks (GrNmiSparse *nmi, const GrNmiSparseParams *params,
+    const GrNmiSparseQuery *queries, int n, GrNmiSparseParams *p, GrsGeom *g,
+    GrStatus *st, char *errbuf, size_t errlen)
+{
+  *st = GR_ERR_INVALID;
+  if (!params_resolve (params, p, g, errbuf, errlen))
+    return -1;
+  if (nmi->ctl_w == 0) {
+    set_err (errbuf, errlen, "no control image set");
+    return -1;
+  }
+  *st = GR_OK;
+  if (n == 0)
+    return 0;
+  for (int k = 0; k < n; k++)
+    /* far-away windows are legal (all invalid) but the arithmetic must not wrap */
+    if (queries[k].x < -(1 << 28) || queries[k].x > (1 << 28) ||
+        queries[k].y < -(1 << 28) || queries[k].y > (1 << 28)) {
+      set_err (errbuf, errlen, "query %d: window centre (%d, %d) out of range", k,
+          queries[k].x, queries[k].y);
+      *st = GR_ERR_INVALID;
+      return -1;
+    }
+  return 1;
+}
+
 GrStatus
 gr_nmi_sparse_run (GrNmiSparse *nmi, const GrNmiSparseParams *params,
     const uint8_t *templates, const uint8_t *tmasks, const GrNmiSparseQuery *queries,
@@ -318,29 +347,103 @@ gr_nmi_sparse_run (GrNmiSparse *nmi, const GrNmiSparseParams *params,
   }
   GrNmiSparseParams p;
   GrsGeom g;
-  if (!params_resolve (params, &p, &g, errbuf, errlen))
-    return GR_ERR_INVALID;
-  if (nmi->ctl_w == 0) {
-    set_err (errbuf, errlen, "no control image set");
-    return GR_ERR_INVALID;
-  }
-  if (n == 0)
-    return GR_OK;
-  for (int k = 0; k < n; k++)
-    /* far-away windows are legal (all invalid) but the arithmetic must not wrap */
-    if (queries[k].x < -(1 << 28) || queries[k].x > (1 << 28) ||
-        queries[k].y < -(1 << 28) || queries[k].y > (1 << 28)) {
-      set_err (errbuf, errlen, "query %d: window centre (%d, %d) out of range", k,
-          queries[k].x, queries[k].y);
-      return GR_ERR_INVALID;
-    }
+  GrStatus st;
+  const int go = run_checks (nmi, params, queries, n, &p, &g, &st, errbuf, errlen);
+  if (go <= 0)
+    return st;
 #if GR_HAVE_CUDA
   if (nmi->backend == GR_BACKEND_CUDA)
     return gr_nmi_sparse_cuda_run (nmi->cuda, &p, templates, tmasks, queries, n, out,
         maps, errbuf, errlen);
 #endif
-  GrStatus st = run_cpu (nmi, &g, templates, tmasks, queries, n, out, maps);
+  st = run_cpu (nmi, &g, templates, tmasks, queries, n, out, maps);
   if (st != GR_OK)
     set_err (errbuf, errlen, "%s", gr_status_string (st));
   return st;
+}
+
+/* ---- device-resident inputs (CUDA engine only) */
+
+GrStatus
+gr_nmi_sparse_set_control_device (GrNmiSparse *nmi, const uint8_t *d_pix,
+    const uint8_t *d_mask, int width, int height, int vmax, char *errbuf, size_t errlen)
+{
+  if (!nmi || !d_pix || width <= 0 || height <= 0 || vmax < 0 || vmax > 255) {
+    set_err (errbuf, errlen, "control image: bad size, value range or pointer");
+    return GR_ERR_INVALID;
+  }
+#if GR_HAVE_CUDA
+  if (nmi->backend == GR_BACKEND_CUDA) {
+    GrStatus st = gr_nmi_sparse_cuda_set_control_device (nmi->cuda, d_pix, d_mask, width,
+        height, vmax, errbuf, errlen);
+    if (st == GR_OK) {
+      nmi->ctl_w = width;
+      nmi->ctl_h = height;
+    }
+    return st;
+  }
+#endif
+  set_err (errbuf, errlen, "a device control needs the CUDA backend");
+  return GR_ERR_INVALID;
+}
+
+GrStatus
+gr_nmi_sparse_run_device (GrNmiSparse *nmi, const GrNmiSparseParams *params,
+    const uint8_t *d_templates, const uint8_t *d_tmasks, const GrNmiSparseQuery *queries,
+    int n, GrNmiSparseMatch *out, char *errbuf, size_t errlen)
+{
+  if (!nmi || n < 0 || (n > 0 && (!d_templates || !queries || !out))) {
+    set_err (errbuf, errlen, "bad arguments (NULL pointer or negative count)");
+    return GR_ERR_INVALID;
+  }
+  GrNmiSparseParams p;
+  GrsGeom g;
+  GrStatus st;
+#if GR_HAVE_CUDA
+  if (nmi->backend == GR_BACKEND_CUDA) {
+    const int go = run_checks (nmi, params, queries, n, &p, &g, &st, errbuf, errlen);
+    if (go <= 0)
+      return st;
+    return gr_nmi_sparse_cuda_run_dev (nmi->cuda, &p, d_templates, d_tmasks, NULL, 0,
+        false, queries, n, out, errbuf, errlen);
+  }
+#endif
+  (void) p;
+  (void) g;
+  (void) st;
+  set_err (errbuf, errlen, "device templates need the CUDA backend");
+  return GR_ERR_INVALID;
+}
+
+GrStatus
+gr_nmi_sparse_run_cut_device (GrNmiSparse *nmi, const GrNmiSparseParams *params,
+    const GrImage8 *d_img, const int32_t *xy, bool with_masks,
+    const GrNmiSparseQuery *queries, int n, GrNmiSparseMatch *out, char *errbuf,
+    size_t errlen)
+{
+  if (!nmi || n < 0 || !d_img || !d_img->pix || d_img->width <= 0 || d_img->height <= 0
+      || d_img->pix_stride < (size_t) d_img->width ||
+      (d_img->mask && d_img->mask_stride < (size_t) d_img->width) ||
+      (n > 0 && (!xy || !queries || !out))) {
+    set_err (errbuf, errlen, "bad arguments (NULL pointer, size or negative count)");
+    return GR_ERR_INVALID;
+  }
+  GrNmiSparseParams p;
+  GrsGeom g;
+  GrStatus st;
+#if GR_HAVE_CUDA
+  if (nmi->backend == GR_BACKEND_CUDA) {
+    const int go = run_checks (nmi, params, queries, n, &p, &g, &st, errbuf, errlen);
+    if (go <= 0)
+      return st;
+    return gr_nmi_sparse_cuda_run_dev (nmi->cuda, &p, NULL, NULL, d_img, xy, with_masks,
+        queries, n, out, errbuf, errlen);
+  }
+#endif
+  (void) p;
+  (void) g;
+  (void) st;
+  (void) with_masks;
+  set_err (errbuf, errlen, "device templates need the CUDA backend");
+  return GR_ERR_INVALID;
 }

@@ -109,6 +109,36 @@ double gr_nmi_sparse_last_kernel_ms (const GrNmiSparse *nmi);
 GrStatus gr_nmi_sparse_cut_templates (const GrImage8 *img, int template_size,
     const int32_t *xy, int n, uint8_t *templates, uint8_t *tmasks);
 
+/* ---- Inputs already in device memory (CUDA engine only; a CPU engine answers
+ * GR_ERR_INVALID).  Pointers are of the engine's device, in its primary context; work
+ * that wrote them must be finished (synchronized) before the call.  The results are
+ * those of gr_nmi_sparse_run on the same bytes (the same kernel). */
+
+/* Uses a control image that lies in device memory, packed (stride = width), mask
+ * packed 0/1 or NULL (all valid); vmax: the largest value of a valid control pixel
+ * (it sizes the histograms, as gr_nmi_sparse_set_control finds it).  The engine
+ * borrows the buffers: they must outlive its use of them (the next set_control or
+ * gr_nmi_sparse_free); it never frees them.  Shared device controls
+ * (gst/gstgeoregcontrolcuda.h) are handed to engines this way. */
+GrStatus gr_nmi_sparse_set_control_device (GrNmiSparse *nmi, const uint8_t *d_pix,
+    const uint8_t *d_mask, int width, int height, int vmax, char *errbuf, size_t errlen);
+
+/* gr_nmi_sparse_run with the templates (and masks, or NULL) in device memory. */
+GrStatus gr_nmi_sparse_run_device (GrNmiSparse *nmi, const GrNmiSparseParams *params,
+    const uint8_t *d_templates, const uint8_t *d_tmasks, const GrNmiSparseQuery *queries,
+    int n, GrNmiSparseMatch *out, char *errbuf, size_t errlen);
+
+/* Cuts the templates on the device from an 8-bit image in device memory (d_img's
+ * pointers are device pointers), with gr_nmi_sparse_cut_templates's semantics
+ * (centres xy[2k], xy[2k + 1] on the host; pixels outside or masked invalid, value 0),
+ * then runs: only the centres and queries go up, only the results come back.
+ * with_masks false: no template masks (as gr_nmi_sparse_run with tmasks NULL; for
+ * callers that know every pixel is valid). */
+GrStatus gr_nmi_sparse_run_cut_device (GrNmiSparse *nmi, const GrNmiSparseParams *params,
+    const GrImage8 *d_img, const int32_t *xy, bool with_masks,
+    const GrNmiSparseQuery *queries, int n, GrNmiSparseMatch *out, char *errbuf,
+    size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

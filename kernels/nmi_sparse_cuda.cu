@@ -708,6 +708,26 @@ nmi_sparse_kernel (const SpArgs args)
   }
 }
 
+/* ---- templates cut on the device (gr_nmi_sparse_cut_templates) -------------- */
+
+__global__ void
+cut_templates_kernel (const uint8_t *__restrict__ pix, size_t ps,
+    const uint8_t *__restrict__ mask, size_t ms, int w, int h,
+    const int32_t *__restrict__ xy, int T, uint8_t *__restrict__ tpl,
+    uint8_t *__restrict__ tmk)
+{
+  const int k = blockIdx.x, T2 = T * T, h2 = T / 2;
+  for (int t = threadIdx.x; t < T2; t += blockDim.x) {
+    const int i = t % T, j = t / T;
+    const int x = xy[2 * k] - h2 + i, y = xy[2 * k + 1] - h2 + j;
+    const bool ok = x >= 0 && y >= 0 && x < w && y < h &&
+        (!mask || mask[(size_t) y * ms + x]);
+    tpl[(size_t) k * T2 + t] = ok ? pix[(size_t) y * ps + x] : 0;
+    if (tmk)
+      tmk[(size_t) k * T2 + t] = ok ? 1 : 0;
+  }
+}
+
 /* ---- host side ------------------------------------------------------------- */
 
 struct GrNmiSparseCuda {
@@ -720,6 +740,7 @@ struct GrNmiSparseCuda {
   double last_ms;
   /* resident */
   uint8_t *d_ctl, *d_cmask;
+  bool ctl_borrowed;             /* set_control_device: not ours to free */
   int cw, ch;
   int nbins;                     /* even, > the largest valid control value */
   int64_t *d_tab, *d_dtab;
@@ -733,6 +754,8 @@ struct GrNmiSparseCuda {
   size_t tpl_cap, tmask_cap;
   GrNmiSparseQuery *d_q;
   size_t q_cap;
+  int32_t *d_xy;                 /* template centres (cut on the device) */
+  size_t xy_cap;
   GrNmiSparseMatch *d_out;
   size_t out_cap;
   double *d_maps;
@@ -762,8 +785,11 @@ gr_nmi_sparse_cuda_free (GrNmiSparseCuda *c)
   cudaSetDevice (c->device);
   if (c->stream)
     cudaStreamSynchronize (c->stream);
-  cudaFree (c->d_ctl);
-  cudaFree (c->d_cmask);
+  if (!c->ctl_borrowed) {
+    cudaFree (c->d_ctl);
+    cudaFree (c->d_cmask);
+  }
+  cudaFree (c->d_xy);
   cudaFree (c->d_tab);
   cudaFree (c->d_dtab);
   cudaFree (c->d_lnn);
@@ -839,10 +865,13 @@ gr_nmi_sparse_cuda_set_control (GrNmiSparseCuda *c, const uint8_t *pix,
 {
   CK (cudaSetDevice (c->device), "cudaSetDevice");
   CK (cudaStreamSynchronize (c->stream), "cudaStreamSynchronize");
-  cudaFree (c->d_ctl);
-  cudaFree (c->d_cmask);
+  if (!c->ctl_borrowed) {
+    cudaFree (c->d_ctl);
+    cudaFree (c->d_cmask);
+  }
   c->d_ctl = NULL;
   c->d_cmask = NULL;
+  c->ctl_borrowed = false;
   c->cw = c->ch = 0;
   const size_t n = (size_t) width * height;
   /* the histograms need a bin per value that a valid window pixel can take */
@@ -859,6 +888,25 @@ gr_nmi_sparse_cuda_set_control (GrNmiSparseCuda *c, const uint8_t *pix,
   c->cw = width;
   c->ch = height;
   c->nbins = (int) ((vmax + 2) & ~1u);
+  return GR_OK;
+}
+
+extern "C" GrStatus
+gr_nmi_sparse_cuda_set_control_device (GrNmiSparseCuda *c, const uint8_t *d_pix,
+    const uint8_t *d_mask, int width, int height, int vmax, char *errbuf, size_t errlen)
+{
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  CK (cudaStreamSynchronize (c->stream), "cudaStreamSynchronize");
+  if (!c->ctl_borrowed) {
+    cudaFree (c->d_ctl);
+    cudaFree (c->d_cmask);
+  }
+  c->d_ctl = (uint8_t *) d_pix;
+  c->d_cmask = (uint8_t *) d_mask;
+  c->ctl_borrowed = true;
+  c->cw = width;
+  c->ch = height;
+  c->nbins = (int) (((unsigned) vmax + 2) & ~1u);
   return GR_OK;
 }
 
@@ -888,11 +936,17 @@ sp_configure (GrNmiSparseCuda *c, size_t smem, char *errbuf, size_t errlen)
   return GR_OK;
 }
 
-extern "C" GrStatus
-gr_nmi_sparse_cuda_run (GrNmiSparseCuda *c, const GrNmiSparseParams *p,
-    const uint8_t *templates, const uint8_t *tmasks, const GrNmiSparseQuery *queries,
-    int n, GrNmiSparseMatch *out, double *maps, char *errbuf, size_t errlen)
+/* The templates come from the host (templates / tmasks), from device memory
+ * (d_tpl_in / d_tmask_in) or are cut on the device from d_img at xy. */
+static GrStatus
+run_impl (GrNmiSparseCuda *c, const GrNmiSparseParams *p, const uint8_t *templates,
+    const uint8_t *tmasks, const uint8_t *d_tpl_in, const uint8_t *d_tmask_in,
+    const GrImage8 *d_img, const int32_t *xy, bool with_masks,
+    const GrNmiSparseQuery *queries, int n, GrNmiSparseMatch *out, double *maps,
+    char *errbuf, size_t errlen)
 {
+  const bool cut = d_img != NULL, dev = d_tpl_in != NULL;
+  const bool has_mask = cut ? with_masks : dev ? d_tmask_in != NULL : tmasks != NULL;
   if (!c->d_ctl) {
     set_err (errbuf, errlen, "no control image set");
     return GR_ERR_INVALID;
@@ -933,19 +987,31 @@ gr_nmi_sparse_cuda_run (GrNmiSparseCuda *c, const GrNmiSparseParams *p,
   const size_t P2 = (size_t) P * P;
   const size_t nmaps = maps ? (size_t) n : (size_t) grid;
 
-  CK (grow (&c->d_tpl, &c->tpl_cap, T2 * n), "cudaMalloc (templates)");
-  if (tmasks)
+  if (!dev)
+    CK (grow (&c->d_tpl, &c->tpl_cap, T2 * n), "cudaMalloc (templates)");
+  if (has_mask && !dev)
     CK (grow (&c->d_tmask, &c->tmask_cap, T2 * n), "cudaMalloc (template masks)");
+  if (cut)
+    CK (grow (&c->d_xy, &c->xy_cap, sizeof (int32_t) * 2 * n), "cudaMalloc (centres)");
   CK (grow (&c->d_q, &c->q_cap, sizeof (GrNmiSparseQuery) * n), "cudaMalloc (queries)");
   CK (grow (&c->d_out, &c->out_cap, sizeof (GrNmiSparseMatch) * n), "cudaMalloc (results)");
   CK (grow (&c->d_maps, &c->maps_cap, sizeof (double) * P2 * nmaps), "cudaMalloc (maps)");
 
   cudaStream_t s = c->stream;
-  CK (cudaMemcpyAsync (c->d_tpl, templates, T2 * n, cudaMemcpyHostToDevice, s),
-      "template upload");
-  if (tmasks)
-    CK (cudaMemcpyAsync (c->d_tmask, tmasks, T2 * n, cudaMemcpyHostToDevice, s),
-        "template mask upload");
+  if (cut) {
+    CK (cudaMemcpyAsync (c->d_xy, xy, sizeof (int32_t) * 2 * n, cudaMemcpyHostToDevice,
+            s), "centre upload");
+    cut_templates_kernel<<<(unsigned) n, 128, 0, s>>> (d_img->pix, d_img->pix_stride,
+        d_img->mask, d_img->mask_stride, d_img->width, d_img->height, c->d_xy,
+        a.G.g.T, c->d_tpl, has_mask ? c->d_tmask : NULL);
+    CK (cudaGetLastError (), "template cut launch");
+  } else if (!dev) {
+    CK (cudaMemcpyAsync (c->d_tpl, templates, T2 * n, cudaMemcpyHostToDevice, s),
+        "template upload");
+    if (tmasks)
+      CK (cudaMemcpyAsync (c->d_tmask, tmasks, T2 * n, cudaMemcpyHostToDevice, s),
+          "template mask upload");
+  }
   CK (cudaMemcpyAsync (c->d_q, queries, sizeof (GrNmiSparseQuery) * n,
           cudaMemcpyHostToDevice, s), "query upload");
   CK (cudaMemsetAsync (c->d_counter, 0, sizeof (int), s), "counter reset");
@@ -954,8 +1020,8 @@ gr_nmi_sparse_cuda_run (GrNmiSparseCuda *c, const GrNmiSparseParams *p,
   a.ctl.mask = c->d_cmask;
   a.ctl.cw = c->cw;
   a.ctl.ch = c->ch;
-  a.tpl = c->d_tpl;
-  a.tmask = tmasks ? c->d_tmask : NULL;
+  a.tpl = dev ? d_tpl_in : c->d_tpl;
+  a.tmask = !has_mask ? NULL : dev ? d_tmask_in : c->d_tmask;
   a.q = c->d_q;
   a.n = n;
   a.tab = c->d_tab;
@@ -987,4 +1053,23 @@ gr_nmi_sparse_cuda_run (GrNmiSparseCuda *c, const GrNmiSparseParams *p,
       cudaGetLastError ();
   }
   return GR_OK;
+}
+
+extern "C" GrStatus
+gr_nmi_sparse_cuda_run (GrNmiSparseCuda *c, const GrNmiSparseParams *p,
+    const uint8_t *templates, const uint8_t *tmasks, const GrNmiSparseQuery *queries,
+    int n, GrNmiSparseMatch *out, double *maps, char *errbuf, size_t errlen)
+{
+  return run_impl (c, p, templates, tmasks, NULL, NULL, NULL, NULL, false, queries, n,
+      out, maps, errbuf, errlen);
+}
+
+extern "C" GrStatus
+gr_nmi_sparse_cuda_run_dev (GrNmiSparseCuda *c, const GrNmiSparseParams *p,
+    const uint8_t *d_templates, const uint8_t *d_tmasks, const GrImage8 *d_img,
+    const int32_t *xy, bool with_masks, const GrNmiSparseQuery *queries, int n,
+    GrNmiSparseMatch *out, char *errbuf, size_t errlen)
+{
+  return run_impl (c, p, NULL, NULL, d_templates, d_tmasks, d_img, xy, with_masks,
+      queries, n, out, NULL, errbuf, errlen);
 }

@@ -25,6 +25,15 @@ GrStatus gr_nmi_sparse_cuda_set_control (GrNmiSparseCuda *c, const uint8_t *pix,
 GrStatus gr_nmi_sparse_cuda_run (GrNmiSparseCuda *c, const GrNmiSparseParams *params,
     const uint8_t *templates, const uint8_t *tmasks, const GrNmiSparseQuery *queries,
     int n, GrNmiSparseMatch *out, double *maps, char *errbuf, size_t errlen);
+/* A borrowed device control (never freed by c). */
+GrStatus gr_nmi_sparse_cuda_set_control_device (GrNmiSparseCuda *c, const uint8_t *d_pix,
+    const uint8_t *d_mask, int width, int height, int vmax, char *errbuf, size_t errlen);
+/* Device-side templates: either d_templates / d_tmasks (device), or cut on the device
+ * from d_img at the host centres xy (with masks when with_masks).  No maps. */
+GrStatus gr_nmi_sparse_cuda_run_dev (GrNmiSparseCuda *c, const GrNmiSparseParams *params,
+    const uint8_t *d_templates, const uint8_t *d_tmasks, const GrImage8 *d_img,
+    const int32_t *xy, bool with_masks, const GrNmiSparseQuery *queries, int n,
+    GrNmiSparseMatch *out, char *errbuf, size_t errlen);
 double gr_nmi_sparse_cuda_last_ms (const GrNmiSparseCuda *c);
 
 #ifdef __cplusplus

@@ -9,7 +9,8 @@
  * the same streaming thread unless a queue decouples them).  Throughput is frames
  * leaving "last" over the wall time from the first frame in to the last frame out.
  * Prints frames, fps, p50/p90/p99/max latency in ms, and the input memory of the
- * frames ("input-memory" of the last element message seen).
+ * frames ("input-memory" of the last element message seen), then the median of every
+ * "*-ms" field of the elements' messages (e.g. nmiregister.register-ms), a line.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,27 @@ on_out (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* "message.field" -> GArray of doubles: the elements' own timings */
+static GHashTable *timings;
+
+static gboolean
+collect_ms (GQuark field, const GValue * v, gpointer data)
+{
+  const gchar *name = g_quark_to_string (field);
+  if (!G_VALUE_HOLDS_DOUBLE (v) || !g_str_has_suffix (name, "-ms"))
+    return TRUE;
+  gchar *key = g_strdup_printf ("%s.%s", (const gchar *) data, name);
+  GArray *a = g_hash_table_lookup (timings, key);
+  if (!a) {
+    a = g_array_new (FALSE, FALSE, sizeof (double));
+    g_hash_table_insert (timings, g_strdup (key), a);
+  }
+  const double d = g_value_get_double (v);
+  g_array_append_val (a, d);
+  g_free (key);
+  return TRUE;
+}
+
 static int
 cmp_d (const void *a, const void *b)
 {
@@ -83,6 +105,8 @@ main (int argc, char **argv)
     fprintf (stderr, "usage: georeg-live-bench [--json PATH] 'PIPELINE'\n");
     return 2;
   }
+  timings = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      (GDestroyNotify) g_array_unref);
   GError *err = NULL;
   GstElement *pipe = gst_parse_launch (desc, &err);
   if (!pipe) {
@@ -136,6 +160,8 @@ main (int argc, char **argv)
     const gchar *in = st ? gst_structure_get_string (st, "input-memory") : NULL;
     if (in && GST_MESSAGE_SRC (m) == GST_OBJECT (first))
       g_strlcpy (input, in, sizeof input);
+    if (st)
+      gst_structure_foreach (st, collect_ms, (gpointer) gst_structure_get_name (st));
     gst_message_unref (m);
   }
   gst_element_set_state (pipe, GST_STATE_NULL);
@@ -147,6 +173,16 @@ main (int argc, char **argv)
   printf ("frames %u  wall %.2f s  fps %.1f  latency ms p50 %.2f p90 %.2f p99 %.2f max %.2f"
       "  input-memory %s\n", s.lat->len, wall, fps, pct (sorted, 50), pct (sorted, 90),
       pct (sorted, 99), pct (sorted, 100), input);
+  GList *keys = g_list_sort (g_hash_table_get_keys (timings), (GCompareFunc) strcmp);
+  if (keys) {
+    printf ("        element timings, median ms:");
+    for (GList * l = keys; l; l = l->next) {
+      GArray *a = g_hash_table_lookup (timings, l->data);
+      g_array_sort (a, cmp_d);
+      printf (" %s %.2f", (const gchar *) l->data, pct (a, 50));
+    }
+    printf ("\n");
+  }
   if (json) {
     FILE *f = fopen (json, "w");
     if (f) {
@@ -156,10 +192,16 @@ main (int argc, char **argv)
           pct (sorted, 90), pct (sorted, 99), pct (sorted, 100), input);
       for (guint i = 0; i < s.lat->len; i++)
         fprintf (f, "%s%.3f", i ? ", " : "", g_array_index (s.lat, double, i));
-      fprintf (f, "]}\n");
+      fprintf (f, "], \"element_ms_median\": {");
+      for (GList * l = keys; l; l = l->next)
+        fprintf (f, "%s\"%s\": %.3f", l == keys ? "" : ", ", (const gchar *) l->data,
+            pct (g_hash_table_lookup (timings, l->data), 50));
+      fprintf (f, "}}\n");
       fclose (f);
     }
   }
+  g_list_free (keys);
+  g_hash_table_destroy (timings);
   g_array_free (sorted, TRUE);
   g_array_free (s.lat, TRUE);
   gst_object_unref (pin);

@@ -7,28 +7,49 @@
 #   pipelines/live-4k.sh system [DIR] [SINK]    the same, frames in system memory
 #   pipelines/live-4k.sh bench [DIR] [OUT]      both through georeg-live-bench: fps and
 #                                               p50/p99 latency, JSON under OUT
-# DIR defaults to live-4k-data; BUILD (environment) to build-cudamem.  SINK defaults to
+#   pipelines/live-4k.sh stages [DIR] [OUT]     each element alone after nvh264dec (the
+#                                               latency is the element's; nmiregister
+#                                               after nmilocalize, for its prior)
+# DIR defaults to live-4k-data; BUILD (environment) to build-live.  SINK defaults to
 # "fakesink sync=false" (as fast as it goes; "fakesink sync=true" paces at 30 fps).
+# QUEUES=1 (environment): a queue after nmilocalize and after nmiregister, so that
+# the elements run in threads of their own (throughput then follows the slowest one).
+# PACED=1: bench with "fakesink sync=true", the stream paced at its 30 fps as a live
+# source would deliver it (latency then has no queueing of frames decoded ahead).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cmd=${1:-}; dir=${2:-live-4k-data}
-build=${BUILD:-build-cudamem}
+build=${BUILD:-build-live}
 export GST_PLUGIN_PATH_1_0=$PWD/$build/gst${GST_PLUGIN_PATH_1_0:+:$GST_PLUGIN_PATH_1_0}
 
 # Control 5120x3072 (1 px = 1 ground unit), frames 3840x2160 cut from it: nmilocalize
 # searches at 1/20 scale, nmiregister refines 2,000 keypoints, featurematch matches
 # 500 features of each frame against the 8 previous ones.
-LOC="nmilocalize name=first control-location=$dir/control.png frame-scale=0.05 control-scale=0.05"
-REG="nmiregister control-location=$dir/control.png max-keypoints=2000"
-FM="featurematch name=last max-features=500 max-images=8"
+LOCA="control-location=$dir/control.png frame-scale=0.05 control-scale=0.05"
+REGA="control-location=$dir/control.png max-keypoints=2000"
+FMA="max-features=500 max-images=8"
+LOC="nmilocalize name=first $LOCA"
+REG="nmiregister $REGA"
+FM="featurematch name=last $FMA"
 SRC="filesrc location=$dir/flight.h264 ! h264parse"
+Q=""
+[ "${QUEUES:-0}" = 1 ] && Q=" ! queue max-size-buffers=4 max-size-bytes=0 max-size-time=0"
+
+mem () {        # $1 = cuda|system
+  if [ "$1" = cuda ]; then echo "video/x-raw(memory:CUDAMemory),format=NV12"
+  else echo "video/x-raw,format=NV12"; fi
+}
 
 pipeline () {   # $1 = cuda|system, $2 = sink
-  if [ "$1" = cuda ]; then
-    echo "$SRC ! nvh264dec ! video/x-raw(memory:CUDAMemory),format=NV12 ! $LOC ! $REG ! $FM ! $2"
-  else
-    echo "$SRC ! nvh264dec ! video/x-raw,format=NV12 ! $LOC ! $REG ! $FM ! $2"
-  fi
+  echo "$SRC ! nvh264dec ! $(mem "$1") ! $LOC$Q ! $REG$Q ! $FM ! $2"
+}
+
+stage () {      # $1 = cuda|system, $2 = loc|reg|fm, $3 = sink
+  case "$2" in
+  loc) echo "$SRC ! nvh264dec ! $(mem "$1") ! nmilocalize name=first $LOCA ! identity name=last ! $3" ;;
+  reg) echo "$SRC ! nvh264dec ! $(mem "$1") ! nmilocalize $LOCA ! nmiregister name=first $REGA ! identity name=last ! $3" ;;
+  fm)  echo "$SRC ! nvh264dec ! $(mem "$1") ! featurematch name=first $FMA ! identity name=last ! $3" ;;
+  esac
 }
 
 case "$cmd" in
@@ -54,10 +75,22 @@ cuda|system)
   ;;
 bench)
   out=${3:-$dir}; mkdir -p "$out"
+  tag=""; [ "${QUEUES:-0}" = 1 ] && tag="-queues"
+  sink="fakesink sync=false"; [ "${PACED:-0}" = 1 ] && { sink="fakesink sync=true"; tag="$tag-paced"; }
   for mode in cuda system; do
-    printf '%-7s ' "$mode"
-    "$build/pipelines/georeg-live-bench" --json "$out/live-$mode.json" \
-      "$(pipeline "$mode" "fakesink sync=false")"
+    printf '%-7s ' "$mode$tag"
+    "$build/pipelines/georeg-live-bench" --json "$out/live-$mode$tag.json" \
+      "$(pipeline "$mode" "$sink")"
+  done
+  ;;
+stages)
+  out=${3:-$dir}; mkdir -p "$out"
+  for st in loc reg fm; do
+    for mode in cuda system; do
+      printf '%-4s %-7s ' "$st" "$mode"
+      "$build/pipelines/georeg-live-bench" --json "$out/stage-$st-$mode.json" \
+        "$(stage "$mode" "$st" "fakesink sync=false")"
+    done
   done
   ;;
 *)

@@ -16,6 +16,10 @@
  * allowed only as such; patches (gr_descriptor_patches on each engine's smoothed
  * frame) within one level; the CUDA output deterministic (two runs, same bits); every
  * output poisoned first.
+ * Device-resident frames: gr_features_extract_device and gr_features_detect_device on
+ * the plane uploaded to the GPU give the very bits gr_features_extract gives on the
+ * host plane (keypoints, descriptors, angles, and patches read through
+ * gr_features_validity), and the CPU detector's keypoints, bit for bit.
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  *   GR_FEATURES_GPU_SELFTEST=1: run the comparisons with a CPU engine on both sides
  *   (checks this harness on a machine without a GPU).
@@ -32,6 +36,9 @@
 #include "raster.h"
 #include "synth.h"
 #include "realdesc.h"
+#if GR_HAVE_CUDA
+#include "register_cuda.h"
+#endif
 
 #include "test_check.h"
 
@@ -247,6 +254,89 @@ defaults (GrKeypointParams *kpp, GrDescriptorParams *dp, int size, int maxkp)
   kpp->margin = gr_descriptor_margin (dp);
 }
 
+#if GR_HAVE_CUDA
+/* one frame: host input against device input on the same CUDA engine */
+static void
+compare_device (const char *what, GrFeatures *gpu, const GrPlaneF *img, int maxkp)
+{
+  GrKeypointParams kpp;
+  GrDescriptorParams dp;
+  defaults (&kpp, &dp, 64, maxkp);
+  char err[256] = "";
+  GrPlaneF dev;
+  if (gr_cuda_plane_upload (0, img, &dev, err, sizeof err) != GR_OK) {
+    CHECK (0, "%s: upload: %s", what, err);
+    return;
+  }
+  const size_t cap = (size_t) maxkp;
+  GrKeypoint *ka = calloc (cap, sizeof *ka), *kb = calloc (cap, sizeof *kb),
+      *kc = calloc (cap, sizeof *kc), *kd = calloc (cap, sizeof *kd);
+  float *da = calloc (cap * 64, sizeof (float)), *db = calloc (cap * 64, sizeof (float));
+  float *aa = calloc (cap, sizeof (float)), *ab = calloc (cap, sizeof (float));
+  uint8_t *pa = calloc (cap * GR_PATCH_BYTES, 1), *pb = calloc (cap * GR_PATCH_BYTES, 1);
+  const int na = gr_features_extract (gpu, img, &kpp, &dp, ka, maxkp, da, aa, NULL, err,
+      sizeof err);
+  CHECK (na >= 0, "%s: host extract: %s", what, err);
+  if (na > 0)
+    gr_descriptor_patches (img, gr_features_scratch (gpu), ka, na, pa);
+  const int nb = gr_features_extract_device (gpu, &dev, &kpp, &dp, kb, maxkp, db, ab, NULL,
+      err, sizeof err);
+  CHECK (nb >= 0, "%s: device extract: %s", what, err);
+  const GrPlaneF *view = gr_features_validity (gpu);
+  CHECK (view && view->width == img->width && view->height == img->height &&
+      (view->mask != NULL) == (dev.mask != NULL), "%s: validity view", what);
+  if (nb > 0 && view)
+    gr_descriptor_patches (view, gr_features_scratch (gpu), kb, nb, pb);
+  /* the CPU detector against the device detector on the device plane */
+  GrKeypointParams kq = kpp;
+  kq.margin = 5;
+  const int nc = gr_keypoints_detect (img, &kq, kc, maxkp);
+  const int nd = gr_features_detect_device (gpu, &dev, &kq, kd, maxkp, NULL, err,
+      sizeof err);
+  CHECK (nd >= 0, "%s: device detection: %s", what, err);
+  const bool same = na == nb && na >= 0 &&
+      memcmp (ka, kb, sizeof *ka * (size_t) na) == 0 &&
+      memcmp (da, db, sizeof (float) * 64 * (size_t) na) == 0 &&
+      memcmp (aa, ab, sizeof (float) * (size_t) na) == 0 &&
+      memcmp (pa, pb, (size_t) GR_PATCH_BYTES * na) == 0;
+  const bool same_det = nc == nd && nc >= 0 &&
+      memcmp (kc, kd, sizeof *kc * (size_t) nc) == 0;
+  CHECK (same, "%s: device frame: %d vs %d features, not bit-identical", what, na, nb);
+  CHECK (same_det, "%s: device detection: %d vs CPU %d keypoints, not bit-identical",
+      what, nd, nc);
+  printf ("%-28s device frame: %d features %s; detection %d keypoints %s\n", what, nb,
+      same ? "identical" : "DIFFER", nd, same_det ? "identical" : "DIFFER");
+  gr_cuda_device_free (0, dev.data);
+  gr_cuda_device_free (0, dev.mask);
+  free (ka);
+  free (kb);
+  free (kc);
+  free (kd);
+  free (da);
+  free (db);
+  free (aa);
+  free (ab);
+  free (pa);
+  free (pb);
+}
+
+static void
+test_device (GrFeatures *gpu)
+{
+  if (gr_features_backend (gpu) != GR_BACKEND_CUDA)
+    return;
+  GrPlaneF a, m;
+  synth_frame (640, 480, 21, 0.0, 1.0, &a);
+  synth_frame (640, 480, 22, 0.3, 1.0, &m);
+  if (a.data)
+    compare_device ("synth", gpu, &a, 500);
+  if (m.data)
+    compare_device ("synth, no-data border", gpu, &m, 2000);
+  gr_synth_plane_free (&a);
+  gr_synth_plane_free (&m);
+}
+#endif
+
 static void
 test_synth (GrFeatures *gpu, GrFeatures *cpu, int quick)
 {
@@ -438,6 +528,10 @@ main (void)
   gr_synth_plane_free (&p);
 
   test_synth (gpu, cpu, quick);
+#if GR_HAVE_CUDA
+  if (!selftest)
+    test_device (gpu);
+#endif
   test_real (gpu, cpu);
   printf ("%d frames, %d keypoints compared, %d orientation near-ties\n", total_frames,
       total_kp, total_ties);
