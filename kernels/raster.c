@@ -103,13 +103,14 @@ plane_alloc (GrPlaneF *p, int w, int h, bool with_mask)
   if (!p->data)
     return false;
   if (with_mask) {
+    /* not cleared here: every loader writes each mask row as it decodes it, so a
+     * truncated file that claims a huge size touches no more memory than it holds */
     p->mask = malloc (n);
     if (!p->mask) {
       free (p->data);
       p->data = NULL;
       return false;
     }
-    memset (p->mask, MASK_VALID, n);
   }
   p->width = w;
   p->height = h;
@@ -157,6 +158,19 @@ gr_geo_apply (const double geo[6], double px, double py, double *mx, double *my)
     *mx = x;
   if (my)
     *my = y;
+}
+
+/* A geotransform the elements can use: six finite numbers and an invertible, finite
+ * pixel-to-map matrix (NaN/Inf or overflowing values would turn every map position
+ * in the results into NaN). */
+static bool
+geo_usable (const double g[6])
+{
+  for (int i = 0; i < 6; i++)
+    if (!isfinite (g[i]))
+      return false;
+  double det = g[1] * g[5] - g[2] * g[4];
+  return isfinite (det) && det != 0.0;
 }
 
 GrStatus
@@ -235,12 +249,13 @@ gr_world_file_read (const char *path, double geo[6], char *errbuf, size_t errlen
     set_err (errbuf, errlen, "'%s': degenerate world file (zero pixel size)", path);
     return GR_ERR_FORMAT;
   }
-  geo[0] = C - A / 2 - B / 2;
-  geo[1] = A;
-  geo[2] = B;
-  geo[3] = F - D / 2 - E / 2;
-  geo[4] = D;
-  geo[5] = E;
+  double g[6] = { C - A / 2 - B / 2, A, B, F - D / 2 - E / 2, D, E };
+  if (!geo_usable (g)) {
+    set_err (errbuf, errlen, "'%s': world file values out of range (the pixel corners "
+        "or the pixel size overflow)", path);
+    return GR_ERR_FORMAT;
+  }
+  memcpy (geo, g, sizeof g);
   return GR_OK;
 }
 
@@ -346,12 +361,38 @@ convert_row (const uint8_t *row, int w, int ch, bool b16, int band, float *dst,
   }
 }
 
+/* Palette indices to RGB (pch 3) or RGBA (pch 4) bytes, as libpng's expansion does
+ * (alpha from tRNS, 255 beyond it), except that an index past the palette gives
+ * transparent black. */
+static const uint8_t *
+expand_palette (const uint8_t *idx, int w, const png_color *pal, int npal,
+    const png_byte *trans, int ntrans, int pch, uint8_t *out)
+{
+  for (int x = 0; x < w; x++) {
+    int k = idx[x];
+    uint8_t *o = out + (size_t) x * (size_t) pch;
+    if (k < npal) {
+      o[0] = pal[k].red;
+      o[1] = pal[k].green;
+      o[2] = pal[k].blue;
+      if (pch == 4)
+        o[3] = k < ntrans ? trans[k] : 255;
+    } else {
+      o[0] = o[1] = o[2] = 0;
+      if (pch == 4)
+        o[3] = 0;
+    }
+  }
+  return out;
+}
+
 typedef struct {
   const char *path;
   FILE *fp;
   int band;
   png_structp png;
   png_infop info;
+  uint8_t *palbuf;              /* one row of expanded palette colours */
   uint8_t *rowbuf;              /* one row, or the whole image when interlaced */
   png_bytep *rows;
   GrRaster *out;
@@ -386,7 +427,56 @@ png_read_body (PngRead *s)
   png_uint_32 w = 0, h = 0;
   int depth = 0, ctype = 0, interlace = 0;
   png_get_IHDR (png, info, &w, &h, &depth, &ctype, &interlace, NULL, NULL);
-  png_set_expand (png);         /* palette -> RGB, gray < 8 bit -> 8, tRNS -> alpha */
+  /* deflate compresses at most 1032:1: a header that declares more pixel data than
+   * the file could hold is a truncated or forged file; refused before the planes are
+   * allocated (a 100-byte file claiming 60000 x 60000 RGBA would otherwise cost
+   * gigabytes and seconds) */
+  struct stat fst;
+  if (fstat (fileno (s->fp), &fst) == 0 && fst.st_size >= 0) {
+    int chans = ctype == PNG_COLOR_TYPE_GRAY_ALPHA ? 2 : ctype == PNG_COLOR_TYPE_RGB ? 3 :
+        ctype == PNG_COLOR_TYPE_RGB_ALPHA ? 4 : 1;
+    unsigned long long raw = ((unsigned long long) w * chans * depth + 7) / 8 * h;
+    unsigned long long cap = 1032ull * (unsigned long long) fst.st_size + 65536;
+    if (raw > cap) {
+      s->status = GR_ERR_FORMAT;
+      snprintf (s->msg, sizeof s->msg, "truncated or corrupt PNG: %u x %u pixels need "
+          "at least %llu bytes of compressed data, the file has %lld", (unsigned) w,
+          (unsigned) h, raw / 1032, (long long) fst.st_size);
+      return;
+    }
+  }
+  /* A gray or RGB tRNS value beyond the bit depth is corrupt: libpng would keep its
+   * low bits (some pixels turn transparent), GDAL compares it whole (none do).
+   * Refused, so that no loader invents a mask (found by fuzz_raster_gdal). */
+  png_color_16p tc = NULL;
+  if (depth < 16 && (ctype == PNG_COLOR_TYPE_GRAY || ctype == PNG_COLOR_TYPE_RGB) &&
+      (png_get_tRNS (png, info, NULL, NULL, &tc) & PNG_INFO_tRNS) && tc) {
+    unsigned maxv = (1u << depth) - 1;
+    if (ctype == PNG_COLOR_TYPE_GRAY ? tc->gray > maxv :
+        (tc->red > maxv || tc->green > maxv || tc->blue > maxv)) {
+      s->status = GR_ERR_FORMAT;
+      snprintf (s->msg, sizeof s->msg, "corrupt PNG: tRNS transparent colour out of range "
+          "for %d-bit samples", depth);
+      return;
+    }
+  }
+  /* Palette images are expanded here, not by libpng: libpng gives an index beyond a
+   * short palette opaque black, the GDAL loader masks it (value 0); here too (found by
+   * fuzz_raster_gdal).  Gray < 8 bit -> 8 and tRNS -> alpha are libpng's. */
+  bool palette = ctype == PNG_COLOR_TYPE_PALETTE;
+  png_colorp pal = NULL;
+  png_bytep trans = NULL;
+  int npal = 0, ntrans = 0;
+  if (palette) {
+    png_get_PLTE (png, info, &pal, &npal);
+    png_get_tRNS (png, info, &trans, &ntrans, NULL);
+    if (!trans)
+      ntrans = 0;
+    if (depth < 8)
+      png_set_packing (png);    /* one index per byte */
+  } else {
+    png_set_expand (png);
+  }
   int passes = png_set_interlace_handling (png);
   png_read_update_info (png, info);
   int ch = png_get_channels (png, info);
@@ -399,14 +489,29 @@ png_read_body (PngRead *s)
         (unsigned) w, (unsigned) h, ch, bd);
     return;
   }
-  int bands = ch >= 3 ? 3 : 1;
+  if (palette && (ch != 1 || bd != 8 || !pal || npal < 1)) {
+    s->status = GR_ERR_FORMAT;
+    snprintf (s->msg, sizeof s->msg, "unsupported PNG palette layout");
+    return;
+  }
+  /* a palette expands to RGB, with alpha when some entry is transparent or missing */
+  int pch = !palette ? ch : (ntrans > 0 || npal < (1 << depth)) ? 4 : 3;
+  int bands = pch >= 3 ? 3 : 1;
   if (s->band < 0 || s->band > bands) {
     s->status = GR_ERR_FORMAT;
     snprintf (s->msg, sizeof s->msg, "band %d out of range (the file has %d band%s)",
         s->band, bands, bands == 1 ? "" : "s");
     return;
   }
-  bool has_alpha = ch == 2 || ch == 4;
+  bool has_alpha = pch == 2 || pch == 4;
+  if (palette) {
+    s->palbuf = malloc ((size_t) w * 4);
+    if (!s->palbuf) {
+      s->status = GR_ERR_NOMEM;
+      snprintf (s->msg, sizeof s->msg, "out of memory");
+      return;
+    }
+  }
   if (!plane_alloc (&out->plane, (int) w, (int) h, has_alpha)) {
     s->status = GR_ERR_NOMEM;
     snprintf (s->msg, sizeof s->msg, "cannot allocate %u x %u pixels", (unsigned) w,
@@ -425,7 +530,11 @@ png_read_body (PngRead *s)
     }
     for (png_uint_32 y = 0; y < h; y++) {
       png_read_row (png, s->rowbuf, NULL);
-      convert_row (s->rowbuf, (int) w, ch, bd == 16, s->band,
+      const uint8_t *row = s->rowbuf;
+      if (palette)
+        row = expand_palette (s->rowbuf, (int) w, pal, npal, trans, ntrans, pch,
+            s->palbuf);
+      convert_row (row, (int) w, pch, bd == 16, s->band,
           out->plane.data + (size_t) y * w,
           out->plane.mask ? out->plane.mask + (size_t) y * w : NULL);
     }
@@ -445,10 +554,15 @@ png_read_body (PngRead *s)
     for (png_uint_32 y = 0; y < h; y++)
       s->rows[y] = s->rowbuf + (size_t) y * rowbytes;
     png_read_image (png, s->rows);
-    for (png_uint_32 y = 0; y < h; y++)
-      convert_row (s->rows[y], (int) w, ch, bd == 16, s->band,
+    for (png_uint_32 y = 0; y < h; y++) {
+      const uint8_t *row = s->rows[y];
+      if (palette)
+        row = expand_palette (s->rows[y], (int) w, pal, npal, trans, ntrans, pch,
+            s->palbuf);
+      convert_row (row, (int) w, pch, bd == 16, s->band,
           out->plane.data + (size_t) y * w,
           out->plane.mask ? out->plane.mask + (size_t) y * w : NULL);
+    }
   }
   png_read_end (png, NULL);
 }
@@ -484,6 +598,7 @@ load_png (const char *path, FILE *fp, int band, GrRaster *out, char *errbuf, siz
   png_destroy_read_struct (&s.png, &s.info, NULL);
   free (s.rows);
   free (s.rowbuf);
+  free (s.palbuf);
   if (jumped) {
     set_err (errbuf, errlen, "'%s': corrupt or truncated PNG: %s", path, s.msg);
     return GR_ERR_FORMAT;
@@ -579,7 +694,27 @@ jpeg_read_body (JpegRead *s)
         s->band, bands, bands == 1 ? "" : "s");
     return;
   }
+  /* Huffman-coded data spends at least one bit per MCU (a DC code); a header that
+   * declares more MCUs than the file has bits (with a margin of 2) is a truncated or
+   * forged file: refused before libjpeg allocates whole-image buffers (progressive
+   * files) or the plane is made */
+  struct stat fst;
+  if (!ci->arith_code && ci->max_h_samp_factor > 0 && fstat (fileno (s->fp), &fst) == 0) {
+    unsigned mw = 8u * (unsigned) ci->max_h_samp_factor;
+    unsigned long long mcus = (unsigned long long) ((ci->image_width + mw - 1) / mw) *
+        ci->total_iMCU_rows;
+    if ((unsigned long long) fst.st_size * 16 < mcus) {
+      s->status = GR_ERR_FORMAT;
+      snprintf (s->msg, sizeof s->msg, "truncated or corrupt JPEG: %u x %u pixels need "
+          "at least %llu bytes of coded data, the file has %lld",
+          (unsigned) ci->image_width, (unsigned) ci->image_height, mcus / 16,
+          (long long) fst.st_size);
+      return;
+    }
+  }
   jpeg_start_decompress (ci);
+  if (s->err.warnings > 0)
+    goto corrupt;               /* a progressive file's scans are read above */
   int w = (int) ci->output_width, h = (int) ci->output_height, ch = ci->output_components;
   if (w <= 0 || h <= 0 || ch != bands) {
     s->status = GR_ERR_FORMAT;
@@ -609,8 +744,17 @@ jpeg_read_body (JpegRead *s)
       return;
     }
     convert_row (s->rowbuf, w, ch, false, s->band, out->plane.data + y * (size_t) w, NULL);
+    if (s->err.warnings > 0)
+      goto corrupt;
   }
   jpeg_finish_decompress (ci);
+  return;
+
+corrupt:
+  /* libjpeg would go on filling the missing rows with gray, for the whole declared
+   * size; the file is refused anyway (load_jpeg): stop at the first warning */
+  s->status = GR_ERR_FORMAT;
+  snprintf (s->msg, sizeof s->msg, "corrupt or truncated JPEG: %s", s->err.warning);
 }
 
 static int
@@ -820,6 +964,38 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
   free (data);
   data = NULL;
 
+  /* A raster whose blocks are all missing (a sparse file, or a header whose strip
+   * tables were lost) would be read in full as zeros: a 179-byte TIFF claiming 65286 x
+   * 3149 x 65 bands cost 6 s and 1.7 GB (found by fuzz_raster_gdal).  Nothing in it
+   * can be registered against: refused before the planes are allocated. */
+  double covered = 0.0;
+  if (GDALGetDataCoverageStatus (src[0], 0, 0, w, h, 0, &covered) ==
+      GDAL_DATA_COVERAGE_STATUS_EMPTY) {
+    set_err (errbuf, errlen, "'%s': no pixel data in the file (%d x %d declared, every "
+        "block missing)", path, w, h);
+    return GR_ERR_FORMAT;
+  }
+
+  /* The first strip is read before the planes are allocated: a truncated or forged
+   * file (a 740-byte JPEG claiming 15000 x 15000) fails here, having cost one strip,
+   * not a full-size plane (which the allocator may touch: MALLOC_PERTURB_, sanitizers). */
+  {
+    int rows = h < STRIP_ROWS ? h : STRIP_ROWS;
+    float *probe = malloc (sizeof (float) * (size_t) w * (size_t) rows);
+    if (!probe) {
+      set_err (errbuf, errlen, "'%s': out of memory", path);
+      return GR_ERR_NOMEM;
+    }
+    CPLErr pe = GDALRasterIO (src[0], GF_Read, 0, 0, w, rows, probe, w, rows, GDT_Float32,
+        0, 0);
+    free (probe);
+    if (pe != CE_None) {
+      set_err (errbuf, errlen, "'%s': read failed at rows 0-%d: %s", path, rows - 1,
+          errs->have_failure ? errs->failure : "GDAL read error");
+      return GR_ERR_FORMAT;
+    }
+  }
+
   /* low-bit data (NBITS 1..7, e.g. a 2-bit gray PNG) is stretched to 0..255, as libpng
    * expands it, so both loaders agree */
   double nscale = 0.0;
@@ -1024,8 +1200,14 @@ load_gdal (const char *path, int band, GrRaster *out, char *errbuf, size_t errle
         st = apply_world_file (path, wf, out, errbuf, errlen);
       free (wf);
       if (st == GR_OK && !out->has_geo && gdal_geo) {
-        memcpy (out->geo, gt, sizeof gt);
-        out->has_geo = true;
+        if (!geo_usable (gt)) {
+          st = GR_ERR_FORMAT;
+          set_err (errbuf, errlen, "'%s': unusable geotransform (%g %g %g %g %g %g: not "
+              "finite or not invertible)", path, gt[0], gt[1], gt[2], gt[3], gt[4], gt[5]);
+        } else {
+          memcpy (out->geo, gt, sizeof gt);
+          out->has_geo = true;
+        }
       }
       GDALDriverH drv = GDALGetDatasetDriver (ds);
       snprintf (out->driver, sizeof out->driver, "GDAL/%s",
@@ -1037,6 +1219,72 @@ load_gdal (const char *path, int band, GrRaster *out, char *errbuf, size_t errle
   free (prev);
   CPLPopErrorHandler ();
   return st;
+}
+
+/* PNG files that the built-in loader reads in GDAL builds too, so that both builds give
+ * the same planes (or the same refusal):
+ *  - GDAL before 3.10.1 returns byte-swapped samples for Adam7-interlaced 16-bit PNGs
+ *    on little-endian hosts (fixed upstream by OSGeo/gdal PR 11553; Debian 12 ships
+ *    3.6);
+ *  - a gray or RGB tRNS colour out of range for the bit depth, which the built-in
+ *    loader refuses as corrupt (GDAL would ignore it);
+ *  - a header declaring more pixel data than the file can hold (refused by the
+ *    built-in loader before any allocation).
+ * The first two were found by fuzz_raster_gdal's comparison of the two loaders. */
+static bool
+gdal_png_to_builtin (const char *path)
+{
+  static int buggy = -1;
+  if (buggy < 0) {
+    const char *v = GDALVersionInfo ("VERSION_NUM");
+    buggy = v && atoi (v) < 3100100;
+  }
+  if (strncmp (path, "/vsi", 4) == 0)
+    return false;
+  FILE *f = fopen (path, "rb");
+  if (!f)
+    return false;
+  uint8_t h[29];
+  bool to_builtin = false;
+  /* signature, IHDR first: bit depth at byte 24, colour type at 25, interlace at 28 */
+  if (fread (h, 1, sizeof h, f) == sizeof h && png_sig_cmp (h, 0, 8) == 0 &&
+      memcmp (h + 12, "IHDR", 4) == 0) {
+    int depth = h[24], ctype = h[25];
+    to_builtin = buggy && depth == 16 && h[28] == 1;
+    /* more pixel data declared than the file can hold: the built-in loader refuses it
+     * before allocating (GDAL would allocate the planes first) */
+    uint32_t pw = ((uint32_t) h[16] << 24) | ((uint32_t) h[17] << 16) |
+        ((uint32_t) h[18] << 8) | h[19];
+    uint32_t ph = ((uint32_t) h[20] << 24) | ((uint32_t) h[21] << 16) |
+        ((uint32_t) h[22] << 8) | h[23];
+    int chans = ctype == 4 ? 2 : ctype == 2 ? 3 : ctype == 6 ? 4 : 1;
+    struct stat fst;
+    if (fstat (fileno (f), &fst) == 0 && pw <= 1000000 && ph <= 1000000 &&
+        ((unsigned long long) pw * chans * depth + 7) / 8 * ph >
+        1032ull * (unsigned long long) fst.st_size + 65536)
+      to_builtin = true;
+    /* the chunks before the image data: look for tRNS */
+    long off = 33;
+    for (int k = 0; k < 64 && !to_builtin && fseek (f, off, SEEK_SET) == 0; k++) {
+      uint8_t c[14];
+      size_t n = fread (c, 1, sizeof c, f);
+      if (n < 8 || memcmp (c + 4, "IDAT", 4) == 0 || memcmp (c + 4, "IEND", 4) == 0)
+        break;
+      uint32_t len = ((uint32_t) c[0] << 24) | ((uint32_t) c[1] << 16) |
+          ((uint32_t) c[2] << 8) | c[3];
+      if (memcmp (c + 4, "tRNS", 4) == 0 && depth < 16 && (ctype == 0 || ctype == 2)) {
+        unsigned maxv = (1u << depth) - 1;
+        for (uint32_t i = 0; i + 1 < len && i + 1 < n - 8 && i < (ctype ? 6u : 2u); i += 2)
+          if ((((unsigned) c[8 + i] << 8) | c[9 + i]) > maxv)
+            to_builtin = true;
+      }
+      if (len > 0x7fffffffu - 12)
+        break;
+      off += 12 + (long) len;
+    }
+  }
+  fclose (f);
+  return to_builtin;
 }
 
 #endif /* GR_HAVE_GDAL */
@@ -1054,6 +1302,8 @@ gr_raster_load (const char *path, int band, GrRaster *out, char *errbuf, size_t 
     set_err (errbuf, errlen, "gr_raster_load: NULL path");
     return GR_ERR_INVALID;
   }
+  if (gdal_png_to_builtin (path))
+    return gr_raster_load_builtin (path, band, out, errbuf, errlen);
   GrStatus st = load_gdal (path, band, out, errbuf, errlen);
   if (st == GR_OK)
     mask_drop_if_all_valid (&out->plane);

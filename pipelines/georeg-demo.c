@@ -111,7 +111,7 @@ on_message (GstBus *bus, GstMessage *msg, gpointer data)
 int
 main (int argc, char **argv)
 {
-  gchar *frames = NULL, *control = NULL, *backend = g_strdup ("auto");
+  gchar *frames = NULL, *control = NULL, *backend = NULL;
   gint band = 0, require = -1, control_nodata = -1;
   gdouble fs = 1.0, cs = 1.0;
   GOptionEntry entries[] = {
@@ -139,6 +139,9 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
+  /* the default is set after parsing: GOption does not free a string it replaces */
+  if (!backend)
+    backend = g_strdup ("auto");
   if (g_strcmp0 (backend, "cuda") == 0 && gr_cuda_device_count () == 0) {
     printf ("SKIP: backend=cuda asked for, and no usable CUDA device here\n");
     return 77;

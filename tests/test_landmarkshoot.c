@@ -639,7 +639,9 @@ GST_START_TEST (test_enc_element)
   fail_unless (gst_structure_has_name (gst_caps_get_structure (caps, 0), "text/csv"));
   gst_caps_unref (caps);
   /* header=false */
-  g_object_set (gst_harness_find_element (h, "pointsetenc"), "header", FALSE, NULL);
+  GstElement *enc = gst_harness_find_element (h, "pointsetenc");
+  g_object_set (enc, "header", FALSE, NULL);
+  gst_object_unref (enc);
   fail_unless_equals_int (gst_harness_push (h, pointset_buffer (p, 2, 2)), GST_FLOW_OK);
   out = gst_harness_pull (h);
   gst_buffer_map (out, &map, GST_MAP_READ);

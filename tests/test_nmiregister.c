@@ -476,8 +476,10 @@ GST_START_TEST (test_bad_frames)
 
   /* degenerate: only an 11-pixel strip of the frame is valid (alpha), so every
    * keypoint lies on one row */
-  h = gst_harness_new_parse (g_strdup_printf ("nmiregister control-location=\"%s\" "
-          "backend=cpu", control_path));
+  gchar *desc = g_strdup_printf ("nmiregister control-location=\"%s\" backend=cpu",
+      control_path);
+  h = gst_harness_new_parse (desc);
+  g_free (desc);
   gst_harness_set_src_caps_str (h, "video/x-raw,format=RGBA,width=160,height=120,"
       "framerate=10/1");
   gr_synth_translation_homography (120, 90, ht);
