@@ -4,6 +4,7 @@
 # Called by .ci/run after tests/run.sh (which installs the packages); by hand:
 #
 #   bash tests/run-sanitizers.sh [meson test args...]    # build dir: ./build-asan
+#                                        (or $GEOREG_ASAN_BUILD)
 #
 # Any ASan report (heap/stack/global overflow, use after free, double free, ...), any
 # UBSan report (also float-cast-overflow) and any leak at exit fails the test that
@@ -14,13 +15,14 @@
 #  - the plugin scanner (gst-plugin-scanner, not instrumented) must load the
 #    instrumented plugin: it runs through a wrapper that preloads libasan (leak
 #    checking off there: it only loads plugins);
-#  - LeakSanitizer suppressions: tests/lsan.supp (GLib's one-time allocations; each
-#    entry documented).
+#  - LeakSanitizer suppressions: tests/lsan.supp (GLib's and GStreamer's one-time
+#    allocations; each entry documented).
 # Ends with one line: "N passed, N failed, N skipped".
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$src"
 build=${GEOREG_ASAN_BUILD:-build-asan}
+case $build in /*) ;; *) build=$src/$build ;; esac
 
 if ! command -v meson >/dev/null || ! pkg-config --exists gstreamer-check-1.0; then
   bash tools/bootstrap.sh >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
@@ -52,7 +54,7 @@ cat > "$build/asan-plugin-scanner" <<EOF
 LD_PRELOAD="$libasan\${LD_PRELOAD:+:\$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$scanner" "\$@"
 EOF
 chmod +x "$build/asan-plugin-scanner"
-export GST_PLUGIN_SCANNER="$src/$build/asan-plugin-scanner"
+export GST_PLUGIN_SCANNER="$build/asan-plugin-scanner"
 # a registry written by another scanner may hold the plugin as blacklisted
 rm -f "$build/tests/registry.bin"
 

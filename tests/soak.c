@@ -270,7 +270,9 @@ main (int argc, char **argv)
           make_frames (dir, &control, &frames)))
     goto out;
 
-  const gchar *src = "appsrc name=src format=time block=true max-bytes=20000";
+  /* not blocking: the loop below waits for room itself, watching the bus, so that an
+   * error downstream ends the run instead of leaving a push blocked for ever */
+  const gchar *src = "appsrc name=src format=time block=false max-bytes=0";
   gchar *l = NULL, *r = NULL;
   if (!shoot) {
     l = g_strdup_printf (loc, control);
@@ -347,6 +349,9 @@ main (int argc, char **argv)
           FRM_W * FRM_H);
     GST_BUFFER_PTS (buf) = gst_util_uint64_scale_int (i, GST_SECOND, 10);
     GST_BUFFER_DURATION (buf) = GST_SECOND / 10;
+    /* at most about 20 kB queued in appsrc (a few frames) */
+    while (ok && gst_app_src_get_current_level_bytes (GST_APP_SRC (appsrc)) > 20000)
+      ok = drain_bus (bus, GST_MSECOND, NULL);
     if (gst_app_src_push_buffer (GST_APP_SRC (appsrc), buf) != GST_FLOW_OK) {
       fprintf (stderr, "georeg-soak: push %d refused\n", i);
       ok = FALSE;
@@ -371,8 +376,17 @@ main (int argc, char **argv)
     }
   }
   gst_app_src_end_of_stream (GST_APP_SRC (appsrc));
-  while (ok && !eos)
-    ok = drain_bus (bus, 600 * GST_SECOND, &eos) && ok;
+  /* EOS within 10 minutes, or the run fails (no endless wait) */
+  const gint64 deadline = g_get_monotonic_time () + 600 * G_TIME_SPAN_SECOND;
+  while (ok && !eos) {
+    const gint64 left = deadline - g_get_monotonic_time ();
+    if (left <= 0) {
+      fprintf (stderr, "georeg-soak: no EOS within 10 minutes of the last item\n");
+      ok = FALSE;
+      break;
+    }
+    ok = drain_bus (bus, left * GST_USECOND, &eos) && ok;
+  }
   const double secs = (g_get_monotonic_time () - t0) / 1e6;
   gst_element_set_state (pipe, GST_STATE_NULL);
   drain_bus (bus, 0, NULL);

@@ -3,7 +3,7 @@
 # featurematch and 10,000 point sets through pointsetparse ! landmarkshoot !
 # pointsetenc, CPU backend, with resident memory (VmRSS) sampled every 1% of the run;
 # each run fails when VmRSS grew by more than 1% after the warm-up (the first 10%).
-# Takes about 12 minutes on 2 cores; not part of CI (see docs/hardening.md).
+# Takes 9 to 15 minutes on 2 cores; not part of CI (see docs/hardening.md).
 #
 #   bash tests/soak.sh [FRAMES] [POINT_SETS]     # builds ./build-vg (or $GEOREG_SOAK_BUILD)
 #
