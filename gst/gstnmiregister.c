@@ -61,6 +61,7 @@ enum {
   PROP_BACKEND,
   PROP_CUDA_DEVICE_ID,
   PROP_POST_MESSAGES,
+  PROP_OVERLAY,
 };
 
 #define DEFAULT_BAND 0
@@ -85,6 +86,7 @@ enum {
 #define DEFAULT_BACKEND GR_BACKEND_AUTO
 #define DEFAULT_CUDA_DEVICE_ID -1
 #define DEFAULT_POST_MESSAGES TRUE
+#define DEFAULT_OVERLAY GST_NMI_REGISTER_OVERLAY_NONE
 
 /* the first pass fits with a looser threshold: its job is a good prediction */
 #define PASS1_THRESHOLD_FACTOR 2.0
@@ -252,6 +254,9 @@ gst_nmi_register_set_property (GObject * object, guint prop_id,
     case PROP_POST_MESSAGES:
       s->post_messages = g_value_get_boolean (value);
       break;
+    case PROP_OVERLAY:
+      s->overlay = g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -339,6 +344,9 @@ gst_nmi_register_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, s->post_messages);
+      break;
+    case PROP_OVERLAY:
+      g_value_set_enum (value, s->overlay);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -460,37 +468,6 @@ sample_bilinear (const GrPlaneF * p, double x, double y, double *v)
 
 /* ------------------------------------------------------------------ geometry */
 
-static gboolean
-mat3_inverse (const double m[9], double o[9])
-{
-  const double c0 = m[4] * m[8] - m[5] * m[7];
-  const double c1 = m[5] * m[6] - m[3] * m[8];
-  const double c2 = m[3] * m[7] - m[4] * m[6];
-  const double det = m[0] * c0 + m[1] * c1 + m[2] * c2;
-  if (!(fabs (det) > 1e-300) || !isfinite (det))
-    return FALSE;
-  o[0] = c0 / det;
-  o[1] = (m[2] * m[7] - m[1] * m[8]) / det;
-  o[2] = (m[1] * m[5] - m[2] * m[4]) / det;
-  o[3] = c1 / det;
-  o[4] = (m[0] * m[8] - m[2] * m[6]) / det;
-  o[5] = (m[2] * m[3] - m[0] * m[5]) / det;
-  o[6] = c2 / det;
-  o[7] = (m[1] * m[6] - m[0] * m[7]) / det;
-  o[8] = (m[0] * m[4] - m[1] * m[3]) / det;
-  return TRUE;
-}
-
-static void
-mat3_mul (const double a[9], const double b[9], double c[9])
-{
-  double t[9];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      t[i * 3 + j] = a[i * 3] * b[j] + a[i * 3 + 1] * b[3 + j] + a[i * 3 + 2] * b[6 + j];
-  memcpy (c, t, sizeof t);
-}
-
 /* pixel-index homography -> pixel-corner homography: T(+1/2) H T(-1/2) */
 static void
 index_to_corner (const double h[9], double o[9])
@@ -498,8 +475,8 @@ index_to_corner (const double h[9], double o[9])
   const double tp[9] = { 1, 0, 0.5, 0, 1, 0.5, 0, 0, 1 };
   const double tm[9] = { 1, 0, -0.5, 0, 1, -0.5, 0, 0, 1 };
   double t[9];
-  mat3_mul (tp, h, t);
-  mat3_mul (t, tm, o);
+  gr_mat3_mul (tp, h, t);
+  gr_mat3_mul (t, tm, o);
   if (fabs (o[8]) > 1e-300) {
     const double k = o[8];
     for (int i = 0; i < 9; i++)
@@ -900,7 +877,7 @@ match_pass (GstNmiRegister * self, const GstNmiRegisterSettings * s, int pass,
   int nq = 0;
   double Hi[9];
 
-  if (pass == 2 && !mat3_inverse (H, Hi)) {
+  if (pass == 2 && !gr_mat3_inverse (H, Hi)) {
     c->n = 0;
     goto out;
   }
@@ -1087,7 +1064,8 @@ post_result (GstNmiRegister * self, GstBuffer * buf, const GstNmiRegisterMeta * 
       "prior-scale", G_TYPE_DOUBLE, m->prior_scale,
       "register-ms", G_TYPE_DOUBLE, elapsed_ms,
       "read-ms", G_TYPE_DOUBLE, self->read_ms,
-      "keypoints-ms", G_TYPE_DOUBLE, self->keypoints_ms, NULL);
+      "keypoints-ms", G_TYPE_DOUBLE, self->keypoints_ms,
+      "overlay-ms", G_TYPE_DOUBLE, self->overlay_ms, NULL);
   if (m->has_transform) {
     set_double_array (st, "frame-to-control", m->frame_to_control, 9);
     set_double_array (st, "footprint-control", m->footprint_control, 8);
@@ -1108,17 +1086,32 @@ typedef struct {
   double h[9];               /* frame -> control, pixel-index coordinates */
   int matches, inliers;
   double rms;
+  /* the matches of the transform's fit (frame / control x y pairs) and its inlier
+   * mask, kept only for the overlay; inlier NULL: no fit holds them (all outliers) */
+  double *match_frame, *match_control;
+  guint8 *inlier;
+  int n_matches;
 } RegResult;
+
+static void
+reg_result_clear (RegResult * r)
+{
+  g_free (r->match_frame);
+  g_free (r->match_control);
+  g_free (r->inlier);
+  memset (r, 0, sizeof *r);
+  r->rms = NAN;
+}
 
 static gboolean
 register_from_prior (GstNmiRegister * self, const GstNmiRegisterSettings * s,
     const GrKeypoint * kp, int nk, double fa, double fb, double px, double py,
-    double k, RegResult * r, char *err, size_t errlen)
+    double k, gboolean keep_matches, RegResult * r, char *err, size_t errlen)
 {
   const int mmin = model_minimum[s->model];
   const GrPlaneF *fplane = self->on_device ? &self->dplane : &self->full;
   const int fw = fplane->width, fh = fplane->height;
-  gboolean ok = TRUE;
+  gboolean ok = TRUE, matches_fit = FALSE;
   Corr c = { 0 };
   memset (r, 0, sizeof *r);
   r->rms = NAN;
@@ -1207,7 +1200,22 @@ register_from_prior (GstNmiRegister * self, const GstNmiRegisterSettings * s,
     if (!(x1 - x0 >= fw / 3.0) || !(y1 - y0 >= fh / 3.0))
       r->flags |= GST_NMI_REGISTER_FLAG_POOR_SPREAD;
   }
+  matches_fit = spread_known;
 out:
+  /* for the overlay: the matches behind the transform with their inlier mask, or,
+   * without a transform, the matches no fit accepted.  After a failed refinement the
+   * arrays hold the second pass's matches, which the first pass's transform did not
+   * see: none are kept */
+  if (ok && keep_matches && (matches_fit || !r->has)) {
+    r->n_matches = c.n;
+    r->match_frame = c.src;
+    r->match_control = c.dst;
+    c.src = c.dst = NULL;
+    if (matches_fit) {
+      r->inlier = inl;
+      inl = NULL;
+    }
+  }
   g_free (c.src);
   g_free (c.dst);
   g_free (c.w);
@@ -1221,6 +1229,69 @@ result_sound (const RegResult * r)
 {
   return r->has && !(r->flags & (GST_NMI_REGISTER_FLAG_LOW_INLIERS |
           GST_NMI_REGISTER_FLAG_REFINE_FAILED));
+}
+
+/* The overlay (property `overlay`, gstnmiregisteroverlay.h) of this frame's result:
+ * attached as a GstVideoOverlayCompositionMeta, or blended into the frame (mapped
+ * for writing: CUDA memory goes through the host and back).  FALSE after posting an
+ * error. */
+static gboolean
+draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer * buf,
+    const GstNmiRegisterMeta * m, const GrKeypoint * kp, const RegResult * res)
+{
+  GstNmiRegisterOverlayData d = {
+    .width = GST_VIDEO_INFO_WIDTH (&self->info),
+    .height = GST_VIDEO_INFO_HEIGHT (&self->info),
+    .keypoints = kp,
+    .n_keypoints = kp ? (gint) m->keypoints : 0,
+    .match_frame = res->match_frame,
+    .match_control = res->match_control,
+    .inlier = res->inlier,
+    .n_matches = res->n_matches,
+    .has_transform = m->has_transform,
+    .has_prior = isfinite (m->prior_x) && isfinite (m->prior_y) &&
+        m->prior_scale > 0.0,
+    .doubtful = (m->flags & (GST_NMI_REGISTER_FLAG_LOW_INLIERS |
+            GST_NMI_REGISTER_FLAG_POOR_SPREAD |
+            GST_NMI_REGISTER_FLAG_REFINE_FAILED)) != 0,
+  };
+  if (m->has_transform) {
+    memcpy (d.frame_to_control, m->frame_to_control, sizeof d.frame_to_control);
+    memcpy (d.frame_to_control_index, res->h, sizeof d.frame_to_control_index);
+  }
+  if (d.has_prior) {
+    const double p[9] = { m->prior_scale, 0, m->prior_x, 0, m->prior_scale,
+      m->prior_y, 0, 0, 1
+    };
+    memcpy (d.prior, p, sizeof p);
+  }
+  GstVideoOverlayComposition *comp = gst_nmi_register_overlay_render (&d);
+  if (!comp) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory for the "
+            "overlay (%dx%d).", d.width, d.height), (NULL));
+    return FALSE;
+  }
+  gboolean ok = TRUE;
+  if (s->overlay == GST_NMI_REGISTER_OVERLAY_META) {
+    gst_buffer_add_video_overlay_composition_meta (buf, comp);
+  } else {
+    GstVideoFrame frame;
+    if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READWRITE)) {
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the frame to draw the "
+              "overlay."), (NULL));
+      ok = FALSE;
+    } else {
+      if (!gst_video_overlay_composition_blend (comp, &frame)) {
+        GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Cannot draw the overlay on %s "
+                "frames.", gst_video_format_to_string (GST_VIDEO_INFO_FORMAT
+                    (&self->info))), (NULL));
+        ok = FALSE;
+      }
+      gst_video_frame_unmap (&frame);
+    }
+  }
+  gst_video_overlay_composition_unref (comp);
+  return ok;
 }
 
 static GstFlowReturn
@@ -1369,6 +1440,7 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
 
   /* ---- keypoints, matches, fits */
+  const gboolean want_overlay = s.overlay != GST_NMI_REGISTER_OVERLAY_NONE;
   RegResult res = { 0 };
   res.rms = NAN;
   if (have_prior) {
@@ -1392,8 +1464,8 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     if (nk < mmin + 1) {
       m->flags |= GST_NMI_REGISTER_FLAG_TOO_FEW_KEYPOINTS;
     } else {
-      if (!register_from_prior (self, &s, kp, nk, fa, fb, px, py, pscale, &res, err,
-              sizeof err))
+      if (!register_from_prior (self, &s, kp, nk, fa, fb, px, py, pscale, want_overlay,
+              &res, err, sizeof err))
         goto engine_error;
       /* an ambiguous coarse answer that did not register: a second opinion */
       if (coarse_doubtful && !searched && !result_sound (&res) &&
@@ -1402,17 +1474,22 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
         const double qscale = s.initial_scale;
         if (full_search (self, &s, fa, fb, &qx, &qy)) {
           RegResult res2;
-          if (!register_from_prior (self, &s, kp, nk, fa, fb, qx, qy, qscale, &res2,
-                  err, sizeof err))
+          if (!register_from_prior (self, &s, kp, nk, fa, fb, qx, qy, qscale,
+                  want_overlay, &res2, err, sizeof err)) {
+            reg_result_clear (&res2);
             goto engine_error;
+          }
           GST_DEBUG_OBJECT (self, "ambiguous coarse meta: %d inliers from it, %d from "
               "the full search", res.inliers, res2.inliers);
           if (res2.has && (!res.has || res2.inliers > res.inliers)) {
+            reg_result_clear (&res);
             res = res2;
             px = qx;
             py = qy;
             pscale = qscale;
             m->flags |= GST_NMI_REGISTER_FLAG_FULL_SEARCH;
+          } else {
+            reg_result_clear (&res2);
           }
         }
       }
@@ -1439,7 +1516,7 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
       const double G[9] = { self->geo[1], self->geo[2], self->geo[0],
         self->geo[4], self->geo[5], self->geo[3], 0, 0, 1
       };
-      mat3_mul (G, m->frame_to_control, m->frame_to_map);
+      gr_mat3_mul (G, m->frame_to_control, m->frame_to_map);
       for (int i = 0; i < 4; i++)
         gr_geo_apply (self->geo, m->footprint_control[2 * i],
             m->footprint_control[2 * i + 1], &m->footprint_map[2 * i],
@@ -1458,6 +1535,15 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %u keypoints, %u matches, %u "
       "inliers, rms %.3f, flags 0x%x", self->frame_count, m->keypoints, m->matches,
       m->inliers, m->rms, m->flags);
+  self->overlay_ms = 0.0;
+  if (want_overlay) {
+    const gint64 t_ov = g_get_monotonic_time ();
+    if (!draw_overlay (self, &s, buf, m, kp, &res)) {
+      ret = GST_FLOW_ERROR;
+      goto done;
+    }
+    self->overlay_ms = (g_get_monotonic_time () - t_ov) / 1000.0;
+  }
   if (s.post_messages)
     post_result (self, buf, m, (g_get_monotonic_time () - t0) / 1000.0);
   self->frame_count++;
@@ -1467,6 +1553,7 @@ engine_error:
   GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Sparse NMI matching failed."), ("%s", err));
   ret = GST_FLOW_ERROR;
 done:
+  reg_result_clear (&res);
   g_free (kp);
   return ret;
 }
@@ -1607,6 +1694,12 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
       g_param_spec_boolean ("post-messages", "Post messages",
           "Post an element message 'nmiregister' per frame", DEFAULT_POST_MESSAGES,
           rw_playing));
+  g_object_class_install_property (gobject_class, PROP_OVERLAY,
+      g_param_spec_enum ("overlay", "Overlay",
+          "Draw what the registration saw (keypoints, inliers with their residuals x10, "
+          "outliers, the coarse footprint, a border coloured by the result): as a "
+          "GstVideoOverlayCompositionMeta, or blended into the frame",
+          GST_TYPE_NMI_REGISTER_OVERLAY_MODE, DEFAULT_OVERLAY, rw_playing));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -1632,6 +1725,7 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
   gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BINS, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_NMI_REGISTER_MODEL, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_NMI_REGISTER_COARSE_FALLBACK, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_NMI_REGISTER_OVERLAY_MODE, 0);
   GST_DEBUG_CATEGORY_INIT (gst_nmi_register_debug, "nmiregister", 0,
       "NMI keypoint registration");
 }
@@ -1662,6 +1756,7 @@ gst_nmi_register_init (GstNmiRegister * self)
   s->backend = DEFAULT_BACKEND;
   s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   s->post_messages = DEFAULT_POST_MESSAGES;
+  s->overlay = DEFAULT_OVERLAY;
   self->dev = -1;
   gst_georeg_cuda_init (&self->cuda);
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);

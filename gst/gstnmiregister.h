@@ -12,6 +12,7 @@
 #include "gstgeoregcuda.h"
 #include "gstgeoregcontrol.h"
 #include "gstgeoregcontrolcuda.h"
+#include "gstnmiregisteroverlay.h"
 #include "descriptors.h"
 #include "fit.h"
 #include "keypoints.h"
@@ -57,6 +58,7 @@ typedef struct {
   GrBackend backend;
   gint cuda_device_id;
   gboolean post_messages;
+  GstNmiRegisterOverlayMode overlay;
 } GstNmiRegisterSettings;
 
 struct _GstNmiRegister {
@@ -102,6 +104,7 @@ struct _GstNmiRegister {
   gboolean on_device;           /* this frame takes the device path */
   gboolean full_valid;          /* `full` holds this frame (host path, or downloaded) */
   gdouble read_ms, keypoints_ms;        /* this frame's phases (element message) */
+  gdouble overlay_ms;                   /* drawing the overlay (0 without one) */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (nmiregister);

@@ -69,14 +69,35 @@ gr_fit_apply (const double h[9], double x, double y, double *xo, double *yo)
 
 /* ------------------------------------------------------------------ small algebra */
 
-static void
-mat3_mul (const double a[9], const double b[9], double c[9])
+void
+gr_mat3_mul (const double a[9], const double b[9], double c[9])
 {
   double t[9];
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++)
       t[i * 3 + j] = a[i * 3] * b[j] + a[i * 3 + 1] * b[3 + j] + a[i * 3 + 2] * b[6 + j];
   memcpy (c, t, sizeof t);
+}
+
+bool
+gr_mat3_inverse (const double m[9], double o[9])
+{
+  const double c0 = m[4] * m[8] - m[5] * m[7];
+  const double c1 = m[5] * m[6] - m[3] * m[8];
+  const double c2 = m[3] * m[7] - m[4] * m[6];
+  const double det = m[0] * c0 + m[1] * c1 + m[2] * c2;
+  if (!(fabs (det) > 1e-300) || !isfinite (det))
+    return false;
+  o[0] = c0 / det;
+  o[1] = (m[2] * m[7] - m[1] * m[8]) / det;
+  o[2] = (m[1] * m[5] - m[2] * m[4]) / det;
+  o[3] = c1 / det;
+  o[4] = (m[0] * m[8] - m[2] * m[6]) / det;
+  o[5] = (m[2] * m[3] - m[0] * m[5]) / det;
+  o[6] = c2 / det;
+  o[7] = (m[1] * m[6] - m[0] * m[7]) / det;
+  o[8] = (m[0] * m[4] - m[1] * m[3]) / det;
+  return true;
 }
 
 /* Solves a x = b (k x k, row-major; a and b are overwritten).  Partial pivoting. */
@@ -375,8 +396,8 @@ static bool
 homography_finish (const Ctx *c, const double hn[9], double h[9])
 {
   double t[9];
-  mat3_mul (c->td_inv, hn, t);
-  mat3_mul (t, c->ts, t);
+  gr_mat3_mul (c->td_inv, hn, t);
+  gr_mat3_mul (t, c->ts, t);
   if (!(fabs (t[8]) > 1e-12))
     return false;
   for (int i = 0; i < 9; i++) {

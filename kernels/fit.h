@@ -52,6 +52,11 @@ GrFitResult gr_fit_robust (const double *src, const double *dst, const double *w
 /* (x', y') = H (x, y); false when the point maps to infinity. */
 bool gr_fit_apply (const double h[9], double x, double y, double *xo, double *yo);
 
+/* 3 x 3 row-major algebra on transforms.  c = a b (c may alias a or b). */
+void gr_mat3_mul (const double a[9], const double b[9], double c[9]);
+/* o = m^-1; false when m is singular or not finite. */
+bool gr_mat3_inverse (const double m[9], double o[9]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,7 +23,11 @@
  *     100 frames;
  *  5. shared control imagery: two nmiregister elements with the same control and
  *     settings and a third with other levels hold one device plane (uploaded once)
- *     and two device levels forms; all are freed when the pipeline stops.
+ *     and two device levels forms; all are freed when the pipeline stops;
+ *  6. nmiregister overlay=draw on CUDA memory (mapped for writing through the host)
+ *     gives frames byte-identical to system memory, and differing from overlay=none.
+ * GEOREG_TEST_SUBSET=quick (for compute-sanitizer): the leak runs push 10 frames and
+ * check only that they run.
  * Frames come from PNG crops of a synthetic control (multifilesrc ! pngdec), so
  * both pipelines decode the same bytes.
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device, or no nvcodec plugin).
@@ -513,9 +517,18 @@ rss_kib (void)
 
 /* 1,000 frames of `d` (a format string taking the frame count): device memory and
  * RSS after them against after two warm-up runs of 100 */
+static gboolean quick;          /* GEOREG_TEST_SUBSET=quick */
+
 static void
 leak_run (const gchar * what, const gchar * d)
 {
+  if (quick) {
+    gchar *d10 = g_strdup_printf (d, 10);
+    CHECK (run (d10, NULL, 0, NULL) == 0, "%s: the 10-frame run failed", what);
+    printf ("leaks %s: quick subset, 10 frames ran\n", what);
+    g_free (d10);
+    return;
+  }
   gchar *d100 = g_strdup_printf (d, 100), *d1000 = g_strdup_printf (d, 1000);
   size_t f0 = 0, f1 = 0, tot = 0;
   run (d100, NULL, 0, NULL);
@@ -535,6 +548,98 @@ leak_run (const gchar * what, const gchar * d)
   CHECK (r1 - r0 < 4096, "%s: RSS grew by %ld KiB over 1000 frames", what, r1 - r0);
   g_free (d100);
   g_free (d1000);
+}
+
+/* ---- nmiregister's drawn overlay on CUDA memory */
+
+static void
+hash_frame (GstElement * sink, GstBuffer * buf, GstPad * pad, gpointer user_data)
+{
+  GPtrArray *hashes = user_data;
+  GstMapInfo map;
+  if (gst_buffer_map (buf, &map, GST_MAP_READ)) {
+    g_ptr_array_add (hashes, g_compute_checksum_for_data (G_CHECKSUM_SHA256, map.data,
+            map.size));
+    gst_buffer_unmap (buf, &map);
+  }
+}
+
+/* the SHA-256 of every frame reaching the fakesink named "out"; NULL on an error */
+static GPtrArray *
+frame_hashes (const gchar * desc)
+{
+  GError *e = NULL;
+  GstElement *pipe = gst_parse_launch (desc, &e);
+  if (!pipe) {
+    fprintf (stderr, "parse: %s\n", e ? e->message : "?");
+    g_clear_error (&e);
+    return NULL;
+  }
+  GPtrArray *hashes = g_ptr_array_new_with_free_func (g_free);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipe), "out");
+  g_object_set (sink, "signal-handoffs", TRUE, NULL);
+  g_signal_connect (sink, "handoff", G_CALLBACK (hash_frame), hashes);
+  gst_object_unref (sink);
+  GstBus *bus = gst_element_get_bus (pipe);
+  gst_element_set_state (pipe, GST_STATE_PLAYING);
+  GstMessage *m = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (!m || GST_MESSAGE_TYPE (m) != GST_MESSAGE_EOS) {
+    GError *err = NULL;
+    if (m)
+      gst_message_parse_error (m, &err, NULL);
+    fprintf (stderr, "%s: %s\n  in %s\n", m ? "error" : "timeout",
+        err ? err->message : "", desc);
+    g_clear_error (&err);
+    g_ptr_array_unref (hashes);
+    hashes = NULL;
+  }
+  if (m)
+    gst_message_unref (m);
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipe);
+  return hashes;
+}
+
+static void
+overlay_draw (const gchar * fmt)
+{
+  gchar *src = source (NFRAMES, fmt);
+  const gchar *loc = "frame-scale=0.5 control-scale=0.5";
+  gchar *d[3];
+  d[0] = g_strdup_printf ("%s ! nmilocalize control-location=%s backend=cuda %s ! "
+      "nmiregister control-location=%s backend=cuda overlay=draw ! fakesink name=out",
+      src, control_path, loc, control_path);
+  d[1] = g_strdup_printf ("%s ! cudaupload ! video/x-raw(memory:CUDAMemory) ! "
+      "nmilocalize control-location=%s backend=cuda %s ! nmiregister "
+      "control-location=%s backend=cuda overlay=draw ! cudadownload ! video/x-raw ! "
+      "fakesink name=out", src, control_path, loc, control_path);
+  d[2] = g_strdup_printf ("%s ! nmilocalize control-location=%s backend=cuda %s ! "
+      "nmiregister control-location=%s backend=cuda overlay=none ! fakesink name=out",
+      src, control_path, loc, control_path);
+  GPtrArray *h[3];
+  for (int i = 0; i < 3; i++)
+    h[i] = frame_hashes (d[i]);
+  int same = 0, drawn = 0;
+  CHECK (h[0] && h[1] && h[2] && h[0]->len == NFRAMES && h[1]->len == NFRAMES &&
+      h[2]->len == NFRAMES, "overlay %s: runs %u %u %u frames", fmt,
+      h[0] ? h[0]->len : 0, h[1] ? h[1]->len : 0, h[2] ? h[2]->len : 0);
+  for (guint i = 0; h[0] && h[1] && h[2] && i < MIN (MIN (h[0]->len, h[1]->len),
+          h[2]->len); i++) {
+    same += strcmp (h[0]->pdata[i], h[1]->pdata[i]) == 0;
+    drawn += strcmp (h[0]->pdata[i], h[2]->pdata[i]) != 0;
+  }
+  printf ("overlay %-5s draw: %d/%d frames identical CUDA memory vs system memory, "
+      "%d/%d differ from overlay=none\n", fmt, same, NFRAMES, drawn, NFRAMES);
+  CHECK (same == NFRAMES, "overlay %s: %d/%d drawn frames identical", fmt, same, NFRAMES);
+  CHECK (drawn == NFRAMES, "overlay %s: only %d/%d frames drawn", fmt, drawn, NFRAMES);
+  for (int i = 0; i < 3; i++) {
+    if (h[i])
+      g_ptr_array_unref (h[i]);
+    g_free (d[i]);
+  }
+  g_free (src);
 }
 
 static void
@@ -588,6 +693,7 @@ main (int argc, char **argv)
     }
     gst_object_unref (f);
   }
+  quick = g_strcmp0 (g_getenv ("GEOREG_TEST_SUBSET"), "quick") == 0;
   make_data ();
   compare ("NV12", "frame-scale=0.5 control-scale=0.5 nodata=0");
   compare ("I420", "frame-scale=1.0 control-scale=1.0");
@@ -603,6 +709,8 @@ main (int argc, char **argv)
       "bins=fixed bin-low=20 bin-high=230 refine-window=19",
       "max-images=2 min-matches=8 descriptor-size=32");
   shared_control ();
+  overlay_draw ("NV12");
+  overlay_draw ("RGBA");
   leaks ();
   printf ("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;

@@ -1,7 +1,7 @@
 /* nmiregister element: properties, registration with meta and message, every model,
  * the coarse fallbacks, and bad input (no coarse meta, unusable coarse meta, flat
  * frame, windows outside the control, degenerate keypoints, bad control files),
- * plus the shared control cache (gst/gstgeoregcontrol.c).  Control images are
+ * plus the shared control cache (gst/gstgeoregcontrol.c) and the drawn overlay.  Control images are
  * synthesized (pipelines/synth.h) into a temporary folder.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
@@ -13,6 +13,8 @@
 
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
+#include "gstnmiregisteroverlay.h"
+#include "fit.h"
 #include "raster.h"
 #include "synth.h"
 
@@ -606,6 +608,251 @@ GST_START_TEST (test_control_cache)
 }
 GST_END_TEST;
 
+/* ------------------------------------------------------------------ overlay */
+
+/* the overlay canvas of a meta-mode output as 0xAARRGGBB words (g_free) */
+static guint32 *
+overlay_pixels (GstBuffer * out, gint * w, gint * h)
+{
+  GstVideoOverlayCompositionMeta *om = gst_buffer_get_video_overlay_composition_meta (out);
+  fail_unless (om != NULL, "no GstVideoOverlayCompositionMeta");
+  fail_unless_equals_int (gst_video_overlay_composition_n_rectangles (om->overlay), 1);
+  GstVideoOverlayRectangle *r = gst_video_overlay_composition_get_rectangle (om->overlay, 0);
+  gint x, y;
+  guint rw, rh;
+  fail_unless (gst_video_overlay_rectangle_get_render_rectangle (r, &x, &y, &rw, &rh));
+  fail_unless (x == 0 && y == 0 && rw == FW && rh == FH, "%d %d %u %u", x, y, rw, rh);
+  GstBuffer *px = gst_video_overlay_rectangle_get_pixels_unscaled_argb (r,
+      GST_VIDEO_OVERLAY_FORMAT_FLAG_NONE);
+  GstVideoMeta *vm = gst_buffer_get_video_meta (px);
+  fail_unless (vm && vm->width == FW && vm->height == FH);
+  guint32 *o = g_new (guint32, FW * FH);
+  GstMapInfo map;
+  fail_unless (gst_buffer_map (px, &map, GST_MAP_READ));
+  for (int j = 0; j < FH; j++)
+    memcpy (o + j * FW, map.data + vm->offset[0] + j * vm->stride[0], FW * 4);
+  gst_buffer_unmap (px, &map);
+  *w = FW;
+  *h = FH;
+  return o;
+}
+
+static int
+count_colour (const guint32 * px, guint32 c)
+{
+  int n = 0;
+  for (int i = 0; i < FW * FH; i++)
+    n += px[i] == c;
+  return n;
+}
+
+GST_START_TEST (test_overlay_meta)
+{
+  GstHarness *h = new_harness ("overlay=meta");
+  double ht[9];
+  pose_h (201.3, 148.6, 3.0, 1.04, ht);
+  GstBuffer *in = frame_h (ht, TRUE);
+  double x0, y0;
+  gr_synth_homography_apply (ht, 0, 0, &x0, &y0);
+  const double px = x0 + 0.5 + 4.2, py = y0 + 0.5 + 3.1;
+  add_coarse (in, px, py, 0);
+  GstBuffer *ref = gst_buffer_copy_deep (in), *out;
+  GstNmiRegisterMeta *m = run_one (h, in, &out);
+  fail_unless (m->has_transform && !(m->flags & FAILURE_FLAGS), "flags 0x%x", m->flags);
+  /* meta mode leaves the pixels alone */
+  GstMapInfo a;
+  gst_buffer_map (ref, &a, GST_MAP_READ);
+  fail_unless (gst_buffer_memcmp (out, 0, a.data, a.size) == 0);
+  gst_buffer_unmap (ref, &a);
+  gint w, hh;
+  guint32 *o = overlay_pixels (out, &w, &hh);
+  /* the border in the "good" colour, transparent inside where nothing is drawn */
+  fail_unless_equals_int (o[0], GST_NMI_REGISTER_OVERLAY_GOOD);
+  fail_unless_equals_int (o[FW * FH - 1], GST_NMI_REGISTER_OVERLAY_GOOD);
+  fail_unless (count_colour (o, 0) > FW * FH / 2);
+  /* every inlier: a ring, and its residual vector starting at its centre */
+  const int rings = count_colour (o, GST_NMI_REGISTER_OVERLAY_INLIER);
+  const int resid = count_colour (o, GST_NMI_REGISTER_OVERLAY_RESIDUAL);
+  fail_unless (rings >= 8 * (int) m->inliers / 2, "%d ring pixels, %u inliers", rings,
+      m->inliers);
+  fail_unless (resid >= (int) m->inliers / 2, "%d residual pixels, %u inliers", resid,
+      m->inliers);
+  /* the prior's footprint: the frame's corners placed by the coarse answer, pulled
+   * back through the fit; most of its edge points inside the frame are drawn */
+  const double *t = m->frame_to_control;
+  int inside = 0, drawn = 0;
+  const double c[5][2] = { {0, 0}, {FW, 0}, {FW, FH}, {0, FH}, {0, 0} };
+  for (int e = 0; e < 4; e++)
+    for (int k = 0; k < 40; k++) {
+      const double u = c[e][0] + (c[e + 1][0] - c[e][0]) * k / 40.0;
+      const double v = c[e][1] + (c[e + 1][1] - c[e][1]) * k / 40.0;
+      /* control point of the prior, then into the frame by solving t (u', v') = X */
+      const double X = px + u, Y = py + v;
+      double ti[9];
+      fail_unless (gr_mat3_inverse (t, ti));
+      const double wq = ti[6] * X + ti[7] * Y + ti[8];
+      const double fu = (ti[0] * X + ti[1] * Y + ti[2]) / wq - 0.5;
+      const double fv = (ti[3] * X + ti[4] * Y + ti[5]) / wq - 0.5;
+      const int iu = (int) lround (fu), iv = (int) lround (fv);
+      if (iu < 2 || iv < 2 || iu >= FW - 2 || iv >= FH - 2)
+        continue;
+      inside++;
+      /* within a pixel: the line steps along its major axis and rounds */
+      gboolean hit = FALSE;
+      for (int dj = -1; dj <= 1; dj++)
+        for (int di = -1; di <= 1; di++)
+          hit |= o[(iv + dj) * FW + iu + di] == GST_NMI_REGISTER_OVERLAY_PRIOR;
+      drawn += hit;
+    }
+  fail_unless (inside > 40, "only %d footprint points inside the frame", inside);
+  fail_unless (drawn >= inside * 8 / 10, "%d of %d footprint points drawn", drawn, inside);
+  g_free (o);
+  gst_buffer_unref (ref);
+  gst_buffer_unref (out);
+
+  /* no transform (no coarse meta, coarse-fallback=none): the border says so */
+  in = frame_h (ht, TRUE);
+  m = run_one (h, in, &out);
+  fail_unless (!m->has_transform);
+  o = overlay_pixels (out, &w, &hh);
+  fail_unless_equals_int (o[0], GST_NMI_REGISTER_OVERLAY_FAILED);
+  fail_unless_equals_int (count_colour (o, GST_NMI_REGISTER_OVERLAY_INLIER), 0);
+  g_free (o);
+  gst_buffer_unref (out);
+
+  /* a prior far off: matches but no consensus: drawn as outliers, no inliers */
+  in = frame_h (ht, TRUE);
+  add_coarse (in, px + 60, py - 45, 0);
+  m = run_one (h, in, &out);
+  o = overlay_pixels (out, &w, &hh);
+  if (!m->has_transform) {
+    fail_unless_equals_int (o[0], GST_NMI_REGISTER_OVERLAY_FAILED);
+    if (m->matches > 0)
+      fail_unless (count_colour (o, GST_NMI_REGISTER_OVERLAY_OUTLIER) > 0);
+  } else {
+    fail_unless (o[0] == GST_NMI_REGISTER_OVERLAY_DOUBTFUL ||
+        o[0] == GST_NMI_REGISTER_OVERLAY_GOOD);
+  }
+  GST_INFO ("far prior: flags 0x%x, %u matches, %u inliers", m->flags, m->matches,
+      m->inliers);
+  g_free (o);
+  gst_buffer_unref (out);
+
+  /* overlay=none: no composition */
+  GstElement *e = gst_harness_find_element (h, "nmiregister");
+  g_object_set (e, "overlay", 0, NULL);
+  gst_object_unref (e);
+  in = frame_h (ht, TRUE);
+  add_coarse (in, px, py, 0);
+  run_one (h, in, &out);
+  fail_unless (gst_buffer_get_video_overlay_composition_meta (out) == NULL);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+GST_END_TEST;
+
+/* the GRAY8 frame g in `format` (grey: U = V = 128, alpha opaque) */
+static GstBuffer *
+frame_as (GstBuffer * g, GstVideoFormat format, GstVideoInfo * info)
+{
+  gst_video_info_set_format (info, format, FW, FH);
+  GstBuffer *b = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (info), NULL);
+  GstVideoFrame f;
+  GstMapInfo gm;
+  fail_unless (gst_video_frame_map (&f, info, b, GST_MAP_WRITE));
+  gst_buffer_map (g, &gm, GST_MAP_READ);
+  for (int j = 0; j < FH; j++) {
+    guint8 *row = (guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&f, 0) +
+        j * GST_VIDEO_FRAME_PLANE_STRIDE (&f, 0);
+    for (int i = 0; i < FW; i++) {
+      const guint8 v = gm.data[j * FW + i];
+      switch (format) {
+        case GST_VIDEO_FORMAT_GRAY16_LE:
+          GST_WRITE_UINT16_LE (row + 2 * i, v * 257);
+          break;
+        case GST_VIDEO_FORMAT_RGBA:
+        case GST_VIDEO_FORMAT_BGRA:
+          row[4 * i] = row[4 * i + 1] = row[4 * i + 2] = v;
+          row[4 * i + 3] = 255;
+          break;
+        default:
+          row[i] = v;
+      }
+    }
+  }
+  for (guint p = 1; p < GST_VIDEO_FRAME_N_PLANES (&f); p++)
+    for (int j = 0; j < GST_VIDEO_FRAME_COMP_HEIGHT (&f, 1); j++)
+      memset ((guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&f, p) +
+          j * GST_VIDEO_FRAME_PLANE_STRIDE (&f, p), 128,
+          GST_VIDEO_FRAME_COMP_WIDTH (&f, 1) * GST_VIDEO_FRAME_COMP_PSTRIDE (&f, 1));
+  gst_buffer_unmap (g, &gm);
+  gst_video_frame_unmap (&f);
+  return b;
+}
+
+/* draw mode on every format: the frame's pixels become exactly the meta-mode
+ * composition blended onto the input, and change where the overlay is drawn */
+GST_START_TEST (test_overlay_draw)
+{
+  const GstVideoFormat formats[] = { GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_GRAY16_LE,
+    GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA, GST_VIDEO_FORMAT_I420,
+    GST_VIDEO_FORMAT_NV12
+  };
+  double ht[9];
+  pose_h (180.0, 150.0, -4.0, 0.95, ht);
+  double x0, y0;
+  gr_synth_homography_apply (ht, 0, 0, &x0, &y0);
+  for (guint fi = 0; fi < G_N_ELEMENTS (formats); fi++) {
+    const gchar *fmt = gst_video_format_to_string (formats[fi]);
+    GstHarness *hm = new_harness ("overlay=meta"), *hd = new_harness ("overlay=draw");
+    gchar *caps = g_strdup_printf ("video/x-raw,format=%s,width=%d,height=%d,"
+        "framerate=10/1", fmt, FW, FH);
+    gst_harness_set_src_caps_str (hm, caps);
+    gst_harness_set_src_caps_str (hd, caps);
+    g_free (caps);
+    GstVideoInfo info;
+    GstBuffer *g = frame_h (ht, FALSE);
+    GstBuffer *in = frame_as (g, formats[fi], &info);
+    gst_buffer_unref (g);
+    add_coarse (in, x0 + 0.5 - 1.7, y0 + 0.5 + 2.1, 0);
+    GstBuffer *ref = gst_buffer_copy_deep (in), *om, *od;
+    GstNmiRegisterMeta *mm = run_one (hm, gst_buffer_copy_deep (in), &om);
+    GstNmiRegisterMeta *md = run_one (hd, in, &od);
+    fail_unless (mm->has_transform && md->has_transform, "%s", fmt);
+    fail_unless (gst_buffer_get_video_overlay_composition_meta (od) == NULL, "%s", fmt);
+    /* the reference: the meta's composition blended onto the input by hand */
+    GstVideoOverlayCompositionMeta *cm = gst_buffer_get_video_overlay_composition_meta (om);
+    fail_unless (cm != NULL, "%s", fmt);
+    GstVideoFrame rf;
+    fail_unless (gst_video_frame_map (&rf, &info, ref, GST_MAP_READWRITE));
+    fail_unless (gst_video_overlay_composition_blend (cm->overlay, &rf), "%s", fmt);
+    gst_video_frame_unmap (&rf);
+    GstMapInfo a, b, c;
+    gst_buffer_map (ref, &a, GST_MAP_READ);
+    gst_buffer_map (od, &b, GST_MAP_READ);
+    gst_buffer_map (om, &c, GST_MAP_READ);
+    fail_unless (a.size == b.size && memcmp (a.data, b.data, a.size) == 0,
+        "%s: drawn frame differs from the composition blended by hand", fmt);
+    gsize changed = 0;
+    for (gsize i = 0; i < b.size; i++)
+      changed += b.data[i] != c.data[i];
+    fail_unless (changed > (gsize) (FW + FH), "%s: %" G_GSIZE_FORMAT " bytes changed",
+        fmt, changed);
+    if (formats[fi] == GST_VIDEO_FORMAT_RGBA)
+      fail_unless (b.data[0] == 0x20 && b.data[1] == 0xe0 && b.data[2] == 0x20,
+          "RGBA border %02x%02x%02x", b.data[0], b.data[1], b.data[2]);
+    gst_buffer_unmap (ref, &a);
+    gst_buffer_unmap (od, &b);
+    gst_buffer_unmap (om, &c);
+    gst_buffer_unref (ref);
+    gst_buffer_unref (om);
+    gst_buffer_unref (od);
+    gst_harness_teardown (hm);
+    gst_harness_teardown (hd);
+  }
+}
+GST_END_TEST;
+
 static Suite *
 nmiregister_suite (void)
 {
@@ -620,6 +867,8 @@ nmiregister_suite (void)
   tcase_add_test (tc, test_bad_frames);
   tcase_add_test (tc, test_bad_control);
   tcase_add_test (tc, test_control_cache);
+  tcase_add_test (tc, test_overlay_meta);
+  tcase_add_test (tc, test_overlay_draw);
   return s;
 }
 
