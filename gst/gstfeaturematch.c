@@ -268,6 +268,12 @@ gst_feature_match_start (GstBaseTransform * trans)
     release_resources (self);
     return FALSE;
   }
+  /* auto: a CUDA engine that cannot be made (e.g. out of device memory) falls back to
+   * the CPU, the reason in err */
+  if (backend == GR_BACKEND_AUTO && gr_matcher_backend (mt) == GR_BACKEND_CPU && err[0])
+    GST_WARNING_OBJECT (self, "backend=auto: the CUDA matcher cannot be used (%s); "
+        "matching on the CPU", err);
+  err[0] = '\0';
   GrFeatures *ft = gr_features_new (backend, dev, &st, err, sizeof err);
   if (!ft) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -276,6 +282,9 @@ gst_feature_match_start (GstBaseTransform * trans)
     release_resources (self);
     return FALSE;
   }
+  if (backend == GR_BACKEND_AUTO && gr_features_backend (ft) == GR_BACKEND_CPU && err[0])
+    GST_WARNING_OBJECT (self, "backend=auto: CUDA features cannot be used (%s); "
+        "keypoints and descriptors on the CPU", err);
   GST_OBJECT_LOCK (self);
   self->matcher = mt;
   self->features = ft;

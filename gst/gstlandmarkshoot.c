@@ -221,6 +221,7 @@ gst_landmark_shoot_start (GstBaseTransform * trans)
   p.lambda = s.lambda;
   p.integrator = s.integrator;
   p.precision = s.precision;
+  err[0] = '\0';
   self->engine = gr_shoot_new (&p, s.backend, s.cuda_device_id, &st, err, sizeof err);
   if (!self->engine) {
     if (st == GR_ERR_NO_CUDA || st == GR_ERR_CUDA)
@@ -231,6 +232,11 @@ gst_landmark_shoot_start (GstBaseTransform * trans)
           ("Could not set up the shooting engine: %s.", err), (NULL));
     goto done;
   }
+  if (s.backend == GR_BACKEND_AUTO && gr_shoot_backend (self->engine) == GR_BACKEND_CPU
+      && err[0])
+    /* auto: the CUDA engine could not be made (e.g. out of device memory) */
+    GST_WARNING_OBJECT (self, "backend=auto: the CUDA engine cannot be used (%s); "
+        "running on the CPU", err);
   if (gr_shoot_set_template (self->engine, self->q0, err, sizeof err) != GR_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Unusable template \"%s\": %s.",
             s.template_location, err), (NULL));

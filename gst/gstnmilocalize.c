@@ -359,6 +359,7 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   }
 
   GrStatus est;
+  err[0] = '\0';
   self->engine = gr_nmi_dense_new (s.backend, gst_georeg_cuda_engine_device (&self->cuda,
           s.cuda_device_id), &est, err, sizeof err);
   if (!self->engine) {
@@ -374,6 +375,12 @@ gst_nmi_localize_start (GstBaseTransform * trans)
         ("Could not prepare the control image for the search."), ("%s", err));
     goto done;
   }
+  if (s.backend == GR_BACKEND_AUTO && gr_nmi_dense_backend (self->engine) ==
+      GR_BACKEND_CPU && err[0])
+    /* auto: the CUDA engine could not be made or could not take the control (e.g.
+     * out of device memory) */
+    GST_WARNING_OBJECT (self, "backend=auto: CUDA cannot be used (%s); searching on "
+        "the CPU", err);
 
   if (s.mask_location && *s.mask_location) {
     GrRaster m = { 0 };

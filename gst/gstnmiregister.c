@@ -581,6 +581,7 @@ gst_nmi_register_start (GstBaseTransform * trans)
   const int cw = r->plane.width, ch = r->plane.height;
 
   GrStatus est;
+  err[0] = '\0';
   self->engine = gr_nmi_sparse_new (s.backend, gst_georeg_cuda_engine_device (&self->cuda,
           s.cuda_device_id), &est, err, sizeof err);
   if (!self->engine) {
@@ -640,6 +641,21 @@ gst_nmi_register_start (GstBaseTransform * trans)
           ("Could not prepare the control image for matching."), ("%s", err));
       goto done;
     }
+  }
+  if (s.backend == GR_BACKEND_AUTO && gr_nmi_sparse_backend (self->engine) ==
+      GR_BACKEND_CPU && err[0]) {
+    /* auto: the CUDA engine could not be made or could not take the control (e.g.
+     * out of device memory); the engine now matches on the CPU, so frames are read
+     * on the host too */
+    GST_WARNING_OBJECT (self, "backend=auto: CUDA cannot be used (%s); matching on "
+        "the CPU", err);
+#if GR_HAVE_CUDA
+    gr_features_free (self->kpf);
+    self->kpf = NULL;
+    gr_register_cuda_free (self->rc);
+    self->rc = NULL;
+#endif
+    self->dev = -1;
   }
   self->ctl_w = cw;
   self->ctl_h = ch;
@@ -795,7 +811,11 @@ full_search (GstNmiRegister * self, const GstNmiRegisterSettings * s, double fa,
       GrImage8 img = { q, (size_t) ctl.width, ctl.mask, (size_t) ctl.width, ctl.width,
         ctl.height
       };
+      err[0] = '\0';
       ok = gr_nmi_dense_set_control (self->dense, &img, err, sizeof err) == GR_OK;
+      if (ok && err[0])
+        /* backend=auto and the device could not take the control: CPU search */
+        GST_WARNING_OBJECT (self, "full search on the CPU: %s", err);
     }
     self->dense_w = ctl.width;
     self->dense_h = ctl.height;

@@ -63,6 +63,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_util.h"
 #include "features_cuda.h"
 
 #define ORI_BINS 36
@@ -868,7 +869,7 @@ grow (P **ptr, size_t *cap, size_t need)
   cudaFree (*ptr);
   *ptr = NULL;
   *cap = 0;
-  cudaError_t e = cudaMalloc ((void **) ptr, n * sizeof (P));
+  cudaError_t e = gr_cuda_malloc ((void **) ptr, n * sizeof (P));
   if (e == cudaSuccess)
     *cap = n;
   else
@@ -892,9 +893,9 @@ grow_in (GrFeaturesCuda *c, size_t n)
   if (c->in_cap >= n)
     return cudaSuccess;
   free_in (c);
-  cudaError_t e = cudaMalloc (&c->d_img, n * sizeof (float));
+  cudaError_t e = gr_cuda_malloc (&c->d_img, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_mask, n);
+    e = gr_cuda_malloc (&c->d_mask, n);
   if (e != cudaSuccess) {
     free_in (c);
     return e;
@@ -920,11 +921,11 @@ grow_det (GrFeaturesCuda *c, size_t n)
   if (c->det_cap >= n)
     return cudaSuccess;
   free_det (c);
-  cudaError_t e = cudaMalloc (&c->d_resp, n * sizeof (float));
+  cudaError_t e = gr_cuda_malloc (&c->d_resp, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_rowok, n);
+    e = gr_cuda_malloc (&c->d_rowok, n);
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_ok, n);
+    e = gr_cuda_malloc (&c->d_ok, n);
   if (e != cudaSuccess) {
     free_det (c);
     return e;
@@ -952,15 +953,15 @@ grow_desc (GrFeaturesCuda *c, size_t n)
   if (c->desc_cap >= n)
     return cudaSuccess;
   free_desc (c);
-  cudaError_t e = cudaMalloc (&c->d_tmp, n * sizeof (float));
+  cudaError_t e = gr_cuda_malloc (&c->d_tmp, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_smooth, n * sizeof (float));
+    e = gr_cuda_malloc (&c->d_smooth, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_gx, n * sizeof (float));
+    e = gr_cuda_malloc (&c->d_gx, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_gy, n * sizeof (float));
+    e = gr_cuda_malloc (&c->d_gy, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_gv, n);
+    e = gr_cuda_malloc (&c->d_gv, n);
   if (e != cudaSuccess) {
     free_desc (c);
     return e;
@@ -987,15 +988,15 @@ grow_kps (GrFeaturesCuda *c, size_t n)
   if (c->kp_cap >= n)
     return cudaSuccess;
   free_kps (c);
-  cudaError_t e = cudaMalloc (&c->d_kin, n * 3 * sizeof (float));
+  cudaError_t e = gr_cuda_malloc (&c->d_kin, n * 3 * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_kp, n * 3 * sizeof (float));
+    e = gr_cuda_malloc (&c->d_kp, n * 3 * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_desc, n * 64 * sizeof (float));
+    e = gr_cuda_malloc (&c->d_desc, n * 64 * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_angle, n * sizeof (float));
+    e = gr_cuda_malloc (&c->d_angle, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_win, n * WAREA * sizeof (float));
+    e = gr_cuda_malloc (&c->d_win, n * WAREA * sizeof (float));
   if (e != cudaSuccess) {
     free_kps (c);
     return e;
@@ -1014,7 +1015,7 @@ grow_pin (GrFeaturesCuda *c, size_t need)
   c->h_pin = NULL;
   c->pin_cap = 0;
   const size_t want = need + need / 4;
-  cudaError_t e = cudaHostAlloc (&c->h_pin, want, cudaHostAllocDefault);
+  cudaError_t e = gr_cuda_host_alloc (&c->h_pin, want, cudaHostAllocDefault);
   if (e == cudaSuccess)
     c->pin_cap = want;
   else
@@ -1041,7 +1042,7 @@ gr_features_cuda_new (int device, char *errbuf, size_t errlen)
   for (int i = 0; i < 4 && e == cudaSuccess; i++)
     e = cudaEventCreate (&c->ev[i]);
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_misc, 4 * sizeof (unsigned));
+    e = gr_cuda_malloc (&c->d_misc, 4 * sizeof (unsigned));
   if (e != cudaSuccess) {
     set_err (errbuf, errlen, "CUDA features setup: %s", cudaGetErrorString (e));
     cudaGetLastError ();
@@ -1077,6 +1078,7 @@ gr_features_cuda_free (GrFeaturesCuda *c)
       cudaEventDestroy (c->ev[i]);
   if (c->stream)
     cudaStreamDestroy (c->stream);
+  cudaGetLastError ();
   free (c);
 }
 

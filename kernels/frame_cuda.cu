@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_util.h"
 #include "frame_cuda.h"
 #include "image.h"
 
@@ -185,6 +186,7 @@ gr_frame_cuda_free (GrFrameCuda *c)
   cudaFree (c->d_ext);
   cudaFree (c->d_raw);
   cudaStreamDestroy (c->stream);
+  cudaGetLastError ();
   free (c);
 }
 
@@ -202,7 +204,7 @@ gr_frame_cuda_set_mask (GrFrameCuda *c, const uint8_t *mask, int width, int heig
   if (!mask)
     return GR_OK;
   const size_t n = (size_t) width * height;
-  CK (cudaMalloc (&c->d_ext, n), "cudaMalloc (mask)");
+  CK (gr_cuda_malloc (&c->d_ext, n), "cudaMalloc (mask)");
   CK (cudaMemcpy (c->d_ext, mask, n, cudaMemcpyHostToDevice), "mask upload");
   c->ext_w = width;
   c->ext_h = height;
@@ -219,9 +221,9 @@ grow2 (float **d, uint8_t **m, size_t *cap, size_t n)
   *d = NULL;
   *m = NULL;
   *cap = 0;
-  cudaError_t e = cudaMalloc ((void **) d, n * sizeof (float));
+  cudaError_t e = gr_cuda_malloc ((void **) d, n * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc ((void **) m, n);
+    e = gr_cuda_malloc ((void **) m, n);
   if (e == cudaSuccess)
     *cap = n;
   return e;
@@ -344,7 +346,7 @@ gr_frame_cuda_convert_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
     cudaFree (c->d_raw);
     c->d_raw = NULL;
     c->raw_cap = 0;
-    CK (cudaMalloc ((void **) &c->d_raw, need), "cudaMalloc (frame rows)");
+    CK (gr_cuda_malloc ((void **) &c->d_raw, need), "cudaMalloc (frame rows)");
     c->raw_cap = need;
   }
   /* pageable source: the call returns once the rows are staged */

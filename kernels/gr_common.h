@@ -38,6 +38,16 @@ int gr_cuda_device_count (void);
 /* True when the build has CUDA kernels compiled in. */
 bool gr_cuda_compiled (void);
 
+/* Test hook: allocation fault injection (kernels/cuda_util.h, docs/gpu-tests.md).
+ * Every device and pinned allocation of the CUDA backends is counted while the hook is
+ * armed, by GEOREG_CUDA_FAIL_ALLOC=N in the environment (read at the first allocation)
+ * or by this call: fail_from >= 1: the fail_from-th allocation from now on and every
+ * later one fail with "out of memory"; 0: count only; < 0: off.  Resets the count.
+ * No-ops (count 0) in a build without CUDA. */
+void gr_cuda_fail_alloc (long fail_from);
+/* Allocations counted since the hook was armed (0 when it is off). */
+long gr_cuda_alloc_count (void);
+
 /* An 8-bit image already mapped to 256 bins, with an optional validity mask
  * (nonzero = valid; NULL = every pixel valid). Strides are in bytes. */
 typedef struct {

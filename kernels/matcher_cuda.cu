@@ -44,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_util.h"
 #include "matcher_cuda.h"
 
 #define PENDING (-2)
@@ -622,7 +623,8 @@ grow_pinned (P **ptr, size_t *cap, size_t need_elems)
     cudaFreeHost (*ptr);
   *ptr = NULL;
   *cap = 0;
-  cudaError_t e = cudaHostAlloc ((void **) ptr, n * sizeof (P), cudaHostAllocDefault);
+  cudaError_t e = gr_cuda_host_alloc ((void **) ptr, n * sizeof (P),
+      cudaHostAllocDefault);
   if (e == cudaSuccess)
     *cap = n;
   else
@@ -643,7 +645,7 @@ grow (P **ptr, size_t *cap, size_t need_elems)
   cudaFree (*ptr);
   *ptr = NULL;
   *cap = 0;
-  cudaError_t e = cudaMalloc ((void **) ptr, n * sizeof (P));
+  cudaError_t e = gr_cuda_malloc ((void **) ptr, n * sizeof (P));
   if (e == cudaSuccess)
     *cap = n;
   return e;
@@ -714,15 +716,15 @@ db_reserve (DevDb *db, long long extra, cudaStream_t s, long long *shift,
   if (cap < 4096)
     cap = 4096;
   DbPtrs n = { 0 };
-  cudaError_t e = cudaMalloc (&n.h16, cap * db->kp * sizeof (__half));
+  cudaError_t e = gr_cuda_malloc (&n.h16, cap * db->kp * sizeof (__half));
   if (e == cudaSuccess)
-    e = cudaMalloc (&n.cinfo, cap * sizeof (float2));
+    e = gr_cuda_malloc (&n.cinfo, cap * sizeof (float2));
   if (e == cudaSuccess)
-    e = cudaMalloc (&n.f32, cap * db->k * sizeof (float));
+    e = gr_cuda_malloc (&n.f32, cap * db->k * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMalloc (&n.rowlocal, cap * sizeof (int));
+    e = gr_cuda_malloc (&n.rowlocal, cap * sizeof (int));
   if (e == cudaSuccess)
-    e = cudaMalloc (&n.rowglob, cap * sizeof (unsigned));
+    e = gr_cuda_malloc (&n.rowglob, cap * sizeof (unsigned));
   if (e == cudaSuccess)
     e = db_copy_rows (db, &n, db->base, 0, live, s);
   if (e == cudaSuccess)
@@ -810,13 +812,13 @@ gr_matcher_cuda_new (int device, char *errbuf, size_t errlen)
   if (e == cudaSuccess)
     e = cudaEventCreateWithFlags (&c->evjoin, cudaEventDisableTiming);
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_list, 2ull * LIST_CAP * sizeof (unsigned long long));
+    e = gr_cuda_malloc (&c->d_list, 2ull * LIST_CAP * sizeof (unsigned long long));
   if (e == cudaSuccess)
-    e = cudaMalloc (&c->d_count, 2 * sizeof (unsigned));
+    e = gr_cuda_malloc (&c->d_count, 2 * sizeof (unsigned));
   if (e == cudaSuccess)
-    e = cudaMallocHost (&c->h_count, 2 * sizeof (unsigned));
+    e = gr_cuda_malloc_host (&c->h_count, 2 * sizeof (unsigned));
   if (e == cudaSuccess)
-    e = cudaMallocHost (&c->h_newimg, sizeof (ImgInfo));
+    e = gr_cuda_malloc_host (&c->h_newimg, sizeof (ImgInfo));
   if (e != cudaSuccess) {
     set_err (errbuf, errlen, "CUDA matcher setup: %s", cudaGetErrorString (e));
     cudaGetLastError ();
@@ -860,6 +862,7 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
     cudaStreamDestroy (c->stream);
   if (c->stream2)
     cudaStreamDestroy (c->stream2);
+  cudaGetLastError ();
   free (c->held);
   free (c->h_tab);
   free (c);

@@ -19,6 +19,7 @@
 
 struct GrNmiDense {
   GrBackend backend;
+  GrBackend requested;            /* the backend asked for (AUTO may fall back) */
   int threads;
   /* CPU copy of the control, packed (stride = width) */
   uint8_t *ctl_pix;
@@ -66,6 +67,7 @@ gr_nmi_dense_new (GrBackend backend, int cuda_device, GrStatus *status,
     return NULL;
   }
   nmi->backend = use;
+  nmi->requested = backend;
 #if GR_HAVE_CUDA
   if (use == GR_BACKEND_CUDA) {
     nmi->cuda = gr_nmi_dense_cuda_new (cuda_device < 0 ? 0 : cuda_device, errbuf, errlen);
@@ -132,8 +134,16 @@ gr_nmi_dense_set_control (GrNmiDense *nmi, const GrImage8 *control,
     if (st == GR_OK) {
       nmi->ctl_w = control->width;
       nmi->ctl_h = control->height;
+      return st;
     }
-    return st;
+    if (st != GR_ERR_CUDA || nmi->requested != GR_BACKEND_AUTO)
+      return st;
+    /* auto, and the device cannot take the control (e.g. out of device memory): as
+     * when the engine cannot be created, the CPU takes over; the reason stays in
+     * errbuf, and gr_nmi_dense_backend says CPU from now on */
+    gr_nmi_dense_cuda_free (nmi->cuda);
+    nmi->cuda = NULL;
+    nmi->backend = GR_BACKEND_CPU;
   }
 #endif
   size_t n = (size_t) control->width * control->height;

@@ -28,8 +28,9 @@ typedef struct {
 typedef struct GrNmiDense GrNmiDense;
 
 /* backend AUTO picks CUDA when gr_cuda_device_count() > 0 (device cuda_device, -1 =
- * device 0), else CPU.  CUDA asked for and not available: NULL and *status =
- * GR_ERR_NO_CUDA.  errbuf (may be NULL) receives a reason on failure. */
+ * device 0), else CPU; with AUTO, a CUDA engine that cannot be created falls back to
+ * the CPU (the reason in errbuf).  CUDA asked for and not available: NULL and *status
+ * = GR_ERR_NO_CUDA.  errbuf (may be NULL) receives a reason on failure. */
 GrNmiDense *gr_nmi_dense_new (GrBackend backend, int cuda_device, GrStatus *status,
     char *errbuf, size_t errlen);
 void gr_nmi_dense_free (GrNmiDense *nmi);
@@ -40,7 +41,10 @@ GrBackend gr_nmi_dense_backend (const GrNmiDense *nmi);
 /* CPU threads used by the CPU backend (0 = OpenMP's default). */
 void gr_nmi_dense_set_threads (GrNmiDense *nmi, int threads);
 
-/* Copies the control (and its mask); replaces any earlier one. */
+/* Copies the control (and its mask); replaces any earlier one.  An engine made with
+ * AUTO whose device cannot take the control (a CUDA error, e.g. out of device memory)
+ * falls back to the CPU and returns GR_OK, the reason in errbuf; gr_nmi_dense_backend
+ * then says CPU.  A failing search (gr_nmi_dense_run) is an error, never a fallback. */
 GrStatus gr_nmi_dense_set_control (GrNmiDense *nmi, const GrImage8 *control,
     char *errbuf, size_t errlen);
 

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_util.h"
 #include "nmi_dense_cuda.h"
 
 #define NMI_THREADS 1024
@@ -728,7 +729,7 @@ gr_nmi_dense_cuda_set_control (GrNmiDenseCuda *c, const GrImage8 *control,
   c->d_ctl = NULL;
   c->d_cbits = NULL;
   c->cw = c->ch = 0;
-  CK (cudaMalloc (&c->d_ctl, cpitch * ch), "cudaMalloc (control)");
+  CK (gr_cuda_malloc (&c->d_ctl, cpitch * ch), "cudaMalloc (control)");
   CK (cudaMemsetAsync (c->d_ctl, 0, cpitch * ch, c->stream), "cudaMemset (control)");
   CK (cudaMemcpy2DAsync (c->d_ctl, cpitch, control->pix, control->pix_stride, cw, ch,
           cudaMemcpyHostToDevice, c->stream), "cudaMemcpy2D (control)");
@@ -756,7 +757,7 @@ gr_nmi_dense_cuda_set_control (GrNmiDenseCuda *c, const GrImage8 *control,
         if (m[x])
           row[x >> 4] |= (uint16_t) (1u << (x & 15));
     }
-    cudaError_t e = cudaMalloc (&c->d_cbits, (size_t) cp16 * ch * sizeof (uint16_t));
+    cudaError_t e = gr_cuda_malloc (&c->d_cbits, (size_t) cp16 * ch * sizeof (uint16_t));
     if (e == cudaSuccess)
       e = cudaMemcpyAsync (c->d_cbits, bits, (size_t) cp16 * ch * sizeof (uint16_t),
           cudaMemcpyHostToDevice, c->stream);
@@ -788,7 +789,7 @@ ensure_table (GrNmiDenseCuda *c, int T, char *errbuf, size_t errlen)
     h[i] = i * log ((double) i);     /* same expression as the CPU backend */
   cudaFree (c->d_tab);
   c->d_tab = NULL;
-  cudaError_t e = cudaMalloc (&c->d_tab, sizeof (double) * T);
+  cudaError_t e = gr_cuda_malloc (&c->d_tab, sizeof (double) * T);
   if (e == cudaSuccess)
     e = cudaMemcpy (c->d_tab, h, sizeof (double) * T, cudaMemcpyHostToDevice);
   free (h);
@@ -806,7 +807,7 @@ grow (P **ptr, size_t *cap, size_t need_bytes)
   cudaFree (*ptr);
   *ptr = NULL;
   *cap = 0;
-  cudaError_t e = cudaMalloc ((void **) ptr, need_bytes);
+  cudaError_t e = gr_cuda_malloc ((void **) ptr, need_bytes);
   if (e == cudaSuccess)
     *cap = need_bytes;
   return e;
@@ -816,7 +817,7 @@ extern "C" GrStatus
 gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
     int min_valid, double *scores, int32_t *valid, char *errbuf, size_t errlen)
 {
-  if (!c->d_ctl) {
+  if (!c->d_ctl || c->cw == 0) {      /* cw is set once the whole upload succeeded */
     set_err (errbuf, errlen, "no control image set");
     return GR_ERR_INVALID;
   }
@@ -851,10 +852,12 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
       "cudaMalloc (template chunks)");
   CK (grow (&c->d_tbits, &c->bits_cap, (size_t) 16 * K * sizeof (uint32_t)),
       "cudaMalloc (template chunk bits)");
-  if (!c->d_thist) {
-    CK (cudaMalloc (&c->d_thist, 256 * sizeof (int)), "cudaMalloc (template histogram)");
-    CK (cudaMalloc (&c->d_err, sizeof (int)), "cudaMalloc (flag)");
-  }
+  /* each on its own: after a failed run one may exist without the other */
+  if (!c->d_thist)
+    CK (gr_cuda_malloc (&c->d_thist, 256 * sizeof (int)),
+        "cudaMalloc (template histogram)");
+  if (!c->d_err)
+    CK (gr_cuda_malloc (&c->d_err, sizeof (int)), "cudaMalloc (flag)");
   CK (grow (&c->d_scores, &c->scores_cap, (size_t) npos * sizeof (double)),
       "cudaMalloc (scores)");
   CK (grow (&c->d_valid, &c->valid_cap, (size_t) npos * sizeof (int32_t)),
@@ -865,7 +868,7 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
       cudaFreeHost (c->h_out);
     c->h_out = NULL;
     c->hcap = 0;
-    CK (cudaMallocHost (&c->h_out, out_bytes), "cudaMallocHost (scores)");
+    CK (gr_cuda_malloc_host (&c->h_out, out_bytes), "cudaMallocHost (scores)");
     c->hcap = out_bytes;
   }
 

@@ -17,6 +17,7 @@
 
 struct GrNmiSparse {
   GrBackend backend;
+  GrBackend requested;          /* the backend asked for (AUTO may fall back) */
   int threads;
   int64_t tab[GRS_TAB], dtab[GRS_TAB];
   double lnn[GRS_TAB];
@@ -82,16 +83,21 @@ gr_nmi_sparse_new (GrBackend backend, int cuda_device, GrStatus *status,
     return NULL;
   }
   nmi->backend = use;
+  nmi->requested = backend;
   tables_init (nmi);
 #if GR_HAVE_CUDA
   if (use == GR_BACKEND_CUDA) {
     nmi->cuda = gr_nmi_sparse_cuda_new (cuda_device < 0 ? 0 : cuda_device, nmi->tab,
         nmi->dtab, nmi->lnn, errbuf, errlen);
-    if (!nmi->cuda) {
+    if (!nmi->cuda && backend != GR_BACKEND_AUTO) {
       free (nmi);
       *status = GR_ERR_CUDA;
       return NULL;
     }
+    /* auto means "the best that works" (as the other engines): the CPU; the reason
+     * stays in errbuf */
+    if (!nmi->cuda)
+      nmi->backend = GR_BACKEND_CPU;
   }
 #else
   (void) cuda_device;
@@ -174,13 +180,24 @@ gr_nmi_sparse_set_control (GrNmiSparse *nmi, const GrImage8 *control,
   if (nmi->backend == GR_BACKEND_CUDA) {
     GrStatus st = gr_nmi_sparse_cuda_set_control (nmi->cuda, pix, mask, w, h, errbuf,
         errlen);
-    free (pix);
-    free (mask);
     if (st == GR_OK) {
+      free (pix);
+      free (mask);
       nmi->ctl_w = w;
       nmi->ctl_h = h;
+      return st;
     }
-    return st;
+    if (st != GR_ERR_CUDA || nmi->requested != GR_BACKEND_AUTO) {
+      free (pix);
+      free (mask);
+      return st;
+    }
+    /* auto, and the device cannot take the control (e.g. out of device memory): the
+     * CPU takes over with the copy made above; the reason stays in errbuf, and
+     * gr_nmi_sparse_backend says CPU from now on */
+    gr_nmi_sparse_cuda_free (nmi->cuda);
+    nmi->cuda = NULL;
+    nmi->backend = GR_BACKEND_CPU;
   }
 #endif
   free (nmi->ctl_pix);

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_util.h"
 #include "nmi_sparse_cuda.h"
 #include "nmi_sparse_impl.h"
 
@@ -771,7 +772,7 @@ grow (P **ptr, size_t *cap, size_t need_bytes)
   cudaFree (*ptr);
   *ptr = NULL;
   *cap = 0;
-  cudaError_t e = cudaMalloc ((void **) ptr, need_bytes);
+  cudaError_t e = gr_cuda_malloc ((void **) ptr, need_bytes);
   if (e == cudaSuccess)
     *cap = need_bytes;
   return e;
@@ -819,10 +820,10 @@ cuda_init (GrNmiSparseCuda *c, const int64_t *tab, const int64_t *dtab,
   c->nsm = prop.multiProcessorCount;
   c->smem_optin = prop.sharedMemPerBlockOptin;
   CK (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  CK (cudaMalloc (&c->d_tab, sizeof (int64_t) * GRS_TAB), "cudaMalloc (tables)");
-  CK (cudaMalloc (&c->d_dtab, sizeof (int64_t) * GRS_TAB), "cudaMalloc (tables)");
-  CK (cudaMalloc (&c->d_lnn, sizeof (double) * GRS_TAB), "cudaMalloc (tables)");
-  CK (cudaMalloc (&c->d_counter, sizeof (int)), "cudaMalloc (counter)");
+  CK (gr_cuda_malloc (&c->d_tab, sizeof (int64_t) * GRS_TAB), "cudaMalloc (tables)");
+  CK (gr_cuda_malloc (&c->d_dtab, sizeof (int64_t) * GRS_TAB), "cudaMalloc (tables)");
+  CK (gr_cuda_malloc (&c->d_lnn, sizeof (double) * GRS_TAB), "cudaMalloc (tables)");
+  CK (gr_cuda_malloc (&c->d_counter, sizeof (int)), "cudaMalloc (counter)");
   CK (cudaMemcpy (c->d_tab, tab, sizeof (int64_t) * GRS_TAB, cudaMemcpyHostToDevice),
       "table upload");
   CK (cudaMemcpy (c->d_dtab, dtab, sizeof (int64_t) * GRS_TAB, cudaMemcpyHostToDevice),
@@ -879,10 +880,10 @@ gr_nmi_sparse_cuda_set_control (GrNmiSparseCuda *c, const uint8_t *pix,
   for (size_t i = 0; i < n; i++)
     if ((!mask || mask[i]) && pix[i] > vmax)
       vmax = pix[i];
-  CK (cudaMalloc (&c->d_ctl, n), "cudaMalloc (control)");
+  CK (gr_cuda_malloc (&c->d_ctl, n), "cudaMalloc (control)");
   CK (cudaMemcpy (c->d_ctl, pix, n, cudaMemcpyHostToDevice), "control upload");
   if (mask) {
-    CK (cudaMalloc (&c->d_cmask, n), "cudaMalloc (control mask)");
+    CK (gr_cuda_malloc (&c->d_cmask, n), "cudaMalloc (control mask)");
     CK (cudaMemcpy (c->d_cmask, mask, n, cudaMemcpyHostToDevice), "control mask upload");
   }
   c->cw = width;
@@ -947,7 +948,7 @@ run_impl (GrNmiSparseCuda *c, const GrNmiSparseParams *p, const uint8_t *templat
 {
   const bool cut = d_img != NULL, dev = d_tpl_in != NULL;
   const bool has_mask = cut ? with_masks : dev ? d_tmask_in != NULL : tmasks != NULL;
-  if (!c->d_ctl) {
+  if (!c->d_ctl || c->cw == 0) {      /* cw is set once the whole upload succeeded */
     set_err (errbuf, errlen, "no control image set");
     return GR_ERR_INVALID;
   }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_util.h"
 #include "register_cuda.h"
 #include "image.h"
 
@@ -263,7 +264,7 @@ grow (P **ptr, size_t *cap, size_t need)
   cudaFree (*ptr);
   *ptr = NULL;
   *cap = 0;
-  cudaError_t e = cudaMalloc ((void **) ptr, n * sizeof (P));
+  cudaError_t e = gr_cuda_malloc ((void **) ptr, n * sizeof (P));
   if (e == cudaSuccess)
     *cap = n;
   else
@@ -288,7 +289,7 @@ gr_register_cuda_new (int device, char *errbuf, size_t errlen)
   rc->device = device;
   e = cudaStreamCreateWithFlags (&rc->stream, cudaStreamNonBlocking);
   if (e == cudaSuccess)
-    e = cudaMalloc (&rc->d_red, 2 * sizeof (unsigned));
+    e = gr_cuda_malloc (&rc->d_red, 2 * sizeof (unsigned));
   if (e != cudaSuccess) {
     set_err (errbuf, errlen, "CUDA registration setup: %s", cudaGetErrorString (e));
     cudaGetLastError ();
@@ -409,8 +410,8 @@ gr_register_cuda_resample (GrRegisterCuda *rc, const GrPlaneF *dev, const double
     rc->d_tpl = rc->d_tmk = NULL;
     rc->tpl_cap = 0;
     const size_t cap = T2 * n + T2 * n / 4;
-    CK (cudaMalloc (&rc->d_tpl, cap), "cudaMalloc (templates)");
-    CK (cudaMalloc (&rc->d_tmk, cap), "cudaMalloc (template masks)");
+    CK (gr_cuda_malloc (&rc->d_tpl, cap), "cudaMalloc (templates)");
+    CK (gr_cuda_malloc (&rc->d_tmk, cap), "cudaMalloc (template masks)");
     rc->tpl_cap = cap;
   }
   CK (grow (&rc->d_nvalid, &rc->nvalid_cap, (size_t) n), "cudaMalloc (counts)");
@@ -446,8 +447,8 @@ gr_register_cuda_gather (GrRegisterCuda *rc, const int *keep, int nkeep, int T,
     cudaFree (rc->d_gtmk);
     rc->d_gtpl = rc->d_gtmk = NULL;
     rc->gtpl_cap = 0;
-    CK (cudaMalloc (&rc->d_gtpl, need + need / 4), "cudaMalloc (templates)");
-    CK (cudaMalloc (&rc->d_gtmk, need + need / 4), "cudaMalloc (template masks)");
+    CK (gr_cuda_malloc (&rc->d_gtpl, need + need / 4), "cudaMalloc (templates)");
+    CK (gr_cuda_malloc (&rc->d_gtmk, need + need / 4), "cudaMalloc (template masks)");
     rc->gtpl_cap = need + need / 4;
   }
   if (nkeep > 0) {
@@ -513,12 +514,12 @@ gr_cuda_plane_upload (int device, const GrPlaneF *host, GrPlaneF *dev, char *err
   CK (cudaSetDevice (device), "cudaSetDevice");
   float *d = NULL;
   uint8_t *m = NULL;
-  cudaError_t e = cudaMalloc (&d, w * h * sizeof (float));
+  cudaError_t e = gr_cuda_malloc (&d, w * h * sizeof (float));
   if (e == cudaSuccess)
     e = cudaMemcpy2D (d, w * sizeof (float), host->data, host->stride * sizeof (float),
         w * sizeof (float), h, cudaMemcpyHostToDevice);
   if (e == cudaSuccess && masked) {
-    e = cudaMalloc (&m, w * h);
+    e = gr_cuda_malloc (&m, w * h);
     if (e == cudaSuccess)
       e = cudaMemcpy (m, host->mask, w * h, cudaMemcpyHostToDevice);
   }
@@ -552,9 +553,9 @@ gr_cuda_plane_levels (int device, const GrPlaneF *dev, double a, double b, int l
   uint8_t *out = NULL;
   unsigned *d_vmax = NULL;
   unsigned h_vmax = 0;
-  cudaError_t e = cudaMalloc (&out, (size_t) dev->width * dev->height);
+  cudaError_t e = gr_cuda_malloc (&out, (size_t) dev->width * dev->height);
   if (e == cudaSuccess)
-    e = cudaMalloc (&d_vmax, sizeof (unsigned));
+    e = gr_cuda_malloc (&d_vmax, sizeof (unsigned));
   if (e == cudaSuccess)
     e = cudaMemset (d_vmax, 0, sizeof (unsigned));
   if (e == cudaSuccess) {

@@ -291,12 +291,16 @@ gr_shoot_new (const GrShootParams *params, GrBackend backend, int cuda_device,
   if (use == GR_BACKEND_CUDA) {
     s->cuda = gr_shoot_cuda_new (params, cuda_device < 0 ? 0 : cuda_device, s->desc,
         sizeof s->desc, errbuf, errlen);
-    if (!s->cuda) {
+    if (s->cuda)
+      return s;
+    if (backend != GR_BACKEND_AUTO) {
       gr_shoot_free (s);
       *status = GR_ERR_CUDA;
       return NULL;
     }
-    return s;
+    /* auto means "the best that works" (as nmi_dense, the descriptors and the
+     * matcher): the CPU engine below; the reason stays in errbuf */
+    s->backend = GR_BACKEND_CPU;
   }
 #else
   (void) cuda_device;

@@ -56,8 +56,11 @@ void gr_shoot_params_init (GrShootParams *p);
 typedef struct GrShoot GrShoot;
 
 /* backend AUTO picks CUDA when gr_cuda_device_count() > 0 (device cuda_device, -1 =
- * device 0), else CPU.  CUDA asked for and not available: NULL, *status =
- * GR_ERR_NO_CUDA.  Bad parameters: NULL, GR_ERR_INVALID.  errbuf gets the reason. */
+ * device 0), else CPU; with AUTO, a CUDA engine that cannot be created (e.g. out of
+ * device memory) falls back to the CPU, the reason in errbuf and gr_shoot_backend
+ * saying CPU.  CUDA asked for and not available: NULL, *status = GR_ERR_NO_CUDA; asked
+ * for and failing: NULL, GR_ERR_CUDA.  Bad parameters: NULL, GR_ERR_INVALID.  errbuf
+ * gets the reason. */
 GrShoot *gr_shoot_new (const GrShootParams *params, GrBackend backend, int cuda_device,
     GrStatus *status, char *errbuf, size_t errlen);
 void gr_shoot_free (GrShoot *s);

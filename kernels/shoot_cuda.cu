@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_util.h"
 #include "shoot_cuda.h"
 
 #define CUTOFF 60.0           /* same as GR_SHOOT_CUTOFF in shoot.c */
@@ -861,7 +862,8 @@ gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t d
   size_t total = 0;
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     total += align_up (parts[i].bytes);
-  if (!ck (cudaMalloc (&c->arena, total), "cudaMalloc", errbuf, errlen))
+  if (!ck (gr_cuda_malloc (&c->arena, total), "cudaMalloc (device arena)", errbuf,
+          errlen))
     goto fail;
   {
     char *base = (char *) c->arena;
@@ -873,12 +875,12 @@ gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t d
   /* zero everything once: the w lanes of the V4s and the unused z of 2-D stay 0 */
   if (!ck (cudaMemset (c->arena, 0, total), "cudaMemset", errbuf, errlen))
     goto fail;
-  if (!ck (cudaMallocHost ((void **) &c->h_p0, sizeof (double) * n * c->D),
-          "cudaMallocHost", errbuf, errlen) ||
-      !ck (cudaMallocHost ((void **) &c->h_grad, sizeof (double) * n * c->D),
-          "cudaMallocHost", errbuf, errlen) ||
-      !ck (cudaMallocHost ((void **) &c->h_scal, 4 * sizeof (double)), "cudaMallocHost",
-          errbuf, errlen))
+  if (!ck (gr_cuda_malloc_host ((void **) &c->h_p0, sizeof (double) * n * c->D),
+          "cudaMallocHost (staging)", errbuf, errlen) ||
+      !ck (gr_cuda_malloc_host ((void **) &c->h_grad, sizeof (double) * n * c->D),
+          "cudaMallocHost (staging)", errbuf, errlen) ||
+      !ck (gr_cuda_malloc_host ((void **) &c->h_scal, 4 * sizeof (double)),
+          "cudaMallocHost (staging)", errbuf, errlen))
     goto fail;
   if (!ck (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking),
           "cudaStreamCreate", errbuf, errlen))

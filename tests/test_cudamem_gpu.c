@@ -40,6 +40,7 @@
 #include <gst/gst.h>
 
 #include "gr_common.h"
+#include "gst_gpu_test.h"
 #include "raster.h"
 #include "synth.h"
 #if GR_HAVE_CUDA && GR_HAVE_GST_CUDA
@@ -669,30 +670,14 @@ leaks (void)
 int
 main (int argc, char **argv)
 {
-  if (gr_cuda_device_count () <= 0) {
-    printf ("SKIP: no usable CUDA device\n");
-    return 77;
-  }
-  /* the test environment isolates the registry: add the system plugins (nvcodec) */
-  const gchar *sys = g_getenv ("GST_PLUGIN_SYSTEM_PATH");
-  if (sys && *sys) {
-    const gchar *pp = g_getenv ("GST_PLUGIN_PATH_1_0");
-    gchar *both = g_strjoin (":", pp ? pp : "", sys, NULL);
-    g_setenv ("GST_PLUGIN_PATH_1_0", both, TRUE);
-    g_free (both);
-  }
-  gst_init (&argc, &argv);
+  /* (the system plugins: nvcodec) */
   const gchar *need[] = { "cudaupload", "cudadownload", "nmilocalize", "pngdec",
     "multifilesrc", "videoconvert"
   };
-  for (guint i = 0; i < G_N_ELEMENTS (need); i++) {
-    GstElementFactory *f = gst_element_factory_find (need[i]);
-    if (!f) {
-      printf ("SKIP: no %s element (nvcodec needs a CUDA driver)\n", need[i]);
-      return 77;
-    }
-    gst_object_unref (f);
-  }
+  const int skip = gst_gpu_test_init (&argc, &argv, need, G_N_ELEMENTS (need),
+      " (nvcodec needs a CUDA driver)");
+  if (skip)
+    return skip;
   quick = g_strcmp0 (g_getenv ("GEOREG_TEST_SUBSET"), "quick") == 0;
   make_data ();
   compare ("NV12", "frame-scale=0.5 control-scale=0.5 nodata=0");

@@ -8,8 +8,9 @@
 #           (BUILD/fallback-lib) and the orthomosaic (BUILD/georeg-data).  Object files
 #           are moved to BUILD.objs so the carry stays under 64 MiB; `restore` puts
 #           them back (or just rebuild).
-#   there:  source .gstroot/env.sh; bash tools/gpu-suite.sh run [BUILD]
-#           with carry [".gstroot", "BUILD"]; logs under $OUT, a short table last.
+#   there:  source .gstroot/env.sh; bash tools/gpu-suite.sh run [BUILD] [STEPS]
+#           with carry [".gstroot", "BUILD"]; STEPS: comma list of tests, memcheck,
+#           racecheck (default all); logs under $OUT, a short table last.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cmd=${1:-}; build=${2:-build-gpu}
@@ -37,23 +38,59 @@ restore)
     && rm -rf "$build.objs"
   ;;
 run)
+  # steps: comma list of tests, memcheck, racecheck (default all three)
+  steps=",${3:-tests,memcheck,racecheck},"
   out=${OUT:-$PWD/gpu-out}; mkdir -p "$out"
   export PATH=/usr/local/cuda/bin:$PATH
   export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PWD/$build/fallback-lib
   [ -f "$build/georeg-data/aukerman.png" ] && export GEOREG_DATA=$PWD/$build/georeg-data
   { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } | tee "$out/device.txt"
-  python3 tools/run-tests.py "$build" --suite gpu --suite data --log-dir "$out/tests" | tee "$out/tests.txt"
-  rc=${PIPESTATUS[0]}
-  # compute-sanitizer memcheck over every GPU test binary, with the plugin findable
+  rc=0
+  if [[ $steps == *,tests,* ]]; then
+    python3 tools/run-tests.py "$build" --suite gpu --suite data --log-dir "$out/tests" | tee "$out/tests.txt"
+    rc=${PIPESTATUS[0]}
+    (cd "$out" && tar -czf test-logs.tar.gz tests && rm -rf tests)
+  fi
+  # compute-sanitizer over every GPU test binary, with the plugin findable: memcheck
+  # (device memory errors and leaks) and racecheck (shared-memory hazards), on each
+  # test's small subset, four at a time (the GPU has room; the host has the cores)
   export GST_PLUGIN_SYSTEM_PATH_1_0= GST_PLUGIN_PATH_1_0=$PWD/$build/gst${GST_PLUGIN_SYSTEM_PATH:+:$GST_PLUGIN_SYSTEM_PATH}
   export LD_LIBRARY_PATH=$PWD/$build/kernels:$PWD/$build/gst:$LD_LIBRARY_PATH CK_FORK=no
-  for t in "$build"/tests/test_*_gpu; do
+  : > "$out/sanitizers.txt"
+  sanitize () {   # tool test-binary
+    local tool=$1 t=$2 n subset=quick opts=()
     n=$(basename "$t")
-    GEOREG_TEST_SUBSET=quick timeout 90 compute-sanitizer --tool memcheck --leak-check full \
-      --error-exitcode 9 "$t" > "$out/memcheck-$n.log" 2>&1
-    echo "memcheck $n: rc=$? $(grep -h 'ERROR SUMMARY' "$out/memcheck-$n.log" | tail -n 1)" | tee -a "$out/memcheck.txt"
+    [ "$tool" = racecheck ] && [ "$n" = test_nmi_dense_gpu ] && subset=race
+    [ "$tool" = memcheck ] && opts=(--leak-check full)
+    [ "$tool" = racecheck ] && opts=(--racecheck-report all)
+    local t0=$SECONDS
+    # from the build folder, as meson runs the tests (some find the plugin there)
+    (cd "$(dirname "$t")/.." && GEOREG_TEST_SUBSET=$subset GEOREG_TEST_SMALL=1 GEOREG_TEST_QUICK=1 \
+      timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" "${opts[@]}" \
+      --error-exitcode 9 "tests/$n" > "$out/$tool-$n.log" 2>&1)
+    local r=$?
+    echo "$tool $n: rc=$r ($((SECONDS - t0)) s) $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool-$n.log" | tail -n 1) | $(grep -E '^(PASS|FAIL|SKIP)' "$out/$tool-$n.log" | tail -n 1)"
+  }
+  export -f sanitize; export out
+  jobs=()
+  for tool in memcheck racecheck; do
+    [[ $steps == *,$tool,* ]] || continue
+    for t in "$build"/tests/test_*_gpu; do
+      # SANITIZER_TESTS: a space list of test names to limit the runs to
+      [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $(basename "$t") "* ]] && continue
+      jobs+=("$tool $PWD/$t")
+    done
   done
-  echo; cat "$out/device.txt"; tail -n 1 "$out/tests.txt"; cat "$out/memcheck.txt"
+  if [ ${#jobs[@]} -gt 0 ]; then
+    printf '%s\n' "${jobs[@]}" | xargs -P "${SANITIZER_JOBS:-4}" -I{} bash -c 'sanitize {}' |
+      sort >> "$out/sanitizers.txt"
+  fi
+  # the device tool brings back few files: the logs travel as one archive
+  (cd "$out" && ls ./*check-*.log >/dev/null 2>&1 && tar -czf sanitizer-logs.tar.gz ./*check-*.log && rm -f ./*check-*.log)
+  echo; cat "$out/device.txt"; [ -f "$out/tests.txt" ] && tail -n 1 "$out/tests.txt"
+  cat "$out/sanitizers.txt"
+  # 77: the test skipped itself
+  grep -vE " rc=(0|77) " "$out/sanitizers.txt" | grep -q . && rc=1
   exit "$rc"
   ;;
 *)
