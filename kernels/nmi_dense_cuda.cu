@@ -29,6 +29,12 @@
  *    on the host with the same expression as the CPU backend.  A joint histogram
  *    with a single bin (both images constant over the overlap) scores exactly 1.
  *  GPU memory: control (+ mask bits) + 16 x template chunks + score map + a table.
+ *  - Split passes for GPUs whose blocks get less shared memory (sm_86 / sm_89: 99 KB,
+ *    sm_75: 64 KB): the histogram's 128 word rows (template grey level a & 127) are
+ *    cut into PASSES = 2 or 4 groups, and a translation runs its increments and scan
+ *    once per group, each pass counting only the pixels whose a falls in its rows
+ *    (64 or 32 KB of counters).  Same sums, partly in another order; the template is
+ *    read PASSES times.  GEOREG_NMI_CUDA_PASSES=2|4 forces it (tests, benchmarks).
  *
  * What bounds it (H100, 512x256 template, 61,440 translations: docs/benchmarks.md):
  * the shared-memory pipe.  8.05e9 increments are 2.5e8 warp-wide atomicAdds on
@@ -113,11 +119,11 @@ struct SmemLayout {
 };
 
 static __host__ __device__ SmemLayout
-smem_layout (int T, int ovf_cap)
+smem_layout (int T, int ovf_cap, int passes)
 {
   SmemLayout L;
   size_t o = 0;
-  L.hist = o;      o += (size_t) HIST_WORDS * 4;
+  L.hist = o;      o += (size_t) HIST_WORDS / passes * 4;
   L.ltab = o;      o += (size_t) LANE_TAB * 32 * 8;
   L.tab = o;       o += (size_t) T * 8;
   L.tab2 = o;      o += (size_t) PAIR_TAB * 8;
@@ -190,12 +196,15 @@ uniform_bytes (uint4 v)
 
 /* The 16 pixels of one chunk.  MERGE: a chunk of 16 equal (a, b) pairs is one
  * atomicAdd of 16 (uniform ground; measured slower on textured images). */
-template <bool CHECK, bool MERGE>
+/* PASSES > 1: this pass counts only the pixels whose row (a & 127) is in its group of
+ * 128 / PASSES rows, at word (a & (rows - 1)) << 8 | b. */
+template <bool CHECK, bool MERGE, int PASSES>
 __device__ __forceinline__ void
 chunk_increments (uint32_t *hist, uint4 t, uint4 c, uint32_t valid, uint32_t hib,
-    int *novf, int *obin, int *odelta, int cap, int *err)
+    int pass, int *novf, int *obin, int *odelta, int cap, int *err)
 {
-  if (MERGE && valid == 0xFFFFu && (hib == 0u || hib == 0xFFFFu) &&
+  constexpr uint32_t ROWS = 128 / PASSES;
+  if (PASSES == 1 && MERGE && valid == 0xFFFFu && (hib == 0u || hib == 0xFFFFu) &&
       uniform_bytes (t) && uniform_bytes (c)) {
     const uint32_t v = prmt (c.x, t.x, 0xCC40u);
     const uint32_t inc = hib ? (16u << 16) : 16u;
@@ -214,7 +223,12 @@ chunk_increments (uint32_t *hist, uint4 t, uint4 c, uint32_t valid, uint32_t hib
        * template byte's sign, which is 0: v = (a & 127) << 8 | b, the word index */
       const uint32_t sel = (uint32_t) k | ((uint32_t) (4 + k) << 4) |
           ((uint32_t) (12 + k) << 8) | ((uint32_t) (12 + k) << 12);
-      const uint32_t v = prmt (cw[i >> 2], tw[i >> 2], sel);
+      uint32_t v = prmt (cw[i >> 2], tw[i >> 2], sel);
+      if (PASSES > 1) {
+        if ((v >> 8) / ROWS != (uint32_t) pass)
+          continue;
+        v &= (ROWS << 8) - 1u;
+      }
       const bool hi = (hib >> i) & 1u;
       const uint32_t old = atomicAdd (hist + v, hi ? 0x10000u : 1u);
       if (CHECK) {
@@ -232,11 +246,11 @@ struct ChunkWalk {
   int sy, sj;              /* stride / J, stride % J */
 };
 
-template <bool CHECK, bool MERGE>
+template <bool CHECK, bool MERGE, int PASSES>
 __device__ __forceinline__ void
 increments (const NmiParams &p, const ChunkWalk &wk, uint32_t *hist, const uint4 *tc,
-    const uint32_t *tb, const uint8_t *cb, const uint16_t *cmb, int *novf, int *obin,
-    int *odelta)
+    const uint32_t *tb, const uint8_t *cb, const uint16_t *cmb, int pass, int *novf,
+    int *obin, int *odelta)
 {
   int k = wk.k;
   if (k >= wk.kend)
@@ -267,8 +281,8 @@ increments (const NmiParams &p, const ChunkWalk &wk, uint32_t *hist, const uint4
     }
     const uint32_t valid = bits & cm & 0xFFFFu;
     if (valid)
-      chunk_increments<CHECK, MERGE> (hist, t, c, valid, bits >> 16, novf, obin, odelta,
-          p.ovf_cap, p.err);
+      chunk_increments<CHECK, MERGE, PASSES> (hist, t, c, valid, bits >> 16, pass, novf,
+          obin, odelta, p.ovf_cap, p.err);
     if (!more)
       break;
     k = kn; y = yn; j = jn;
@@ -276,12 +290,15 @@ increments (const NmiParams &p, const ChunkWalk &wk, uint32_t *hist, const uint4
   }
 }
 
-template <bool MERGE, bool LANETAB>
+template <bool MERGE, bool LANETAB, int PASSES>
 __global__ void __launch_bounds__ (NMI_THREADS, 1)
 nmi_dense_kernel (NmiParams p)
 {
+  /* rows of 256 words per pass; the scan gives 4 rows to each warp, so with passes
+   * only the first ROWS / 4 warps scan */
+  constexpr int ROWS = 128 / PASSES;
   extern __shared__ __align__ (16) unsigned char smem[];
-  const SmemLayout L = smem_layout (p.T, p.ovf_cap);
+  const SmemLayout L = smem_layout (p.T, p.ovf_cap, PASSES);
   uint32_t *hist = (uint32_t *) (smem + L.hist);
   double *tab = (double *) (smem + L.tab);
   double *ltab = (double *) (smem + L.ltab);
@@ -301,7 +318,7 @@ nmi_dense_kernel (NmiParams p)
   const int T = p.T;
 
   /* one-off init: zero histogram, tables, marginals */
-  for (int i = tid; i < HIST_WORDS / 4; i += NMI_THREADS)
+  for (int i = tid; i < HIST_WORDS / PASSES / 4; i += NMI_THREADS)
     ((uint4 *) hist)[i] = make_uint4 (0, 0, 0, 0);
   for (int i = tid; i < T; i += NMI_THREADS)
     tab[i] = p.tab[i];
@@ -350,133 +367,148 @@ nmi_dense_kernel (NmiParams p)
     const uint8_t *cb = p.ctl + (size_t) dy * p.cpitch + 16 * (size_t) q;
     const uint16_t *cmb = p.cbits ? p.cbits + (size_t) dy * p.cp16 + q : NULL;
 
-    /* 1. joint histogram */
-    if (check)
-      increments<true, MERGE> (p, wk, hist, tc, tb, cb, cmb, novf, obin, odelta);
-    else
-      increments<false, MERGE> (p, wk, hist, tc, tb, cb, cmb, novf, obin, odelta);
-    __syncthreads ();
-
-    /* 2. wrapped counters: sum c ln c correction from the stored fields (rare) */
-    const int nov = *novf;
-    if (nov > 0) {
-      if (tid == 0) {
-        const int n = min (nov, p.ovf_cap);
-        double corr = 0.0;
-        for (int e = 0; e < n; e++) {
-          const int bin = obin[e];
-          bool seen = false;
-          for (int f = 0; f < e; f++)
-            seen |= obin[f] == bin;
-          if (seen)
-            continue;
-          long delta = 0;
-          for (int f = e; f < n; f++)
-            if (obin[f] == bin)
-              delta += odelta[f];
-          const uint32_t wv = hist[bin & 0x7FFF];
-          const uint32_t stored = (bin & 0x8000) ? wv >> 16 : wv & 0xFFFFu;
-          const double tru = (double) stored + (double) delta;
-          corr += (tru > 1.0 ? tru * log (tru) : 0.0) - clnc (stored, tab, T);
-        }
-        *s_corr = corr;
-      }
+    double sj_acc = 0.0;        /* this thread's sum c ln c over the passes */
+    bool had_ovf = false;
+    for (int pass = 0; pass < PASSES; pass++) {
+      /* 1. joint histogram */
+      if (check)
+        increments<true, MERGE, PASSES> (p, wk, hist, tc, tb, cb, cmb, pass, novf, obin,
+            odelta);
+      else
+        increments<false, MERGE, PASSES> (p, wk, hist, tc, tb, cb, cmb, pass, novf, obin,
+            odelta);
       __syncthreads ();
-    }
 
-    /* 3. scan: sum c ln c, marginals, zero.  Warp w owns word rows 4w..4w+3; a
-     * row's two 16-byte loads go out together, four independent accumulators. */
-    double sjv[4] = { 0.0, 0.0, 0.0, 0.0 };
-    uint32_t rsum[8];          /* [r] = row 4w+r low field (a < 128), [4+r] high */
-    uint32_t col[8];           /* columns 4*lane+i and 128+4*lane+i */
+      /* 2. wrapped counters: sum c ln c correction from the stored fields (rare) */
+      const int nov = *novf;
+      had_ovf |= nov > 0;
+      if (nov > 0) {
+        if (tid == 0) {
+          const int n = min (nov, p.ovf_cap);
+          double corr = 0.0;
+          for (int e = 0; e < n; e++) {
+            const int bin = obin[e];
+            bool seen = false;
+            for (int f = 0; f < e; f++)
+              seen |= obin[f] == bin;
+            if (seen)
+              continue;
+            long delta = 0;
+            for (int f = e; f < n; f++)
+              if (obin[f] == bin)
+                delta += odelta[f];
+            const uint32_t wv = hist[bin & 0x7FFF];
+            const uint32_t stored = (bin & 0x8000) ? wv >> 16 : wv & 0xFFFFu;
+            const double tru = (double) stored + (double) delta;
+            corr += (tru > 1.0 ? tru * log (tru) : 0.0) - clnc (stored, tab, T);
+          }
+          *s_corr += corr;      /* reset when the translation's score is made */
+        }
+        __syncthreads ();
+      }
+
+      /* 3. scan: sum c ln c, marginals, zero.  Warp w owns word rows 4w..4w+3; a
+       * row's two 16-byte loads go out together, four independent accumulators. */
+      double sjv[4] = { 0.0, 0.0, 0.0, 0.0 };
+      uint32_t rsum[8];          /* [r] = row 4w+r low field (a < 128), [4+r] high */
+      uint32_t col[8];           /* columns 4*lane+i and 128+4*lane+i */
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-      rsum[i] = 0;
-      col[i] = 0;
-    }
+      for (int i = 0; i < 8; i++) {
+        rsum[i] = 0;
+        col[i] = 0;
+      }
+      const bool scans = warp < ROWS / 4;
 #pragma unroll
-    for (int r = 0; r < 4; r++) {
-      uint4 hv[2];
+      for (int r = 0; r < 4; r++) {
+        if (!scans)
+          break;
+        uint4 hv[2];
 #pragma unroll
-      for (int h = 0; h < 2; h++)
-        hv[h] = *(const uint4 *) (hist + (warp * 4 + r) * 256 + h * 128 + 4 * lane);
+        for (int h = 0; h < 2; h++)
+          hv[h] = *(const uint4 *) (hist + (warp * 4 + r) * 256 + h * 128 + 4 * lane);
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const uint4 v = hv[h];
-        if (v.x | v.y | v.z | v.w) {
-          *(uint4 *) (hist + (warp * 4 + r) * 256 + h * 128 + 4 * lane) = make_uint4 (0, 0, 0, 0);
-          const uint32_t wv[4] = { v.x, v.y, v.z, v.w };
+        for (int h = 0; h < 2; h++) {
+          const uint4 v = hv[h];
+          if (v.x | v.y | v.z | v.w) {
+            *(uint4 *) (hist + (warp * 4 + r) * 256 + h * 128 + 4 * lane) = make_uint4 (0, 0, 0, 0);
+            const uint32_t wv[4] = { v.x, v.y, v.z, v.w };
 #pragma unroll
-          for (int i = 0; i < 4; i++) {
-            const uint32_t x = wv[i];
-            const uint32_t lo = x & 0xFFFFu, hi = x >> 16;
-            rsum[r] += lo;
-            rsum[4 + r] += hi;
-            col[h * 4 + i] += lo + hi;
-            if (LANETAB) {
-              /* lane l reads entry c at bank pair l mod 16: conflict free */
-              const double *lt = ltab + lane;
-              sjv[i] += (lo < LANE_TAB ? lt[lo * 32] : clnc (lo, tab, T)) +
-                  (hi < LANE_TAB ? lt[hi * 32] : clnc (hi, tab, T));
-            } else if ((x & 0xFFF0FFF0u) == 0) {
-              sjv[i] += tab2[(x | (x >> 12)) & 0xFFu];
-            } else {
-              sjv[i] += clnc (lo, tab, T) + clnc (hi, tab, T);
+            for (int i = 0; i < 4; i++) {
+              const uint32_t x = wv[i];
+              const uint32_t lo = x & 0xFFFFu, hi = x >> 16;
+              rsum[r] += lo;
+              rsum[4 + r] += hi;
+              col[h * 4 + i] += lo + hi;
+              if (LANETAB) {
+                /* lane l reads entry c at bank pair l mod 16: conflict free */
+                const double *lt = ltab + lane;
+                sjv[i] += (lo < LANE_TAB ? lt[lo * 32] : clnc (lo, tab, T)) +
+                    (hi < LANE_TAB ? lt[hi * 32] : clnc (hi, tab, T));
+              } else if ((x & 0xFFF0FFF0u) == 0) {
+                sjv[i] += tab2[(x | (x >> 12)) & 0xFFu];
+              } else {
+                sjv[i] += clnc (lo, tab, T) + clnc (hi, tab, T);
+              }
             }
           }
         }
       }
-    }
-    double sj = (sjv[0] + sjv[1]) + (sjv[2] + sjv[3]);
-    /* row sums: transposed butterfly, 8 values over 32 lanes in 9 shuffles */
-    {
-      const bool b4 = lane & 16, b3 = lane & 8, b2 = lane & 4;
-      uint32_t v4[4], v2[2];
+      sj_acc += (sjv[0] + sjv[1]) + (sjv[2] + sjv[3]);
+      /* row sums: transposed butterfly, 8 values over 32 lanes in 9 shuffles */
+      if (scans) {
+        const bool b4 = lane & 16, b3 = lane & 8, b2 = lane & 4;
+        uint32_t v4[4], v2[2];
 #pragma unroll
-      for (int i = 0; i < 4; i++) {
-        const uint32_t send = b4 ? rsum[i] : rsum[i + 4];
-        const uint32_t keep = b4 ? rsum[i + 4] : rsum[i];
-        v4[i] = keep + __shfl_xor_sync (0xFFFFFFFFu, send, 16);
-      }
-#pragma unroll
-      for (int i = 0; i < 2; i++) {
-        const uint32_t send = b3 ? v4[i] : v4[i + 2];
-        const uint32_t keep = b3 ? v4[i + 2] : v4[i];
-        v2[i] = keep + __shfl_xor_sync (0xFFFFFFFFu, send, 8);
-      }
-      const uint32_t send = b2 ? v2[0] : v2[1];
-      const uint32_t keep = b2 ? v2[1] : v2[0];
-      uint32_t v1 = keep + __shfl_xor_sync (0xFFFFFFFFu, send, 4);
-      v1 += __shfl_xor_sync (0xFFFFFFFFu, v1, 2);
-      v1 += __shfl_xor_sync (0xFFFFFFFFu, v1, 1);
-      if ((lane & 3) == 0) {
-        const int idx = lane >> 2;           /* = r + 4 h */
-        ha[warp * 4 + (idx & 3) + 128 * (idx >> 2)] = (int) v1;
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-      if (col[i])
-        atomicAdd (hb + (i >> 2) * 128 + 4 * lane + (i & 3), (int) col[i]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-      sj += __shfl_xor_sync (0xFFFFFFFFu, sj, o);
-    if (lane == 0)
-      red_sj[warp] = sj;
-    __syncthreads ();
-
-    /* 4. marginal corrections for wrapped counters (rare) */
-    if (nov > 0) {
-      if (tid == 0) {
-        const int n = min (nov, p.ovf_cap);
-        for (int e = 0; e < n; e++) {
-          ha[obin[e] >> 8] += odelta[e];
-          hb[obin[e] & 255] += odelta[e];
+        for (int i = 0; i < 4; i++) {
+          const uint32_t send = b4 ? rsum[i] : rsum[i + 4];
+          const uint32_t keep = b4 ? rsum[i + 4] : rsum[i];
+          v4[i] = keep + __shfl_xor_sync (0xFFFFFFFFu, send, 16);
         }
-        *novf = 0;      /* before the sync: the next translation may push again */
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+          const uint32_t send = b3 ? v4[i] : v4[i + 2];
+          const uint32_t keep = b3 ? v4[i + 2] : v4[i];
+          v2[i] = keep + __shfl_xor_sync (0xFFFFFFFFu, send, 8);
+        }
+        const uint32_t send = b2 ? v2[0] : v2[1];
+        const uint32_t keep = b2 ? v2[1] : v2[0];
+        uint32_t v1 = keep + __shfl_xor_sync (0xFFFFFFFFu, send, 4);
+        v1 += __shfl_xor_sync (0xFFFFFFFFu, v1, 2);
+        v1 += __shfl_xor_sync (0xFFFFFFFFu, v1, 1);
+        if ((lane & 3) == 0) {
+          const int idx = lane >> 2;           /* = r + 4 h */
+          ha[pass * ROWS + warp * 4 + (idx & 3) + 128 * (idx >> 2)] = (int) v1;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 8; i++)
+        if (col[i])
+          atomicAdd (hb + (i >> 2) * 128 + 4 * lane + (i & 3), (int) col[i]);
+      if (pass == PASSES - 1) {
+        double sj = sj_acc;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+          sj += __shfl_xor_sync (0xFFFFFFFFu, sj, o);
+        if (lane == 0)
+          red_sj[warp] = sj;
       }
       __syncthreads ();
-    }
+
+      /* 4. marginal corrections for wrapped counters (rare) */
+      if (nov > 0) {
+        if (tid == 0) {
+          const int n = min (nov, p.ovf_cap);
+          for (int e = 0; e < n; e++) {
+            /* the field's grey level a: high flag (bit 15) and this pass's row */
+            const int ar = obin[e] >> 8;
+            ha[(ar & 128) | (pass * ROWS) | (ar & (ROWS - 1))] += odelta[e];
+            hb[obin[e] & 255] += odelta[e];
+          }
+          *novf = 0;      /* before the sync: the next pass may push again */
+        }
+        __syncthreads ();
+      }
+    }                           /* passes */
 
     /* 5. marginal entropies (warps 0-15), then one warp reduces */
     if (warp < 16) {
@@ -520,8 +552,10 @@ nmi_dense_kernel (NmiParams p)
         nnzb += __shfl_xor_sync (0xFFFFFFFFu, nnzb, o);
       }
       if (lane == 0) {
-        if (nov > 0)
+        if (had_ovf) {
           a += *s_corr;
+          *s_corr = 0.0;        /* read by no one before the next translation's sync */
+        }
         if (p.valid)
           p.valid[pos] = (int32_t) n;
         double score;
@@ -584,6 +618,7 @@ struct GrNmiDenseCuda {
   size_t smem_optin;
   int variant;            /* tuning knob GEOREG_NMI_CUDA_VARIANT: bit 0 merges uniform
                              chunks, bit 1 uses the per-lane c ln c table; default 0 */
+  int passes;             /* 1, or 2 / 4 where shared memory is short (split passes) */
   bool timing;
   cudaEvent_t ev0, ev1;
   /* control */
@@ -621,10 +656,10 @@ gr_nmi_dense_cuda_last_kernel_ms (void)
 }
 
 static int
-engine_table_size (size_t smem_optin, int ovf_cap)
+engine_table_size (size_t smem_optin, int ovf_cap, int passes)
 {
   int T = TAB_MAX;
-  while (T > LANE_TAB && smem_layout (T, ovf_cap).total > smem_optin)
+  while (T > LANE_TAB && smem_layout (T, ovf_cap, passes).total > smem_optin)
     T >>= 1;
   return T;
 }
@@ -657,12 +692,18 @@ gr_nmi_dense_cuda_new (int device, char *errbuf, size_t errlen)
   }
   c->nsm = prop.multiProcessorCount;
   c->smem_optin = prop.sharedMemPerBlockOptin;
-  /* smallest layout this kernel can use: 128 KB of counters + a 64-entry table */
-  if (smem_layout (LANE_TAB, 64).total > c->smem_optin) {
+  /* the fewest passes whose smallest layout (the counters + a 64-entry table) fits:
+   * 1 on sm_80 / sm_90 class GPUs, 2 on sm_86 / sm_89, 4 on sm_75 */
+  c->passes = 1;
+  while (c->passes <= 4 && smem_layout (LANE_TAB, 64, c->passes).total > c->smem_optin)
+    c->passes *= 2;
+  const char *fp = getenv ("GEOREG_NMI_CUDA_PASSES");
+  if (fp && (atoi (fp) == 2 || atoi (fp) == 4) && atoi (fp) > c->passes)
+    c->passes = atoi (fp);
+  if (c->passes > 4) {
     set_err (errbuf, errlen, "CUDA device %d (%s, sm_%d%d) offers %zu KB of shared memory "
-        "per block; the dense NMI kernel needs %zu KB (sm_80 / sm_90 class)", device,
-        prop.name, prop.major, prop.minor, c->smem_optin / 1024,
-        smem_layout (LANE_TAB, 64).total / 1024 + 1);
+        "per block; the dense NMI kernel needs %zu KB", device, prop.name, prop.major,
+        prop.minor, c->smem_optin / 1024, smem_layout (LANE_TAB, 64, 4).total / 1024 + 1);
     cudaStreamDestroy (c->stream);
     free (c);
     return NULL;
@@ -833,8 +874,8 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
   const int K = (int) Kl;
   /* wrap events: at most one per 65,536 increments of a field plus the carries */
   const int ovf_cap = (int) (3 * (2 * (N / 65536) + 4)) + 16;
-  const int T = engine_table_size (c->smem_optin, ovf_cap);
-  const SmemLayout L = smem_layout (T, ovf_cap);
+  const int T = engine_table_size (c->smem_optin, ovf_cap, c->passes);
+  const SmemLayout L = smem_layout (T, ovf_cap, c->passes);
   if (L.total > c->smem_optin) {
     set_err (errbuf, errlen, "template %dx%d needs %zu bytes of shared memory, device "
         "offers %zu", tw, th, L.total, c->smem_optin);
@@ -914,10 +955,12 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
 
   void (*kern) (NmiParams);
   void (*const kernels[4]) (NmiParams) = {
-    nmi_dense_kernel<false, false>, nmi_dense_kernel<true, false>,
-    nmi_dense_kernel<false, true>, nmi_dense_kernel<true, true>,
+    nmi_dense_kernel<false, false, 1>, nmi_dense_kernel<true, false, 1>,
+    nmi_dense_kernel<false, true, 1>, nmi_dense_kernel<true, true, 1>,
   };
-  kern = kernels[c->variant & 3];
+  /* split passes: the default variant only */
+  kern = c->passes == 4 ? nmi_dense_kernel<false, false, 4> :
+      c->passes == 2 ? nmi_dense_kernel<false, false, 2> : kernels[c->variant & 3];
   CK (cudaFuncSetAttribute (kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
           (int) L.total), "cudaFuncSetAttribute (shared memory)");
   int per_sm = 0;
