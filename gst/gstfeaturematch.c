@@ -328,32 +328,6 @@ cuda_settings (GstElement * element, GrBackend * backend, gint * device_id)
   GST_OBJECT_UNLOCK (self);
 }
 
-/* The frame as a float plane: converted on the device when it is CUDA memory of the
- * element's context (only the plane comes back), else mapped on the host. */
-static gboolean
-frame_plane (GstFeatureMatch * self, GstBuffer * buf, gint nodata, GrPlaneF * plane)
-{
-  char err[256] = "";
-  GstVideoFrame frame;
-  if (!gst_georeg_cuda_frame_to_plane (&self->cuda, GST_ELEMENT (self), buf,
-          &self->info, nodata, 0.0, TRUE, plane, &self->input, err, sizeof err)) {
-    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the CUDA frame."),
-        ("%s", err));
-    return FALSE;
-  }
-  if (self->input == GST_GEOREG_INPUT_CUDA_DEVICE)
-    return TRUE;
-  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
-    return FALSE;
-  }
-  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, nodata, plane);
-  gst_video_frame_unmap (&frame);
-  if (!mem_ok)
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
-  return mem_ok;
-}
-
 static gboolean
 gst_feature_match_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
@@ -670,7 +644,8 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
       return GST_FLOW_ERROR;
     }
   }
-  if (!on_device && !frame_plane (self, buf, s.nodata, &self->plane))
+  if (!on_device && !gst_georeg_read_frame_plane (&self->cuda, GST_ELEMENT (self),
+          buf, &self->info, s.nodata, &self->plane, &self->input))
     return GST_FLOW_ERROR;
 
   /* keypoints, descriptors, patches */

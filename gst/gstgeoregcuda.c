@@ -8,6 +8,7 @@
 #include <gst/base/gstbasetransform.h>
 
 #include "gstgeoregcuda.h"
+#include "gstgeoregutils.h"
 
 #if GR_HAVE_GST_CUDA
 #include <gst/cuda/gstcudabufferpool.h>
@@ -621,3 +622,30 @@ gst_georeg_cuda_frame_to_device (GstGeoregCuda * c, GstElement * element,
 }
 
 #endif
+
+/* ---- both builds ---------------------------------------------------------------- */
+
+gboolean
+gst_georeg_read_frame_plane (GstGeoregCuda * c, GstElement * element, GstBuffer * buf,
+    const GstVideoInfo * info, gint nodata, GrPlaneF * plane, GstGeoregInput * input)
+{
+  char err[256] = "";
+  GstVideoFrame frame;
+  if (!gst_georeg_cuda_frame_to_plane (c, element, buf, info, nodata, 0.0, TRUE, plane,
+          input, err, sizeof err)) {
+    GST_ELEMENT_ERROR (element, LIBRARY, FAILED, ("Could not read the CUDA frame."),
+        ("%s", err));
+    return FALSE;
+  }
+  if (*input == GST_GEOREG_INPUT_CUDA_DEVICE)
+    return TRUE;
+  if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (element, STREAM, DECODE, ("Could not map the frame."), (NULL));
+    return FALSE;
+  }
+  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, nodata, plane);
+  gst_video_frame_unmap (&frame);
+  if (!mem_ok)
+    GST_ELEMENT_ERROR (element, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+  return mem_ok;
+}

@@ -130,6 +130,14 @@ gboolean gst_georeg_cuda_frame_to_device (GstGeoregCuda * c, GstElement * elemen
     gdouble scale, gboolean on_host, GrPlaneF * plane, GstGeoregInput * input,
     gboolean * done, gchar * err, gsize errlen);
 
+/* The frame as a float plane in host memory: converted on the device when it is CUDA
+ * memory of the element's context (only the plane comes back), else mapped on the
+ * host (gst_georeg_frame_to_plane).  *input says where it was read from.  On failure
+ * the element error is posted and FALSE returned. */
+gboolean gst_georeg_read_frame_plane (GstGeoregCuda * c, GstElement * element,
+    GstBuffer * buf, const GstVideoInfo * info, gint nodata, GrPlaneF * plane,
+    GstGeoregInput * input);
+
 G_END_DECLS
 
 #endif

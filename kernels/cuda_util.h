@@ -36,6 +36,22 @@ long gr_cuda_alloc_count_impl (void);
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
 
+#include "gr_common.h"
+
+/* In a function with errbuf / errlen in scope: a failing CUDA call writes "CUDA <what>
+ * failed: <reason>" there, clears the runtime's error state and returns `fail`
+ * (GR_ERR_CUDA, or what the function reports errors with). */
+#define GR_CUDA_CHECK(call, what, fail)                                       \
+  do {                                                                        \
+    cudaError_t e_ = (call);                                                  \
+    if (e_ != cudaSuccess) {                                                  \
+      gr_set_err (errbuf, errlen, "CUDA %s failed: %s", (what),               \
+          cudaGetErrorString (e_));                                           \
+      cudaGetLastError ();                                                    \
+      return (fail);                                                          \
+    }                                                                         \
+  } while (0)
+
 extern "C" {
 cudaError_t gr_cuda_malloc (void **ptr, size_t bytes);
 cudaError_t gr_cuda_malloc_host (void **ptr, size_t bytes);
@@ -62,6 +78,30 @@ static inline cudaError_t
 gr_cuda_host_alloc (T **ptr, size_t bytes, unsigned int flags)
 {
   return gr_cuda_host_alloc ((void **) ptr, bytes, flags);
+}
+
+/* A device buffer of at least `need` elements, reused while large enough; one that
+ * grows again gets 25% slack (a growing frame or window reallocates rarely), and no
+ * buffer is under `least` elements.  *cap: its size in elements (0 after a failure,
+ * with *ptr NULL). */
+template <typename P>
+static inline cudaError_t
+gr_cuda_grow (P **ptr, size_t *cap, size_t need, size_t least = 64)
+{
+  if (*ptr && *cap >= need)
+    return cudaSuccess;
+  size_t n = *ptr ? need + need / 4 : need;
+  if (n < least)
+    n = least;
+  cudaFree (*ptr);
+  *ptr = NULL;
+  *cap = 0;
+  cudaError_t e = gr_cuda_malloc ((void **) ptr, n * sizeof (P));
+  if (e == cudaSuccess)
+    *cap = n;
+  else
+    *ptr = NULL;
+  return e;
 }
 #endif /* __CUDACC__ */
 

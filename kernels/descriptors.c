@@ -4,7 +4,6 @@
 #include "descriptors.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,16 +390,6 @@ struct GrFeatures {
 #endif
 };
 
-static void
-fset_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
 static double
 fnow_ms (void)
@@ -423,7 +412,7 @@ gr_features_new (GrBackend backend, int cuda_device, GrStatus *status, char *err
     use = gr_cuda_device_count () > 0 ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
   if (use == GR_BACKEND_CUDA && gr_cuda_device_count () <= 0) {
     *status = GR_ERR_NO_CUDA;
-    fset_err (errbuf, errlen, "%s", gr_cuda_compiled ()
+    gr_set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
         ? "no usable CUDA device (no GPU or no driver)"
         : "this build has no CUDA kernels (built without nvcc)");
     return NULL;
@@ -492,18 +481,18 @@ check_args (const GrFeatures *f, const GrPlaneF *img, const GrKeypointParams *kp
   if (!f || !img || !img->data || img->width <= 0 || img->height <= 0 ||
       img->stride < (size_t) img->width || !kpp || capacity < 0 || (capacity > 0 && !kp)
       || (dp && capacity > 0 && !desc)) {
-    fset_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return -GR_ERR_INVALID;
   }
   if (kpp->max_keypoints <= 0 || kpp->grid_cols <= 0 || kpp->grid_rows <= 0 ||
       kpp->nms_radius < 1 || kpp->margin < 0 || kpp->block_radius < 1 ||
       !(kpp->min_response >= 0.0f && kpp->min_response <= 1.0f)) {
-    fset_err (errbuf, errlen, "bad keypoint parameters");
+    gr_set_err (errbuf, errlen, "bad keypoint parameters");
     return -GR_ERR_INVALID;
   }
   if (dp && ((dp->size != 32 && dp->size != 64) || dp->radius < 4 || dp->radius > 64 ||
           !(dp->sigma >= 0.f) || dp->sigma > 10.f)) {
-    fset_err (errbuf, errlen, "bad descriptor parameters");
+    gr_set_err (errbuf, errlen, "bad descriptor parameters");
     return -GR_ERR_INVALID;
   }
   return 0;
@@ -521,7 +510,7 @@ cuda_tables (GrFeatures *f, const GrPlaneF *img, const GrDescriptorParams *dp,
     gr_descriptor_scratch_clear (&f->scratch);
     f->scratch.smooth = malloc (npix * sizeof (float));
     if (!f->scratch.smooth) {
-      fset_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       return -GR_ERR_NOMEM;
     }
     f->scratch.cap = npix;
@@ -532,7 +521,7 @@ cuda_tables (GrFeatures *f, const GrPlaneF *img, const GrDescriptorParams *dp,
     f->gw = malloc (sizeof (float) * 2 * side * side);
     if (!f->gw) {
       f->gw_r = 0;
-      fset_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       return -GR_ERR_NOMEM;
     }
     disc_weights (R, f->gw, f->gw + side * side);
@@ -566,7 +555,7 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
   GrFeatureStats st = { 0 };
   st.candidates = -1;
   if (!dp) {
-    fset_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return -GR_ERR_INVALID;
   }
   int n = check_args (f, img, kpp, dp, kp, capacity, desc, errbuf, errlen);
@@ -585,7 +574,7 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
     if (host) {
       hn = gr_keypoints_detect (img, kpp, kp, capacity);
       if (hn < 0) {
-        fset_err (errbuf, errlen, "keypoint detection failed");
+        gr_set_err (errbuf, errlen, "keypoint detection failed");
         return hn;
       }
     }
@@ -599,13 +588,13 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
   {
     n = gr_keypoints_detect (img, kpp, kp, capacity);
     if (n < 0) {
-      fset_err (errbuf, errlen, "keypoint detection failed (%s)",
+      gr_set_err (errbuf, errlen, "keypoint detection failed (%s)",
           gr_status_string ((GrStatus) -n));
       return n;
     }
     const GrStatus s = gr_descriptors_compute (img, kp, n, dp, desc, angle, &f->scratch);
     if (s != GR_OK) {
-      fset_err (errbuf, errlen, "descriptors failed (%s)", gr_status_string (s));
+      gr_set_err (errbuf, errlen, "descriptors failed (%s)", gr_status_string (s));
       return -(int) s;
     }
   }
@@ -628,7 +617,7 @@ gr_features_extract_device (GrFeatures *f, const GrPlaneF *frame,
   GrFeatureStats st = { 0 };
   st.candidates = -1;
   if (!dp) {
-    fset_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return -GR_ERR_INVALID;
   }
   int n = check_args (f, frame, kp_params, dp, kp, capacity, desc, errbuf, errlen);
@@ -636,11 +625,11 @@ gr_features_extract_device (GrFeatures *f, const GrPlaneF *frame,
     return n;
 #if GR_HAVE_CUDA
   if (f->backend != GR_BACKEND_CUDA) {
-    fset_err (errbuf, errlen, "a device frame needs the CUDA engine");
+    gr_set_err (errbuf, errlen, "a device frame needs the CUDA engine");
     return -GR_ERR_INVALID;
   }
   if (!device_detector_fits (frame, kp_params)) {
-    fset_err (errbuf, errlen, "outside the device detector's limits (block radius <= 16, "
+    gr_set_err (errbuf, errlen, "outside the device detector's limits (block radius <= 16, "
         "fewer than 2^31 pixels)");
     return -GR_ERR_INVALID;
   }
@@ -654,7 +643,7 @@ gr_features_extract_device (GrFeatures *f, const GrPlaneF *frame,
     f->valid_cap = 0;
     f->valid = malloc (npix);
     if (!f->valid) {
-      fset_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       return -GR_ERR_NOMEM;
     }
     f->valid_cap = npix;
@@ -678,7 +667,7 @@ gr_features_extract_device (GrFeatures *f, const GrPlaneF *frame,
   (void) stats;
   (void) t0;
   (void) st;
-  fset_err (errbuf, errlen, "this build has no CUDA kernels");
+  gr_set_err (errbuf, errlen, "this build has no CUDA kernels");
   return -GR_ERR_INVALID;
 #endif
 }
@@ -696,11 +685,11 @@ gr_features_detect_device (GrFeatures *f, const GrPlaneF *frame,
     return n;
 #if GR_HAVE_CUDA
   if (f->backend != GR_BACKEND_CUDA) {
-    fset_err (errbuf, errlen, "a device frame needs the CUDA engine");
+    gr_set_err (errbuf, errlen, "a device frame needs the CUDA engine");
     return -GR_ERR_INVALID;
   }
   if (!device_detector_fits (frame, kp_params)) {
-    fset_err (errbuf, errlen, "outside the device detector's limits (block radius <= 16, "
+    gr_set_err (errbuf, errlen, "outside the device detector's limits (block radius <= 16, "
         "fewer than 2^31 pixels)");
     return -GR_ERR_INVALID;
   }
@@ -716,7 +705,7 @@ gr_features_detect_device (GrFeatures *f, const GrPlaneF *frame,
   (void) stats;
   (void) t0;
   (void) st;
-  fset_err (errbuf, errlen, "this build has no CUDA kernels");
+  gr_set_err (errbuf, errlen, "this build has no CUDA kernels");
   return -GR_ERR_INVALID;
 #endif
 }

@@ -56,7 +56,6 @@
 #include <cuda_runtime.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,27 +77,8 @@
 
 /* ---- error helpers ---------------------------------------------------------- */
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
-#define CK(call, what)                                                        \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      set_err (errbuf, errlen, "CUDA %s failed: %s", (what),                  \
-          cudaGetErrorString (e_));                                           \
-      cudaGetLastError ();                                                    \
-      return -GR_ERR_CUDA;                                                    \
-    }                                                                         \
-  } while (0)
+#define CK(call, what) GR_CUDA_CHECK (call, what, -GR_ERR_CUDA)
 
 /* ---- the IEEE operations of the CPU build (no contraction) -------------------- */
 
@@ -857,25 +837,6 @@ struct GrFeaturesCuda {
   size_t pin_cap;
 };
 
-template <typename P>
-static cudaError_t
-grow (P **ptr, size_t *cap, size_t need)
-{
-  if (*ptr && *cap >= need)
-    return cudaSuccess;
-  size_t n = *ptr ? need + need / 4 : need;
-  if (n < 64)
-    n = 64;
-  cudaFree (*ptr);
-  *ptr = NULL;
-  *cap = 0;
-  cudaError_t e = gr_cuda_malloc ((void **) ptr, n * sizeof (P));
-  if (e == cudaSuccess)
-    *cap = n;
-  else
-    *ptr = NULL;
-  return e;
-}
 
 static void
 free_in (GrFeaturesCuda *c)
@@ -1028,13 +989,13 @@ gr_features_cuda_new (int device, char *errbuf, size_t errlen)
 {
   cudaError_t e = cudaSetDevice (device);
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
     cudaGetLastError ();
     return NULL;
   }
   GrFeaturesCuda *c = (GrFeaturesCuda *) calloc (1, sizeof *c);
   if (!c) {
-    set_err (errbuf, errlen, "out of host memory");
+    gr_set_err (errbuf, errlen, "out of host memory");
     return NULL;
   }
   c->device = device;
@@ -1044,7 +1005,7 @@ gr_features_cuda_new (int device, char *errbuf, size_t errlen)
   if (e == cudaSuccess)
     e = gr_cuda_malloc (&c->d_misc, 4 * sizeof (unsigned));
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA features setup: %s", cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA features setup: %s", cudaGetErrorString (e));
     cudaGetLastError ();
     gr_features_cuda_free (c);
     return NULL;
@@ -1160,11 +1121,12 @@ detect_prepare (GrFeaturesCuda *c, int w, int h, const GrKeypointParams *kpp, in
   pl->ncells = ncells;
   pl->nkept = (size_t) ncells * g.quota;
   CK (grow_det (c, (size_t) w * h), "cudaMalloc (detection planes)");
-  CK (grow (&c->d_buckets, &c->buckets_cap, (size_t) ncells * g.bucket),
+  CK (gr_cuda_grow (&c->d_buckets, &c->buckets_cap, (size_t) ncells * g.bucket),
       "cudaMalloc (candidates)");
-  CK (grow (&c->d_kept, &c->kept_cap, pl->nkept), "cudaMalloc (kept keys)");
-  CK (grow (&c->d_counts, &c->counts_cap, (size_t) ncells), "cudaMalloc (cell counts)");
-  CK (grow (&c->d_order, &c->order_cap, (size_t) lim), "cudaMalloc (order)");
+  CK (gr_cuda_grow (&c->d_kept, &c->kept_cap, pl->nkept), "cudaMalloc (kept keys)");
+  CK (gr_cuda_grow (&c->d_counts, &c->counts_cap, (size_t) ncells),
+      "cudaMalloc (cell counts)");
+  CK (gr_cuda_grow (&c->d_order, &c->order_cap, (size_t) lim), "cudaMalloc (order)");
   return 0;
 }
 
@@ -1246,7 +1208,7 @@ gr_features_cuda_detect (GrFeaturesCuda *c, const GrPlaneF *img, bool img_on_dev
   CK (cudaEventRecord (c->ev[3], s), "cudaEventRecord");
   CK (cudaStreamSynchronize (s), "keypoint detection");
   if (h_misc[2]) {
-    set_err (errbuf, errlen, "internal error: a candidate bucket overflowed");
+    gr_set_err (errbuf, errlen, "internal error: a candidate bucket overflowed");
     return -GR_ERR_CUDA;
   }
   int n = (int) h_misc[1];
@@ -1324,9 +1286,10 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img, bool img_on_de
   CK (grow_desc (c, npix), "cudaMalloc (frame planes)");
   CK (grow_kps (c, (size_t) lim), "cudaMalloc (keypoint buffers)");
   if (mwin)
-    CK (grow (&c->d_mwin, &c->mwin_cap, (size_t) lim * WAREA), "cudaMalloc (validity)");
+    CK (gr_cuda_grow (&c->d_mwin, &c->mwin_cap, (size_t) lim * WAREA),
+        "cudaMalloc (validity)");
   const size_t ngw = 2 * (size_t) side * side;
-  CK (grow (&c->d_gw, &c->gw_cap, ngw), "cudaMalloc (weights)");
+  CK (gr_cuda_grow (&c->d_gw, &c->gw_cap, ngw), "cudaMalloc (weights)");
   /* pinned layout: misc (4 unsigned) | kin/kp (3 lim) | desc (64 lim) | angle (lim) |
    * windows (WAREA lim) | weights (ngw) | validity windows (WAREA lim bytes) */
   const size_t o_kp = 4 * sizeof (unsigned);
@@ -1434,7 +1397,7 @@ gr_features_cuda_extract (GrFeaturesCuda *c, const GrPlaneF *img, bool img_on_de
   CK (cudaEventRecord (c->ev[3], s), "cudaEventRecord");
   CK (cudaStreamSynchronize (s), "feature kernels");
   if (h_misc[2]) {
-    set_err (errbuf, errlen, "internal error: a candidate bucket overflowed");
+    gr_set_err (errbuf, errlen, "internal error: a candidate bucket overflowed");
     return -GR_ERR_CUDA;
   }
   int n = detect ? (int) h_misc[1] : host_n;

@@ -7,7 +7,6 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cuda_runtime.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,27 +30,8 @@ struct GrFrameCuda {
   size_t raw_cap;         /* bytes */
 };
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
-#define CK(call, what)                                                        \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      set_err (errbuf, errlen, "CUDA %s failed: %s", (what),                  \
-          cudaGetErrorString (e_));                                           \
-      cudaGetLastError ();                                                    \
-      return GR_ERR_CUDA;                                                     \
-    }                                                                         \
-  } while (0)
+#define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 /* The gray value / luma of pixel x of a row, and its alpha validity: the
  * expressions of gst_georeg_frame_to_plane. */
@@ -152,19 +132,19 @@ gr_frame_cuda_new (int device, char *errbuf, size_t errlen)
 {
   cudaError_t e = cudaSetDevice (device);
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
     cudaGetLastError ();
     return NULL;
   }
   GrFrameCuda *c = (GrFrameCuda *) calloc (1, sizeof *c);
   if (!c) {
-    set_err (errbuf, errlen, "out of memory");
+    gr_set_err (errbuf, errlen, "out of memory");
     return NULL;
   }
   c->device = device;
   e = cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "cudaStreamCreate failed: %s", cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "cudaStreamCreate failed: %s", cudaGetErrorString (e));
     cudaGetLastError ();
     free (c);
     return NULL;
@@ -237,12 +217,12 @@ gr_frame_cuda_convert (GrFrameCuda *c, const GrFrameDev *f, int nodata, double s
       f->layout < GR_FRAME_Y8 || f->layout > GR_FRAME_BGRA || scale > 1.0 ||
       f->stride < (size_t) f->width * (f->layout == GR_FRAME_Y8 ? 1 :
           f->layout == GR_FRAME_Y16LE ? 2 : 4)) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   const int w = f->width, h = f->height;
   if (c->d_ext && (c->ext_w != w || c->ext_h != h)) {
-    set_err (errbuf, errlen, "the mask is %dx%d, the frame %dx%d", c->ext_w, c->ext_h,
+    gr_set_err (errbuf, errlen, "the mask is %dx%d, the frame %dx%d", c->ext_w, c->ext_h,
         w, h);
     return GR_ERR_INVALID;
   }
@@ -297,7 +277,7 @@ download (GrFrameCuda *c, const GrPlaneF *dev, GrPlaneF *out, char *errbuf, size
       out->stride != (size_t) dev->width || (out->mask != NULL) != (dev->mask != NULL)) {
     gr_plane_clear (out);
     if (!gr_plane_alloc (out, dev->width, dev->height, dev->mask != NULL)) {
-      set_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       cudaStreamSynchronize (c->stream);
       return GR_ERR_NOMEM;
     }
@@ -335,7 +315,7 @@ gr_frame_cuda_convert_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
   if (!c || !f || !f->data || f->width <= 0 || f->height <= 0 ||
       f->layout < GR_FRAME_Y8 || f->layout > GR_FRAME_BGRA ||
       f->stride < (size_t) f->width * layout_bytes (f->layout)) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   const size_t row = (size_t) f->width * layout_bytes (f->layout);

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "gr_common.h"
 #include "nmi_dense_cuda.h"
 #include "cuda_util.h"
@@ -17,6 +20,17 @@ gr_status_string (GrStatus status)
     case GR_ERR_FORMAT: return "unusable file content";
   }
   return "unknown error";
+}
+
+void
+gr_set_err (char *errbuf, size_t errlen, const char *fmt, ...)
+{
+  if (!errbuf || errlen == 0)
+    return;
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (errbuf, errlen, fmt, ap);
+  va_end (ap);
 }
 
 const char *

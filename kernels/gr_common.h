@@ -29,6 +29,11 @@ typedef enum {
 } GrStatus;
 
 const char *gr_status_string (GrStatus status);
+
+/* printf into errbuf (up to errlen bytes, always terminated); nothing when errbuf is
+ * NULL or errlen 0.  The library's modules report errors through it. */
+void gr_set_err (char *errbuf, size_t errlen, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 const char *gr_backend_name (GrBackend backend);
 
 /* Number of usable CUDA devices: 0 when built without CUDA, without a driver, or

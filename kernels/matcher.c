@@ -24,7 +24,6 @@
 #include "matcher_cuda.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +38,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
 static double
 now_ms (void)
@@ -529,7 +518,7 @@ gr_matcher_new (GrBackend backend, int cuda_device, GrStatus *status,
     use = gr_cuda_device_count () > 0 ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
   if (use == GR_BACKEND_CUDA && gr_cuda_device_count () <= 0) {
     *status = GR_ERR_NO_CUDA;
-    set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
+    gr_set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
         ? "no usable CUDA device (no GPU or no driver)"
         : "this build has no CUDA kernels (built without nvcc)");
     return NULL;
@@ -614,21 +603,21 @@ static GrStatus
 check_common (const GrMatcher *mt, int k, float ratio, char *errbuf, size_t errlen)
 {
   if (!mt) {
-    set_err (errbuf, errlen, "no matcher");
+    gr_set_err (errbuf, errlen, "no matcher");
     return GR_ERR_INVALID;
   }
   if (k < 1 || k > GR_MATCHER_MAX_K) {
-    set_err (errbuf, errlen, "descriptor length k = %d outside 1 .. %d", k,
+    gr_set_err (errbuf, errlen, "descriptor length k = %d outside 1 .. %d", k,
         GR_MATCHER_MAX_K);
     return GR_ERR_INVALID;
   }
   if (mt->backend == GR_BACKEND_CUDA && k > GR_MATCHER_MAX_K_CUDA) {
-    set_err (errbuf, errlen, "the CUDA matcher takes k <= %d (k = %d): use the CPU "
+    gr_set_err (errbuf, errlen, "the CUDA matcher takes k <= %d (k = %d): use the CPU "
         "backend", GR_MATCHER_MAX_K_CUDA, k);
     return GR_ERR_INVALID;
   }
   if (!(ratio > 0.0f) || !isfinite (ratio)) {
-    set_err (errbuf, errlen, "ratio must be a finite value > 0 (got %g)", ratio);
+    gr_set_err (errbuf, errlen, "ratio must be a finite value > 0 (got %g)", ratio);
     return GR_ERR_INVALID;
   }
   return GR_OK;
@@ -643,30 +632,30 @@ gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *of
   if (st != GR_OK)
     return st;
   if (m < 0 || !offsets || (m > 0 && !out)) {
-    set_err (errbuf, errlen, "bad image count, offsets or output");
+    gr_set_err (errbuf, errlen, "bad image count, offsets or output");
     return GR_ERR_INVALID;
   }
   if (offsets[0] != 0) {
-    set_err (errbuf, errlen, "offsets[0] must be 0");
+    gr_set_err (errbuf, errlen, "offsets[0] must be 0");
     return GR_ERR_INVALID;
   }
   for (int i = 0; i < m; i++)
     if (offsets[i + 1] < offsets[i] || offsets[i + 1] - offsets[i] > INT32_MAX) {
-      set_err (errbuf, errlen, "offsets must be nondecreasing (image %d)", i);
+      gr_set_err (errbuf, errlen, "offsets must be nondecreasing (image %d)", i);
       return GR_ERR_INVALID;
     }
   const int64_t n = offsets[m];
   if (n > 0 && !desc) {
-    set_err (errbuf, errlen, "no descriptors");
+    gr_set_err (errbuf, errlen, "no descriptors");
     return GR_ERR_INVALID;
   }
   if ((double) m * (double) n > 9.0e18 / 4) {
-    set_err (errbuf, errlen, "m x n too large");
+    gr_set_err (errbuf, errlen, "m x n too large");
     return GR_ERR_INVALID;
   }
   int64_t bad;
   if (!values_ok (desc, n * k, mt->threads, &bad)) {
-    set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
+    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
         "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
         (double) GR_MATCHER_MAX_ABS);
     return GR_ERR_INVALID;
@@ -699,7 +688,7 @@ gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *of
     }
     for (int i = 0; i < m; i++) {
       if (cpudb_append (db, desc + offsets[i] * k, offsets[i + 1] - offsets[i]) != GR_OK) {
-        set_err (errbuf, errlen, "out of memory");
+        gr_set_err (errbuf, errlen, "out of memory");
         return GR_ERR_NOMEM;
       }
       for (int64_t j = offsets[i]; j < offsets[i + 1]; j++)
@@ -711,7 +700,7 @@ gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *of
     };
     int64_t r = cpu_run (&J);
     if (r < 0) {
-      set_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       return GR_ERR_NOMEM;
     }
     s.rechecked = r;
@@ -737,17 +726,17 @@ add_impl (GrMatcher *mt, const float *desc, int count, int k, float ratio,
   if (st != GR_OK)
     return st;
   if (count < 0 || (count > 0 && !desc)) {
-    set_err (errbuf, errlen, "bad descriptor count or pointer");
+    gr_set_err (errbuf, errlen, "bad descriptor count or pointer");
     return GR_ERR_INVALID;
   }
   if (mt->k != 0 && mt->k != k) {
-    set_err (errbuf, errlen, "descriptor length mismatch: the held images have k = %d, "
+    gr_set_err (errbuf, errlen, "descriptor length mismatch: the held images have k = %d, "
         "the new one k = %d", mt->k, k);
     return GR_ERR_INVALID;
   }
   int64_t bad;
   if (!values_ok (desc, (int64_t) count * k, mt->threads, &bad)) {
-    set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
+    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
         "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
         (double) GR_MATCHER_MAX_ABS);
     return GR_ERR_INVALID;
@@ -786,7 +775,7 @@ add_impl (GrMatcher *mt, const float *desc, int count, int k, float ratio,
       if (need > mt->view_cap) {
         int32_t *v = realloc (mt->view, sizeof (int32_t) * (size_t) need);
         if (!v) {
-          set_err (errbuf, errlen, "out of memory");
+          gr_set_err (errbuf, errlen, "out of memory");
           return GR_ERR_NOMEM;
         }
         mt->view = v;
@@ -800,7 +789,7 @@ add_impl (GrMatcher *mt, const float *desc, int count, int k, float ratio,
     CpuDb *db = &mt->db;
     db->k = k;
     if (cpudb_append (db, desc, count) != GR_OK) {
-      set_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       return GR_ERR_NOMEM;
     }
     const double t1 = now_ms ();
@@ -823,7 +812,7 @@ add_impl (GrMatcher *mt, const float *desc, int count, int k, float ratio,
     }
     if (r1 < 0 || r2 < 0) {
       cpudb_pop_last (db);
-      set_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       return GR_ERR_NOMEM;
     }
     s.rechecked = r1 + r2;

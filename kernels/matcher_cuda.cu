@@ -37,7 +37,6 @@
 #include <cuda_fp16.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,27 +54,8 @@
 
 /* ---- error helpers ---------------------------------------------------------- */
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
-#define CK(call, what)                                                        \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      set_err (errbuf, errlen, "CUDA %s failed: %s", (what),                  \
-          cudaGetErrorString (e_));                                           \
-      cudaGetLastError ();                                                    \
-      return GR_ERR_CUDA;                                                     \
-    }                                                                         \
-  } while (0)
+#define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 static double
 now_ms (void)
@@ -632,24 +612,6 @@ grow_pinned (P **ptr, size_t *cap, size_t need_elems)
   return e;
 }
 
-template <typename P>
-static cudaError_t
-grow (P **ptr, size_t *cap, size_t need_elems)
-{
-  if (*ptr && *cap >= need_elems)
-    return cudaSuccess;
-  /* a buffer that grows again gets 25% slack: a growing window reallocates rarely */
-  size_t n = *ptr ? need_elems + need_elems / 4 : need_elems;
-  if (n < 16)
-    n = 16;
-  cudaFree (*ptr);
-  *ptr = NULL;
-  *cap = 0;
-  cudaError_t e = gr_cuda_malloc ((void **) ptr, n * sizeof (P));
-  if (e == cudaSuccess)
-    *cap = n;
-  return e;
-}
 
 static int
 kp_for (int k)
@@ -780,18 +742,18 @@ gr_matcher_cuda_new (int device, char *errbuf, size_t errlen)
   if (e == cudaSuccess)
     e = cudaGetDeviceProperties (&prop, device);
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
     cudaGetLastError ();
     return NULL;
   }
   if (prop.major < 8) {
-    set_err (errbuf, errlen, "CUDA device %d (%s) has compute capability %d.%d; the "
+    gr_set_err (errbuf, errlen, "CUDA device %d (%s) has compute capability %d.%d; the "
         "matcher needs 8.0 or newer", device, prop.name, prop.major, prop.minor);
     return NULL;
   }
   GrMatcherCuda *c = (GrMatcherCuda *) calloc (1, sizeof *c);
   if (!c) {
-    set_err (errbuf, errlen, "out of host memory");
+    gr_set_err (errbuf, errlen, "out of host memory");
     return NULL;
   }
   c->device = device;
@@ -820,7 +782,7 @@ gr_matcher_cuda_new (int device, char *errbuf, size_t errlen)
   if (e == cudaSuccess)
     e = gr_cuda_malloc_host (&c->h_newimg, sizeof (ImgInfo));
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA matcher setup: %s", cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA matcher setup: %s", cudaGetErrorString (e));
     cudaGetLastError ();
     gr_matcher_cuda_free (c);
     return NULL;
@@ -887,7 +849,7 @@ host_tab (GrMatcherCuda *c, size_t n, char *errbuf, size_t errlen)
   size_t cap = n < 64 ? 64 : 2 * n;
   ImgInfo *t = (ImgInfo *) realloc (c->h_tab, cap * sizeof (ImgInfo));
   if (!t) {
-    set_err (errbuf, errlen, "out of host memory");
+    gr_set_err (errbuf, errlen, "out of host memory");
     return GR_ERR_NOMEM;
   }
   c->h_tab = t;
@@ -921,7 +883,7 @@ launch_match (GrMatcherCuda *c, cudaStream_t stream, DevDb *db, MatchParams p, i
     return GR_OK;
   const int keybits = keybits_for (max_pn);
   if (keybits > 22) {
-    set_err (errbuf, errlen, "an image of %d descriptors is too large for the CUDA "
+    gr_set_err (errbuf, errlen, "an image of %d descriptors is too large for the CUDA "
         "matcher (at most 4,194,304)", max_pn);
     return GR_ERR_INVALID;
   }
@@ -935,7 +897,7 @@ launch_match (GrMatcherCuda *c, cudaStream_t stream, DevDb *db, MatchParams p, i
   p.force = (debug & GR_MATCHER_DEBUG_FORCE_EXACT) != 0;
   const long long gx = (p.nq + BM - 1) / BM;
   if (gx > 0x7fffffffll) {
-    set_err (errbuf, errlen, "too many queries");
+    gr_set_err (errbuf, errlen, "too many queries");
     return GR_ERR_INVALID;
   }
   const long long target = (long long) c->nsm * 12;
@@ -978,7 +940,7 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   CK (cudaSetDevice (c->device), "cudaSetDevice");
   const long long n = offsets[m];
   if (n > 0x7fffffffll) {
-    set_err (errbuf, errlen, "the CUDA matcher takes at most 2^31 - 1 descriptors");
+    gr_set_err (errbuf, errlen, "the CUDA matcher takes at most 2^31 - 1 descriptors");
     return GR_ERR_INVALID;
   }
   DevDb *db = &c->bdb;
@@ -1003,7 +965,7 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
       max_pn = pn;
   }
   if (rows > 0x7fffffffll) {
-    set_err (errbuf, errlen, "too many descriptors for the CUDA matcher");
+    gr_set_err (errbuf, errlen, "too many descriptors for the CUDA matcher");
     return GR_ERR_INVALID;
   }
   long long shift;
@@ -1011,10 +973,12 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   if (st != GR_OK)
     return st;
   db->end = rows;
-  CK (grow (&c->d_stage, &c->stage_cap, (size_t) n * k), "cudaMalloc (staging)");
-  CK (grow (&c->d_tab, &c->tab_cap, (size_t) m), "cudaMalloc (image table)");
-  CK (grow (&c->d_qlist, &c->qlist_cap, (size_t) n), "cudaMalloc (query list)");
-  CK (grow (&c->d_out, &c->out_cap, (size_t) m * n), "cudaMalloc (output)");
+  CK (gr_cuda_grow (&c->d_stage, &c->stage_cap, (size_t) n * k, 16),
+      "cudaMalloc (staging)");
+  CK (gr_cuda_grow (&c->d_tab, &c->tab_cap, (size_t) m, 16), "cudaMalloc (image table)");
+  CK (gr_cuda_grow (&c->d_qlist, &c->qlist_cap, (size_t) n, 16),
+      "cudaMalloc (query list)");
+  CK (gr_cuda_grow (&c->d_out, &c->out_cap, (size_t) m * n, 16), "cudaMalloc (output)");
   cudaStream_t s = c->stream;
   CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
           cudaMemcpyHostToDevice, s), "descriptor upload");
@@ -1080,7 +1044,7 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
     int cap = c->held_cap ? 2 * c->held_cap : 64;
     HostImg *h = (HostImg *) realloc (c->held, cap * sizeof (HostImg));
     if (!h) {
-      set_err (errbuf, errlen, "out of host memory");
+      gr_set_err (errbuf, errlen, "out of host memory");
       return GR_ERR_NOMEM;
     }
     c->held = h;
@@ -1096,7 +1060,7 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
   for (int i = 0; i < held; i++)
     c->held[i].poff -= (int) shift;
   if (db->end + pn > 0x7fffffffll) {
-    set_err (errbuf, errlen, "too many descriptors for the CUDA matcher");
+    gr_set_err (errbuf, errlen, "too many descriptors for the CUDA matcher");
     return GR_ERR_INVALID;
   }
   st = host_tab (c, (size_t) held + 1, errbuf, errlen);
@@ -1113,10 +1077,12 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
   }
   const int poff_new = (int) db->end;
   c->h_tab[held] = ImgInfo { poff_new, count, pn, c->next_gabs, 0, 0.f, 0.f };
-  CK (grow (&c->d_stage, &c->stage_cap, (size_t) count * k + 1), "cudaMalloc (staging)");
-  CK (grow (&c->d_tab, &c->tab_cap, (size_t) held + 1), "cudaMalloc (image table)");
+  CK (gr_cuda_grow (&c->d_stage, &c->stage_cap, (size_t) count * k + 1, 16),
+      "cudaMalloc (staging)");
+  CK (gr_cuda_grow (&c->d_tab, &c->tab_cap, (size_t) held + 1, 16),
+      "cudaMalloc (image table)");
   const size_t nfwd = (size_t) held * count, nbwd = (size_t) old_desc;
-  CK (grow (&c->d_out, &c->out_cap, nfwd + nbwd + 1), "cudaMalloc (output)");
+  CK (gr_cuda_grow (&c->d_out, &c->out_cap, nfwd + nbwd + 1, 16), "cudaMalloc (output)");
   /* pinned staging: the upload is a DMA from it (the previous call's copies are
    * complete: every call ends with a stream synchronization) */
   CK (grow_pinned (&c->h_in, &c->hin_cap, (size_t) count * k + 1),

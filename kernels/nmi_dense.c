@@ -11,7 +11,6 @@
 #include "nmi_dense_cuda.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +29,6 @@ struct GrNmiDense {
 #endif
 };
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
 GrNmiDense *
 gr_nmi_dense_new (GrBackend backend, int cuda_device, GrStatus *status,
@@ -55,7 +44,7 @@ gr_nmi_dense_new (GrBackend backend, int cuda_device, GrStatus *status,
     use = gr_cuda_device_count () > 0 ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
   if (use == GR_BACKEND_CUDA && gr_cuda_device_count () <= 0) {
     *status = GR_ERR_NO_CUDA;
-    set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
+    gr_set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
         ? "no usable CUDA device (no GPU or no driver)"
         : "this build has no CUDA kernels (built without nvcc)");
     return NULL;
@@ -125,7 +114,7 @@ gr_nmi_dense_set_control (GrNmiDense *nmi, const GrImage8 *control,
     char *errbuf, size_t errlen)
 {
   if (!nmi || !image_ok (control)) {
-    set_err (errbuf, errlen, "control image: bad size, stride or pointer");
+    gr_set_err (errbuf, errlen, "control image: bad size, stride or pointer");
     return GR_ERR_INVALID;
   }
 #if GR_HAVE_CUDA
@@ -297,17 +286,17 @@ gr_nmi_dense_run (GrNmiDense *nmi, const GrImage8 *templ, GrRegion region,
     int min_valid, double *scores, int32_t *valid, char *errbuf, size_t errlen)
 {
   if (!nmi || !image_ok (templ) || !scores) {
-    set_err (errbuf, errlen, "template image: bad size, stride or pointer");
+    gr_set_err (errbuf, errlen, "template image: bad size, stride or pointer");
     return GR_ERR_INVALID;
   }
   const int cw = nmi->ctl_w, ch = nmi->ctl_h;
   if (cw == 0) {
-    set_err (errbuf, errlen, "no control image set");
+    gr_set_err (errbuf, errlen, "no control image set");
     return GR_ERR_INVALID;
   }
   if (region.x1 <= region.x0 || region.y1 <= region.y0 || region.x0 < 0 || region.y0 < 0 ||
       region.x1 - 1 + templ->width > cw || region.y1 - 1 + templ->height > ch) {
-    set_err (errbuf, errlen, "search region [%d,%d)x[%d,%d) with a %dx%d template does "
+    gr_set_err (errbuf, errlen, "search region [%d,%d)x[%d,%d) with a %dx%d template does "
         "not fit the %dx%d control", region.x0, region.x1, region.y0, region.y1,
         templ->width, templ->height, cw, ch);
     return GR_ERR_INVALID;
@@ -321,6 +310,6 @@ gr_nmi_dense_run (GrNmiDense *nmi, const GrImage8 *templ, GrRegion region,
 #endif
   GrStatus st = run_cpu (nmi, templ, region, min_valid, scores, valid);
   if (st != GR_OK)
-    set_err (errbuf, errlen, "%s", gr_status_string (st));
+    gr_set_err (errbuf, errlen, "%s", gr_status_string (st));
   return st;
 }

@@ -47,7 +47,6 @@
 #include <cuda_runtime.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,27 +62,8 @@
 
 /* ---- error helpers ---------------------------------------------------------- */
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
-#define CK(call, what)                                                        \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      set_err (errbuf, errlen, "CUDA %s failed: %s", (what),                  \
-          cudaGetErrorString (e_));                                           \
-      cudaGetLastError ();                                                    \
-      return GR_ERR_CUDA;                                                     \
-    }                                                                         \
-  } while (0)
+#define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 /* ---- device code ------------------------------------------------------------ */
 
@@ -670,14 +650,14 @@ gr_nmi_dense_cuda_new (int device, char *errbuf, size_t errlen)
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount (&ndev);
   if (e != cudaSuccess || device < 0 || device >= ndev) {
-    set_err (errbuf, errlen, "CUDA device %d not available (%s)", device,
+    gr_set_err (errbuf, errlen, "CUDA device %d not available (%s)", device,
         e != cudaSuccess ? cudaGetErrorString (e) : "index out of range");
     cudaGetLastError ();
     return NULL;
   }
   GrNmiDenseCuda *c = (GrNmiDenseCuda *) calloc (1, sizeof *c);
   if (!c) {
-    set_err (errbuf, errlen, "out of host memory");
+    gr_set_err (errbuf, errlen, "out of host memory");
     return NULL;
   }
   c->device = device;
@@ -685,7 +665,7 @@ gr_nmi_dense_cuda_new (int device, char *errbuf, size_t errlen)
   if ((e = cudaSetDevice (device)) != cudaSuccess ||
       (e = cudaGetDeviceProperties (&prop, device)) != cudaSuccess ||
       (e = cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking)) != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA device %d setup failed: %s", device, cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA device %d setup failed: %s", device, cudaGetErrorString (e));
     cudaGetLastError ();
     free (c);
     return NULL;
@@ -701,7 +681,7 @@ gr_nmi_dense_cuda_new (int device, char *errbuf, size_t errlen)
   if (fp && (atoi (fp) == 2 || atoi (fp) == 4) && atoi (fp) > c->passes)
     c->passes = atoi (fp);
   if (c->passes > 4) {
-    set_err (errbuf, errlen, "CUDA device %d (%s, sm_%d%d) offers %zu KB of shared memory "
+    gr_set_err (errbuf, errlen, "CUDA device %d (%s, sm_%d%d) offers %zu KB of shared memory "
         "per block; the dense NMI kernel needs %zu KB", device, prop.name, prop.major,
         prop.minor, c->smem_optin / 1024, smem_layout (LANE_TAB, 64, 4).total / 1024 + 1);
     cudaStreamDestroy (c->stream);
@@ -788,7 +768,7 @@ gr_nmi_dense_cuda_set_control (GrNmiDenseCuda *c, const GrImage8 *control,
   if (!all_valid) {
     uint16_t *bits = (uint16_t *) calloc ((size_t) cp16 * ch, sizeof (uint16_t));
     if (!bits) {
-      set_err (errbuf, errlen, "out of host memory");
+      gr_set_err (errbuf, errlen, "out of host memory");
       return GR_ERR_NOMEM;
     }
     for (int y = 0; y < ch; y++) {
@@ -822,7 +802,7 @@ ensure_table (GrNmiDenseCuda *c, int T, char *errbuf, size_t errlen)
     return GR_OK;
   double *h = (double *) malloc (sizeof (double) * T);
   if (!h) {
-    set_err (errbuf, errlen, "out of host memory");
+    gr_set_err (errbuf, errlen, "out of host memory");
     return GR_ERR_NOMEM;
   }
   h[0] = 0.0;
@@ -859,7 +839,7 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
     int min_valid, double *scores, int32_t *valid, char *errbuf, size_t errlen)
 {
   if (!c->d_ctl || c->cw == 0) {      /* cw is set once the whole upload succeeded */
-    set_err (errbuf, errlen, "no control image set");
+    gr_set_err (errbuf, errlen, "no control image set");
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (c->device), "cudaSetDevice");
@@ -868,7 +848,7 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
   const long Kl = (long) J * th;
   const long N = (long) tw * th;
   if (Kl > (1L << 26) || N > (1L << 30)) {
-    set_err (errbuf, errlen, "template %dx%d too large for the CUDA dense NMI", tw, th);
+    gr_set_err (errbuf, errlen, "template %dx%d too large for the CUDA dense NMI", tw, th);
     return GR_ERR_INVALID;
   }
   const int K = (int) Kl;
@@ -877,7 +857,7 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
   const int T = engine_table_size (c->smem_optin, ovf_cap, c->passes);
   const SmemLayout L = smem_layout (T, ovf_cap, c->passes);
   if (L.total > c->smem_optin) {
-    set_err (errbuf, errlen, "template %dx%d needs %zu bytes of shared memory, device "
+    gr_set_err (errbuf, errlen, "template %dx%d needs %zu bytes of shared memory, device "
         "offers %zu", tw, th, L.total, c->smem_optin);
     return GR_ERR_INVALID;
   }
@@ -967,7 +947,7 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
   CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, kern, NMI_THREADS, L.total),
       "occupancy query");
   if (per_sm < 1) {
-    set_err (errbuf, errlen, "dense NMI kernel cannot be resident on device %d "
+    gr_set_err (errbuf, errlen, "dense NMI kernel cannot be resident on device %d "
         "(%zu bytes of shared memory, %d threads)", c->device, L.total, NMI_THREADS);
     return GR_ERR_CUDA;
   }
@@ -991,7 +971,7 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
       "cudaMemcpy (flag)");
   CK (cudaStreamSynchronize (s), "dense NMI kernel");
   if (*h_err) {
-    set_err (errbuf, errlen, "dense NMI kernel: counter-overflow list full (internal error)");
+    gr_set_err (errbuf, errlen, "dense NMI kernel: counter-overflow list full (internal error)");
     return GR_ERR_CUDA;
   }
   if (c->timing) {

@@ -9,7 +9,6 @@
 #include "nmi_sparse_cuda.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +27,6 @@ struct GrNmiSparse {
 #endif
 };
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
 void
 gr_nmi_sparse_params_init (GrNmiSparseParams *p)
@@ -71,7 +60,7 @@ gr_nmi_sparse_new (GrBackend backend, int cuda_device, GrStatus *status,
     use = gr_cuda_device_count () > 0 ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
   if (use == GR_BACKEND_CUDA && gr_cuda_device_count () <= 0) {
     *status = GR_ERR_NO_CUDA;
-    set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
+    gr_set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
         ? "no usable CUDA device (no GPU or no driver)"
         : "this build has no CUDA kernels (built without nvcc)");
     return NULL;
@@ -79,7 +68,7 @@ gr_nmi_sparse_new (GrBackend backend, int cuda_device, GrStatus *status,
   GrNmiSparse *nmi = calloc (1, sizeof *nmi);
   if (!nmi) {
     *status = GR_ERR_NOMEM;
-    set_err (errbuf, errlen, "out of memory");
+    gr_set_err (errbuf, errlen, "out of memory");
     return NULL;
   }
   nmi->backend = use;
@@ -149,7 +138,7 @@ gr_nmi_sparse_set_control (GrNmiSparse *nmi, const GrImage8 *control,
   if (!nmi || !control || !control->pix || control->width <= 0 || control->height <= 0 ||
       control->pix_stride < (size_t) control->width ||
       (control->mask && control->mask_stride < (size_t) control->width)) {
-    set_err (errbuf, errlen, "control image: bad size, stride or pointer");
+    gr_set_err (errbuf, errlen, "control image: bad size, stride or pointer");
     return GR_ERR_INVALID;
   }
   const int w = control->width, h = control->height;
@@ -159,7 +148,7 @@ gr_nmi_sparse_set_control (GrNmiSparse *nmi, const GrImage8 *control,
   if (!pix || (control->mask && !mask)) {
     free (pix);
     free (mask);
-    set_err (errbuf, errlen, "out of memory (control %dx%d)", w, h);
+    gr_set_err (errbuf, errlen, "out of memory (control %dx%d)", w, h);
     return GR_ERR_NOMEM;
   }
   bool all_valid = true;
@@ -244,17 +233,17 @@ params_resolve (const GrNmiSparseParams *in, GrNmiSparseParams *out, GrsGeom *g,
     gr_nmi_sparse_params_init (&p);
   const int T = p.template_size, W = p.window_size;
   if (T < 3 || T > GR_NMI_SPARSE_MAX_TEMPLATE || !(T & 1)) {
-    set_err (errbuf, errlen, "template size %d: must be odd, 3 .. %d", T,
+    gr_set_err (errbuf, errlen, "template size %d: must be odd, 3 .. %d", T,
         GR_NMI_SPARSE_MAX_TEMPLATE);
     return false;
   }
   if (W < T || W > GR_NMI_SPARSE_MAX_WINDOW || !(W & 1)) {
-    set_err (errbuf, errlen, "window size %d: must be odd, %d .. %d", W, T,
+    gr_set_err (errbuf, errlen, "window size %d: must be odd, %d .. %d", W, T,
         GR_NMI_SPARSE_MAX_WINDOW);
     return false;
   }
   if (p.min_valid < 0 || p.min_valid > T * T) {
-    set_err (errbuf, errlen, "min_valid %d: must be 0 .. %d", p.min_valid, T * T);
+    gr_set_err (errbuf, errlen, "min_valid %d: must be 0 .. %d", p.min_valid, T * T);
     return false;
   }
   if (p.min_valid == 0)
@@ -335,7 +324,7 @@ run_checks (GrNmiSparse *nmi, const GrNmiSparseParams *params,
   if (!params_resolve (params, p, g, errbuf, errlen))
     return -1;
   if (nmi->ctl_w == 0) {
-    set_err (errbuf, errlen, "no control image set");
+    gr_set_err (errbuf, errlen, "no control image set");
     return -1;
   }
   *st = GR_OK;
@@ -345,7 +334,7 @@ run_checks (GrNmiSparse *nmi, const GrNmiSparseParams *params,
     /* far-away windows are legal (all invalid) but the arithmetic must not wrap */
     if (queries[k].x < -(1 << 28) || queries[k].x > (1 << 28) ||
         queries[k].y < -(1 << 28) || queries[k].y > (1 << 28)) {
-      set_err (errbuf, errlen, "query %d: window centre (%d, %d) out of range", k,
+      gr_set_err (errbuf, errlen, "query %d: window centre (%d, %d) out of range", k,
           queries[k].x, queries[k].y);
       *st = GR_ERR_INVALID;
       return -1;
@@ -359,7 +348,7 @@ gr_nmi_sparse_run (GrNmiSparse *nmi, const GrNmiSparseParams *params,
     int n, GrNmiSparseMatch *out, double *maps, char *errbuf, size_t errlen)
 {
   if (!nmi || n < 0 || (n > 0 && (!templates || !queries || !out))) {
-    set_err (errbuf, errlen, "bad arguments (NULL pointer or negative count)");
+    gr_set_err (errbuf, errlen, "bad arguments (NULL pointer or negative count)");
     return GR_ERR_INVALID;
   }
   GrNmiSparseParams p;
@@ -375,7 +364,7 @@ gr_nmi_sparse_run (GrNmiSparse *nmi, const GrNmiSparseParams *params,
 #endif
   st = run_cpu (nmi, &g, templates, tmasks, queries, n, out, maps);
   if (st != GR_OK)
-    set_err (errbuf, errlen, "%s", gr_status_string (st));
+    gr_set_err (errbuf, errlen, "%s", gr_status_string (st));
   return st;
 }
 
@@ -386,7 +375,7 @@ gr_nmi_sparse_set_control_device (GrNmiSparse *nmi, const uint8_t *d_pix,
     const uint8_t *d_mask, int width, int height, int vmax, char *errbuf, size_t errlen)
 {
   if (!nmi || !d_pix || width <= 0 || height <= 0 || vmax < 0 || vmax > 255) {
-    set_err (errbuf, errlen, "control image: bad size, value range or pointer");
+    gr_set_err (errbuf, errlen, "control image: bad size, value range or pointer");
     return GR_ERR_INVALID;
   }
 #if GR_HAVE_CUDA
@@ -400,7 +389,7 @@ gr_nmi_sparse_set_control_device (GrNmiSparse *nmi, const uint8_t *d_pix,
     return st;
   }
 #endif
-  set_err (errbuf, errlen, "a device control needs the CUDA backend");
+  gr_set_err (errbuf, errlen, "a device control needs the CUDA backend");
   return GR_ERR_INVALID;
 }
 
@@ -410,7 +399,7 @@ gr_nmi_sparse_run_device (GrNmiSparse *nmi, const GrNmiSparseParams *params,
     int n, GrNmiSparseMatch *out, char *errbuf, size_t errlen)
 {
   if (!nmi || n < 0 || (n > 0 && (!d_templates || !queries || !out))) {
-    set_err (errbuf, errlen, "bad arguments (NULL pointer or negative count)");
+    gr_set_err (errbuf, errlen, "bad arguments (NULL pointer or negative count)");
     return GR_ERR_INVALID;
   }
   GrNmiSparseParams p;
@@ -428,7 +417,7 @@ gr_nmi_sparse_run_device (GrNmiSparse *nmi, const GrNmiSparseParams *params,
   (void) p;
   (void) g;
   (void) st;
-  set_err (errbuf, errlen, "device templates need the CUDA backend");
+  gr_set_err (errbuf, errlen, "device templates need the CUDA backend");
   return GR_ERR_INVALID;
 }
 
@@ -442,7 +431,7 @@ gr_nmi_sparse_run_cut_device (GrNmiSparse *nmi, const GrNmiSparseParams *params,
       || d_img->pix_stride < (size_t) d_img->width ||
       (d_img->mask && d_img->mask_stride < (size_t) d_img->width) ||
       (n > 0 && (!xy || !queries || !out))) {
-    set_err (errbuf, errlen, "bad arguments (NULL pointer, size or negative count)");
+    gr_set_err (errbuf, errlen, "bad arguments (NULL pointer, size or negative count)");
     return GR_ERR_INVALID;
   }
   GrNmiSparseParams p;
@@ -461,6 +450,6 @@ gr_nmi_sparse_run_cut_device (GrNmiSparse *nmi, const GrNmiSparseParams *params,
   (void) g;
   (void) st;
   (void) with_masks;
-  set_err (errbuf, errlen, "device templates need the CUDA backend");
+  gr_set_err (errbuf, errlen, "device templates need the CUDA backend");
   return GR_ERR_INVALID;
 }

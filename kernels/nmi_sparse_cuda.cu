@@ -39,7 +39,6 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cuda_runtime.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,27 +47,8 @@
 #include "nmi_sparse_cuda.h"
 #include "nmi_sparse_impl.h"
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
-#define CK(call, what)                                                        \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      set_err (errbuf, errlen, "CUDA %s failed: %s", (what),                  \
-          cudaGetErrorString (e_));                                           \
-      cudaGetLastError ();                                                    \
-      return GR_ERR_CUDA;                                                     \
-    }                                                                         \
-  } while (0)
+#define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 /* ---- per-keypoint algorithm (host and device) ------------------------------- */
 
@@ -560,65 +540,21 @@ sp_second (const SpGeom *G, SpShared *s, int tid, const double *map)
   s->psec[tid] = sec;
 }
 
-/* ---- F: the result (thread 0), as grs_finish */
+/* ---- F: the result (thread 0): grs_match_from_map, as grs_finish */
 template <int NT>
 GRS_DEV void
 sp_finish (const SpGeom *G, SpShared *s, const double *map, GrNmiSparseMatch *out)
 {
-  const int P = G->g.P, R = G->g.R, W = G->g.W, best = s->misc[SP_M_BEST];
-  const int ntv = s->misc[SP_M_NTV], ng = s->misc[SP_M_NG];
-  GrNmiSparseMatch m;
-  m.flags = 0;
-  if (s->misc[SP_M_CLIPPED])
-    m.flags |= GR_NMI_SPARSE_CLIPPED;
-  if (ntv > 0 && ng == 1 && s->grp[1] == ntv)
-    m.flags |= GR_NMI_SPARSE_FLAT;
-  m.second = NAN;
-  m.ratio = NAN;
-  if (best < 0) {
-    m.ix = m.iy = 0;
-    m.dx = m.dy = NAN;
-    m.score = NAN;
-    m.valid = 0;
-    m.flags |= GR_NMI_SPARSE_NO_SCORE | GR_NMI_SPARSE_NO_SECOND;
-    *out = m;
+  const int ntv = s->misc[SP_M_NTV];
+  const bool flat = ntv > 0 && s->misc[SP_M_NG] == 1 && s->grp[1] == ntv;
+  if (!grs_match_from_map (G->g.P, G->g.R, s->misc[SP_M_BEST], map, s->psec, NT,
+          s->misc[SP_M_CLIPPED] != 0, flat, out))
     return;
-  }
-  const int bx = best % P, by = best / P;
-  const double sc = map[best];
-  double x = bx, y = by;
-  if (bx > 0 && bx < P - 1)
-    x += grs_parabola (map[best - 1], sc, map[best + 1]);
-  else if (P > 1)
-    m.flags |= GR_NMI_SPARSE_AT_BORDER;
-  if (by > 0 && by < P - 1)
-    y += grs_parabola (map[best - P], sc, map[best + P]);
-  else if (P > 1)
-    m.flags |= GR_NMI_SPARSE_AT_BORDER;
-  double sec = NAN;
-  for (int t = 0; t < NT; t++) {
-    const double v = s->psec[t];
-    if (!isnan (v) && (isnan (sec) || v > sec))
-      sec = v;
-  }
-  if (isnan (sec)) {
-    m.flags |= GR_NMI_SPARSE_NO_SECOND;
-  } else {
-    const double above = sec - 1.0;
-    m.second = sec;
-    m.ratio = above > 0.0 ? (sc - 1.0) / above : INFINITY;
-  }
   int nvalid = 0;
-  const uint16_t *base = s->win + by * W + bx;
+  const uint16_t *base = s->win + (out->iy + G->g.R) * G->g.W + (out->ix + G->g.R);
   for (int r = 0; r < ntv; r++)
     nvalid += base[(uint16_t) s->off[r]] != G->inv;
-  m.ix = bx - R;
-  m.iy = by - R;
-  m.dx = x - R;
-  m.dy = y - R;
-  m.score = sc;
-  m.valid = nvalid;
-  *out = m;
+  out->valid = nvalid;
 }
 
 typedef struct {
@@ -842,7 +778,7 @@ gr_nmi_sparse_cuda_new (int device, const int64_t *tab, const int64_t *dtab,
 {
   GrNmiSparseCuda *c = (GrNmiSparseCuda *) calloc (1, sizeof *c);
   if (!c) {
-    set_err (errbuf, errlen, "out of host memory");
+    gr_set_err (errbuf, errlen, "out of host memory");
     return NULL;
   }
   c->device = device;
@@ -928,7 +864,7 @@ sp_configure (GrNmiSparseCuda *c, size_t smem, char *errbuf, size_t errlen)
   CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, nmi_sparse_kernel<SP_NT>,
           SP_NT, smem), "occupancy query");
   if (per_sm < 1) {
-    set_err (errbuf, errlen, "sparse NMI kernel cannot be resident on device %d",
+    gr_set_err (errbuf, errlen, "sparse NMI kernel cannot be resident on device %d",
         c->device);
     return GR_ERR_CUDA;
   }
@@ -949,7 +885,7 @@ run_impl (GrNmiSparseCuda *c, const GrNmiSparseParams *p, const uint8_t *templat
   const bool cut = d_img != NULL, dev = d_tpl_in != NULL;
   const bool has_mask = cut ? with_masks : dev ? d_tmask_in != NULL : tmasks != NULL;
   if (!c->d_ctl || c->cw == 0) {      /* cw is set once the whole upload succeeded */
-    set_err (errbuf, errlen, "no control image set");
+    gr_set_err (errbuf, errlen, "no control image set");
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (c->device), "cudaSetDevice");
@@ -974,7 +910,7 @@ run_impl (GrNmiSparseCuda *c, const GrNmiSparseParams *p, const uint8_t *templat
   SpShared probe;
   const size_t smem = sp_layout<SP_NT> (NULL, &a.G, &probe);
   if (smem > c->smem_optin) {
-    set_err (errbuf, errlen, "window %d needs %zu bytes of shared memory, device %d "
+    gr_set_err (errbuf, errlen, "window %d needs %zu bytes of shared memory, device %d "
         "offers %zu", a.G.g.W, smem, c->device, c->smem_optin);
     return GR_ERR_INVALID;
   }

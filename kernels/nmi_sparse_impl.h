@@ -415,27 +415,32 @@ grs_second_partial (const GrsGeom *g, GrsShared *s, int tid, const double *map)
 }
 
 /* ---- F: the result (thread 0) */
-GRS_DEV void
-grs_finish (const GrsGeom *g, GrsShared *s, const double *map, GrNmiSparseMatch *out)
+
+/* The match from a finished score map, shared by both backends so that they agree bit
+ * for bit: the best offset (best < 0: none) refined by a parabola along each axis, the
+ * best of the nsec per-thread second peaks, the ratio and the flags.  FALSE when there
+ * is no score; else the caller counts the valid pixels at the best offset (window
+ * position (out->ix + R, out->iy + R)) in its own window form and sets out->valid. */
+GRS_DEV bool
+grs_match_from_map (int P, int R, int best, const double *map, const double *psec,
+    int nsec, bool clipped, bool flat, GrNmiSparseMatch *out)
 {
-  const int P = g->P, R = g->R, W = g->W, best = s->misc[GRS_M_BEST];
-  const int ntv = s->misc[GRS_M_NTV];
   GrNmiSparseMatch m;
   m.flags = 0;
-  if (s->misc[GRS_M_CLIPPED])
+  if (clipped)
     m.flags |= GR_NMI_SPARSE_CLIPPED;
-  if (ntv > 0 && s->misc[GRS_M_NGROUPS] == 1 && s->gsize[0] == ntv)
+  if (flat)
     m.flags |= GR_NMI_SPARSE_FLAT;
   m.second = NAN;
   m.ratio = NAN;
+  m.valid = 0;
   if (best < 0) {
     m.ix = m.iy = 0;
     m.dx = m.dy = NAN;
     m.score = NAN;
-    m.valid = 0;
     m.flags |= GR_NMI_SPARSE_NO_SCORE | GR_NMI_SPARSE_NO_SECOND;
     *out = m;
-    return;
+    return false;
   }
   const int bx = best % P, by = best / P;
   const double sc = map[best];
@@ -449,8 +454,8 @@ grs_finish (const GrsGeom *g, GrsShared *s, const double *map, GrNmiSparseMatch 
   else if (P > 1)
     m.flags |= GR_NMI_SPARSE_AT_BORDER;
   double sec = NAN;
-  for (int t = 0; t < GRS_NT; t++) {
-    const double v = s->psec[t];
+  for (int t = 0; t < nsec; t++) {
+    const double v = psec[t];
     if (!isnan (v) && (isnan (sec) || v > sec))
       sec = v;
   }
@@ -461,17 +466,28 @@ grs_finish (const GrsGeom *g, GrsShared *s, const double *map, GrNmiSparseMatch 
     m.second = sec;
     m.ratio = above > 0.0 ? (sc - 1.0) / above : INFINITY;
   }
-  int nvalid = 0;
-  const uint16_t *base = s->win + by * W + bx;
-  for (int r = 0; r < ntv; r++)
-    nvalid += !(base[s->off[r]] & GRS_INVALID);
   m.ix = bx - R;
   m.iy = by - R;
   m.dx = x - R;
   m.dy = y - R;
   m.score = sc;
-  m.valid = nvalid;
   *out = m;
+  return true;
+}
+
+GRS_DEV void
+grs_finish (const GrsGeom *g, GrsShared *s, const double *map, GrNmiSparseMatch *out)
+{
+  const int ntv = s->misc[GRS_M_NTV];
+  const bool flat = ntv > 0 && s->misc[GRS_M_NGROUPS] == 1 && s->gsize[0] == ntv;
+  if (!grs_match_from_map (g->P, g->R, s->misc[GRS_M_BEST], map, s->psec, GRS_NT,
+          s->misc[GRS_M_CLIPPED] != 0, flat, out))
+    return;
+  int nvalid = 0;
+  const uint16_t *base = s->win + (out->iy + g->R) * g->W + (out->ix + g->R);
+  for (int r = 0; r < ntv; r++)
+    nvalid += !(base[s->off[r]] & GRS_INVALID);
+  out->valid = nvalid;
 }
 
 #endif

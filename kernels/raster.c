@@ -42,6 +42,8 @@
 
 #define MASK_VALID 255
 
+/* a local copy of gr_set_err (gr_common.c): the fuzz targets (tests/fuzz) compile
+ * this file on its own */
 static void
 set_err (char *errbuf, size_t errlen, const char *fmt, ...)
 {

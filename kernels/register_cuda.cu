@@ -8,7 +8,6 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cuda_runtime.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,27 +19,8 @@
 #define RED_BLOCKS 1024
 #define RED_THREADS 256
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
-#define CK(call, what)                                                        \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      set_err (errbuf, errlen, "CUDA %s failed: %s", (what),                  \
-          cudaGetErrorString (e_));                                           \
-      cudaGetLastError ();                                                    \
-      return GR_ERR_CUDA;                                                     \
-    }                                                                         \
-  } while (0)
+#define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 /* ---- the host's expressions ------------------------------------------------ */
 
@@ -252,38 +232,19 @@ struct GrRegisterCuda {
   size_t gtpl_cap;
 };
 
-template <typename P>
-static cudaError_t
-grow (P **ptr, size_t *cap, size_t need)
-{
-  if (*ptr && *cap >= need)
-    return cudaSuccess;
-  size_t n = *ptr ? need + need / 4 : need;
-  if (n < 64)
-    n = 64;
-  cudaFree (*ptr);
-  *ptr = NULL;
-  *cap = 0;
-  cudaError_t e = gr_cuda_malloc ((void **) ptr, n * sizeof (P));
-  if (e == cudaSuccess)
-    *cap = n;
-  else
-    *ptr = NULL;
-  return e;
-}
 
 extern "C" GrRegisterCuda *
 gr_register_cuda_new (int device, char *errbuf, size_t errlen)
 {
   cudaError_t e = cudaSetDevice (device);
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA device %d: %s", device, cudaGetErrorString (e));
     cudaGetLastError ();
     return NULL;
   }
   GrRegisterCuda *rc = (GrRegisterCuda *) calloc (1, sizeof *rc);
   if (!rc) {
-    set_err (errbuf, errlen, "out of host memory");
+    gr_set_err (errbuf, errlen, "out of host memory");
     return NULL;
   }
   rc->device = device;
@@ -291,7 +252,7 @@ gr_register_cuda_new (int device, char *errbuf, size_t errlen)
   if (e == cudaSuccess)
     e = gr_cuda_malloc (&rc->d_red, 2 * sizeof (unsigned));
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA registration setup: %s", cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA registration setup: %s", cudaGetErrorString (e));
     cudaGetLastError ();
     gr_register_cuda_free (rc);
     return NULL;
@@ -333,7 +294,7 @@ gr_register_cuda_minmax (GrRegisterCuda *rc, const GrPlaneF *dev, float *mn, flo
     bool *any, char *errbuf, size_t errlen)
 {
   if (!rc || !plane_ok (dev) || !mn || !mx || !any) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (rc->device), "cudaSetDevice");
@@ -375,11 +336,11 @@ gr_register_cuda_levels (GrRegisterCuda *rc, const GrPlaneF *dev, double a, doub
     int levels, const uint8_t **d_levels, char *errbuf, size_t errlen)
 {
   if (!rc || !plane_ok (dev) || levels < 2 || levels > 256 || !d_levels) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (rc->device), "cudaSetDevice");
-  CK (grow (&rc->d_levels, &rc->levels_cap, (size_t) dev->width * dev->height),
+  CK (gr_cuda_grow (&rc->d_levels, &rc->levels_cap, (size_t) dev->width * dev->height),
       "cudaMalloc (levels)");
   GrStatus st = launch_levels (rc->stream, dev, a, b, levels, rc->d_levels, NULL, errbuf,
       errlen);
@@ -397,7 +358,7 @@ gr_register_cuda_resample (GrRegisterCuda *rc, const GrPlaneF *dev, const double
 {
   if (!rc || !plane_ok (dev) || !Hi || n < 0 || (n > 0 && (!qxy || !nvalid)) || T < 1 ||
       T > 15 || !(T & 1) || levels < 2 || levels > 256) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   if (n == 0)
@@ -414,8 +375,8 @@ gr_register_cuda_resample (GrRegisterCuda *rc, const GrPlaneF *dev, const double
     CK (gr_cuda_malloc (&rc->d_tmk, cap), "cudaMalloc (template masks)");
     rc->tpl_cap = cap;
   }
-  CK (grow (&rc->d_nvalid, &rc->nvalid_cap, (size_t) n), "cudaMalloc (counts)");
-  CK (grow (&rc->d_q, &rc->q_cap, 2 * (size_t) n), "cudaMalloc (centres)");
+  CK (gr_cuda_grow (&rc->d_nvalid, &rc->nvalid_cap, (size_t) n), "cudaMalloc (counts)");
+  CK (gr_cuda_grow (&rc->d_q, &rc->q_cap, 2 * (size_t) n), "cudaMalloc (centres)");
   cudaStream_t s = rc->stream;
   CK (cudaMemcpyAsync (rc->d_q, qxy, sizeof (int32_t) * 2 * n, cudaMemcpyHostToDevice, s),
       "centre upload");
@@ -436,7 +397,7 @@ gr_register_cuda_gather (GrRegisterCuda *rc, const int *keep, int nkeep, int T,
     const uint8_t **d_tpl, const uint8_t **d_tmk, char *errbuf, size_t errlen)
 {
   if (!rc || nkeep < 0 || (nkeep > 0 && !keep) || T < 1 || !d_tpl || !d_tmk) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (rc->device), "cudaSetDevice");
@@ -452,7 +413,8 @@ gr_register_cuda_gather (GrRegisterCuda *rc, const int *keep, int nkeep, int T,
     rc->gtpl_cap = need + need / 4;
   }
   if (nkeep > 0) {
-    CK (grow (&rc->d_keep, &rc->keep_cap, (size_t) nkeep), "cudaMalloc (indices)");
+    CK (gr_cuda_grow (&rc->d_keep, &rc->keep_cap, (size_t) nkeep),
+        "cudaMalloc (indices)");
     cudaStream_t s = rc->stream;
     CK (cudaMemcpyAsync (rc->d_keep, keep, sizeof (int) * nkeep, cudaMemcpyHostToDevice,
             s), "index upload");
@@ -471,7 +433,7 @@ gr_register_cuda_download (GrRegisterCuda *rc, const GrPlaneF *dev, GrPlaneF *ho
     char *errbuf, size_t errlen)
 {
   if (!rc || !plane_ok (dev) || !host) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (rc->device), "cudaSetDevice");
@@ -479,7 +441,7 @@ gr_register_cuda_download (GrRegisterCuda *rc, const GrPlaneF *dev, GrPlaneF *ho
       host->stride != (size_t) dev->width || (host->mask != NULL) != (dev->mask != NULL)) {
     gr_plane_clear (host);
     if (!gr_plane_alloc (host, dev->width, dev->height, dev->mask != NULL)) {
-      set_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       return GR_ERR_NOMEM;
     }
   }
@@ -502,7 +464,7 @@ gr_cuda_plane_upload (int device, const GrPlaneF *host, GrPlaneF *dev, char *err
     size_t errlen)
 {
   if (!plane_ok (host) || !dev) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   memset (dev, 0, sizeof *dev);
@@ -524,7 +486,7 @@ gr_cuda_plane_upload (int device, const GrPlaneF *host, GrPlaneF *dev, char *err
       e = cudaMemcpy (m, host->mask, w * h, cudaMemcpyHostToDevice);
   }
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA control upload (%zux%zu) failed: %s", w, h,
+    gr_set_err (errbuf, errlen, "CUDA control upload (%zux%zu) failed: %s", w, h,
         cudaGetErrorString (e));
     cudaGetLastError ();
     cudaFree (d);
@@ -544,7 +506,7 @@ gr_cuda_plane_levels (int device, const GrPlaneF *dev, double a, double b, int l
     uint8_t **d_out, int *vmax, char *errbuf, size_t errlen)
 {
   if (!plane_ok (dev) || levels < 2 || levels > 256 || !d_out || !vmax) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   *d_out = NULL;
@@ -567,7 +529,7 @@ gr_cuda_plane_levels (int device, const GrPlaneF *dev, double a, double b, int l
     e = cudaMemcpy (&h_vmax, d_vmax, sizeof (unsigned), cudaMemcpyDeviceToHost);
   cudaFree (d_vmax);
   if (e != cudaSuccess) {
-    set_err (errbuf, errlen, "CUDA control levels failed: %s", cudaGetErrorString (e));
+    gr_set_err (errbuf, errlen, "CUDA control levels failed: %s", cudaGetErrorString (e));
     cudaGetLastError ();
     cudaFree (out);
     return GR_ERR_CUDA;

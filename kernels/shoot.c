@@ -15,7 +15,6 @@
 #include "shoot_cuda.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,16 +107,6 @@ struct GrShoot {
 #endif
 };
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
 void
 gr_shoot_params_init (GrShootParams *p)
@@ -134,39 +123,39 @@ static bool
 params_ok (const GrShootParams *p, char *errbuf, size_t errlen)
 {
   if (!p) {
-    set_err (errbuf, errlen, "no parameters");
+    gr_set_err (errbuf, errlen, "no parameters");
     return false;
   }
   if (p->dim != 2 && p->dim != 3) {
-    set_err (errbuf, errlen, "dimension %d: only 2-D and 3-D point sets", p->dim);
+    gr_set_err (errbuf, errlen, "dimension %d: only 2-D and 3-D point sets", p->dim);
     return false;
   }
   if (p->n < 2) {
-    set_err (errbuf, errlen, "%zu landmark(s): at least 2 are needed", p->n);
+    gr_set_err (errbuf, errlen, "%zu landmark(s): at least 2 are needed", p->n);
     return false;
   }
   if (p->n > (size_t) 1 << 26) {
-    set_err (errbuf, errlen, "%zu landmarks: too many", p->n);
+    gr_set_err (errbuf, errlen, "%zu landmarks: too many", p->n);
     return false;
   }
   if (!(p->sigma > 0.0) || !isfinite (p->sigma)) {
-    set_err (errbuf, errlen, "sigma must be positive and finite");
+    gr_set_err (errbuf, errlen, "sigma must be positive and finite");
     return false;
   }
   if (p->time_points < 2 || p->time_points > 100000) {
-    set_err (errbuf, errlen, "time points must be in 2 .. 100000");
+    gr_set_err (errbuf, errlen, "time points must be in 2 .. 100000");
     return false;
   }
   if (!(p->lambda > 0.0) || !isfinite (p->lambda)) {
-    set_err (errbuf, errlen, "lambda must be positive and finite");
+    gr_set_err (errbuf, errlen, "lambda must be positive and finite");
     return false;
   }
   if (p->integrator != GR_SHOOT_EULER && p->integrator != GR_SHOOT_RALSTON) {
-    set_err (errbuf, errlen, "unknown integrator");
+    gr_set_err (errbuf, errlen, "unknown integrator");
     return false;
   }
   if (p->precision != GR_SHOOT_FLOAT32 && p->precision != GR_SHOOT_FLOAT64) {
-    set_err (errbuf, errlen, "unknown precision");
+    gr_set_err (errbuf, errlen, "unknown precision");
     return false;
   }
   return true;
@@ -251,14 +240,14 @@ gr_shoot_new (const GrShootParams *params, GrBackend backend, int cuda_device,
     use = gr_cuda_device_count () > 0 ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
   if (use == GR_BACKEND_CUDA && gr_cuda_device_count () <= 0) {
     *status = GR_ERR_NO_CUDA;
-    set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
+    gr_set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
         ? "no usable CUDA device (no GPU or no driver)"
         : "this build has no CUDA kernels (built without nvcc)");
     return NULL;
   }
   if (use == GR_BACKEND_CUDA && cuda_device >= gr_cuda_device_count ()) {
     *status = GR_ERR_NO_CUDA;
-    set_err (errbuf, errlen, "CUDA device %d does not exist (%d device(s))", cuda_device,
+    gr_set_err (errbuf, errlen, "CUDA device %d does not exist (%d device(s))", cuda_device,
         gr_cuda_device_count ());
     return NULL;
   }
@@ -284,7 +273,7 @@ gr_shoot_new (const GrShootParams *params, GrBackend backend, int cuda_device,
   if (!ok) {
     gr_shoot_free (s);
     *status = GR_ERR_NOMEM;
-    set_err (errbuf, errlen, "out of memory");
+    gr_set_err (errbuf, errlen, "out of memory");
     return NULL;
   }
 #if GR_HAVE_CUDA
@@ -308,7 +297,7 @@ gr_shoot_new (const GrShootParams *params, GrBackend backend, int cuda_device,
   if (!alloc_trajectory (s) || !alloc_cpu_work (s)) {
     gr_shoot_free (s);
     *status = GR_ERR_NOMEM;
-    set_err (errbuf, errlen, "out of memory for %zu landmarks x %d time points",
+    gr_set_err (errbuf, errlen, "out of memory for %zu landmarks x %d time points",
         params->n, params->time_points);
     return NULL;
   }
@@ -425,11 +414,11 @@ gr_shoot_set_template (GrShoot *s, const double *q0, char *errbuf, size_t errlen
 {
   size_t bad;
   if (!s || !q0) {
-    set_err (errbuf, errlen, "no template");
+    gr_set_err (errbuf, errlen, "no template");
     return GR_ERR_INVALID;
   }
   if (!all_finite (q0, s->dn, &bad)) {
-    set_err (errbuf, errlen, "template point %zu has a non-finite coordinate", bad / s->D);
+    gr_set_err (errbuf, errlen, "template point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
   s->traj_valid = false;
@@ -452,11 +441,11 @@ gr_shoot_set_target (GrShoot *s, const double *target, char *errbuf, size_t errl
 {
   size_t bad;
   if (!s || !target) {
-    set_err (errbuf, errlen, "no target");
+    gr_set_err (errbuf, errlen, "no target");
     return GR_ERR_INVALID;
   }
   if (!all_finite (target, s->dn, &bad)) {
-    set_err (errbuf, errlen, "target point %zu has a non-finite coordinate", bad / s->D);
+    gr_set_err (errbuf, errlen, "target point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
   s->traj_valid = false;
@@ -625,11 +614,11 @@ gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad, GrShootLoss *los
     char *errbuf, size_t errlen)
 {
   if (!s || !p0) {
-    set_err (errbuf, errlen, "no momentum");
+    gr_set_err (errbuf, errlen, "no momentum");
     return GR_ERR_INVALID;
   }
   if (!s->has_template || !s->has_target) {
-    set_err (errbuf, errlen, "template or target not set");
+    gr_set_err (errbuf, errlen, "template or target not set");
     return GR_ERR_INVALID;
   }
   GrShootLoss l = { 0 };
@@ -670,27 +659,27 @@ gr_shoot_flow (GrShoot *s, const double *p0, double *q1, double *p1, const doubl
     size_t n_extra, double *extra_out, char *errbuf, size_t errlen)
 {
   if (!s || !p0 || (n_extra > 0 && (!extra || !extra_out))) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   if (!s->has_template) {
-    set_err (errbuf, errlen, "template not set");
+    gr_set_err (errbuf, errlen, "template not set");
     return GR_ERR_INVALID;
   }
   size_t bad;
   if (!all_finite (p0, s->dn, &bad)) {
-    set_err (errbuf, errlen, "momentum %zu is not finite", bad / s->D);
+    gr_set_err (errbuf, errlen, "momentum %zu is not finite", bad / s->D);
     return GR_ERR_INVALID;
   }
   if (n_extra > 0 && !all_finite (extra, n_extra * s->D, &bad)) {
-    set_err (errbuf, errlen, "extra point %zu has a non-finite coordinate", bad / s->D);
+    gr_set_err (errbuf, errlen, "extra point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
 #if GR_HAVE_CUDA
   if (s->cuda) {
     /* the target may not be set: shoot with the template as a dummy target */
     if (!s->has_target) {
-      set_err (errbuf, errlen, "target not set");
+      gr_set_err (errbuf, errlen, "target not set");
       return GR_ERR_INVALID;
     }
     double out[3];
@@ -698,7 +687,7 @@ gr_shoot_flow (GrShoot *s, const double *p0, double *q1, double *p1, const doubl
     if (st != GR_OK)
       return st;
     if (!alloc_trajectory (s)) {
-      set_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
       return GR_ERR_NOMEM;
     }
     st = gr_shoot_cuda_trajectory (s->cuda, s->xq, s->xp,
@@ -731,7 +720,7 @@ gr_shoot_flow (GrShoot *s, const double *p0, double *q1, double *p1, const doubl
     free (v1);
     free (v2);
     free (xm);
-    set_err (errbuf, errlen, "out of memory");
+    gr_set_err (errbuf, errlen, "out of memory");
     return GR_ERR_NOMEM;
   }
   to_soa (extra, x, n_extra, s->D);
@@ -809,16 +798,16 @@ gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgres
     result = &dummy;
   memset (result, 0, sizeof *result);
   if (!s || !p0) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   if (s->dn > (size_t) INT32_MAX) {
-    set_err (errbuf, errlen, "too many unknowns");
+    gr_set_err (errbuf, errlen, "too many unknowns");
     return GR_ERR_INVALID;
   }
   size_t bad;
   if (!all_finite (p0, s->dn, &bad)) {
-    set_err (errbuf, errlen, "initial momentum %zu is not finite", bad / s->D);
+    gr_set_err (errbuf, errlen, "initial momentum %zu is not finite", bad / s->D);
     return GR_ERR_INVALID;
   }
   double t0 = now_s ();
@@ -833,11 +822,11 @@ gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgres
   if (ctx.status != GR_OK)
     return ctx.status;
   if (r == GR_LBFGS_NOMEM) {
-    set_err (errbuf, errlen, "out of memory");
+    gr_set_err (errbuf, errlen, "out of memory");
     return GR_ERR_NOMEM;
   }
   if (r == GR_LBFGS_INVALID) {
-    set_err (errbuf, errlen, "invalid L-BFGS parameters");
+    gr_set_err (errbuf, errlen, "invalid L-BFGS parameters");
     return GR_ERR_INVALID;
   }
   GrShootLoss l;
@@ -856,7 +845,7 @@ gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgres
   result->gnorm0 = info.gnorm0;
   result->seconds = now_s () - t0;
   if (r == GR_LBFGS_EVALUATION_ERROR) {
-    set_err (errbuf, errlen, "the loss is not finite at the starting momentum");
+    gr_set_err (errbuf, errlen, "the loss is not finite at the starting momentum");
     return GR_ERR_INVALID;
   }
   return GR_OK;

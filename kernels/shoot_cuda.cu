@@ -20,7 +20,6 @@
 #include <cuda_pipeline.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,23 +579,13 @@ struct GrShootCuda {
   double *erow, *p0_in, *grad_out, *scal;
 };
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
 static bool
 ck (cudaError_t e, const char *what, char *errbuf, size_t errlen)
 {
   if (e == cudaSuccess)
     return true;
-  set_err (errbuf, errlen, "%s: %s", what, cudaGetErrorString (e));
+  gr_set_err (errbuf, errlen, "%s: %s", what, cudaGetErrorString (e));
   cudaGetLastError ();
   return false;
 }
@@ -776,7 +765,7 @@ gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t d
 {
   GrShootCuda *c = (GrShootCuda *) calloc (1, sizeof *c);
   if (!c) {
-    set_err (errbuf, errlen, "out of memory");
+    gr_set_err (errbuf, errlen, "out of memory");
     return NULL;
   }
   c->p = *params;
@@ -988,7 +977,7 @@ download_soa (const void *dsrc, size_t es_src, bool to_double, void *dst, int sl
   size_t bytes = 4 * es_src * (size_t) slots * n;
   void *tmp = malloc (bytes);
   if (!tmp) {
-    set_err (errbuf, errlen, "out of memory");
+    gr_set_err (errbuf, errlen, "out of memory");
     return false;
   }
   if (!ck (cudaMemcpy (tmp, dsrc, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy", errbuf,

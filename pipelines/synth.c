@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <math.h>
 #include <png.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -14,16 +13,6 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
 
 /* ------------------------------------------------------------------ random numbers */
 
@@ -582,26 +571,26 @@ gr_synth_control_generate (const GrSynthControlParams *p, GrSynthImage *out,
     char *errbuf, size_t errlen)
 {
   if (!p || !out) {
-    set_err (errbuf, errlen, "NULL argument");
+    gr_set_err (errbuf, errlen, "NULL argument");
     return GR_ERR_INVALID;
   }
   memset (out, 0, sizeof (*out));
   if (p->width <= 0 || p->height <= 0 || p->width > 65536 || p->height > 65536) {
-    set_err (errbuf, errlen, "control size %dx%d out of range (1..65536)", p->width,
+    gr_set_err (errbuf, errlen, "control size %dx%d out of range (1..65536)", p->width,
         p->height);
     return GR_ERR_INVALID;
   }
   if (p->depth != 8 && p->depth != 16) {
-    set_err (errbuf, errlen, "control depth %d: must be 8 or 16", p->depth);
+    gr_set_err (errbuf, errlen, "control depth %d: must be 8 or 16", p->depth);
     return GR_ERR_INVALID;
   }
   if (!(p->nodata_border >= 0.0 && p->nodata_border <= 0.45)) {
-    set_err (errbuf, errlen, "no-data border fraction %g out of range (0..0.45)",
+    gr_set_err (errbuf, errlen, "no-data border fraction %g out of range (0..0.45)",
         p->nodata_border);
     return GR_ERR_INVALID;
   }
   if (p->with_geo && !(p->pixel_size > 0)) {
-    set_err (errbuf, errlen, "pixel size %g must be > 0", p->pixel_size);
+    gr_set_err (errbuf, errlen, "pixel size %g must be > 0", p->pixel_size);
     return GR_ERR_INVALID;
   }
   const int W = p->width, H = p->height;
@@ -615,7 +604,7 @@ gr_synth_control_generate (const GrSynthControlParams *p, GrSynthImage *out,
     out->band[b] = malloc (n * sizeof (float));
     if (!out->band[b]) {
       gr_synth_image_free (out);
-      set_err (errbuf, errlen, "out of memory for a %dx%d control", W, H);
+      gr_set_err (errbuf, errlen, "out of memory for a %dx%d control", W, H);
       return GR_ERR_NOMEM;
     }
   }
@@ -627,7 +616,7 @@ gr_synth_control_generate (const GrSynthControlParams *p, GrSynthImage *out,
   if (!rf.dist || !rf.arc || !rf.halfw || !cls_map) {
     free (rf.dist); free (rf.arc); free (rf.halfw); free (cls_map);
     gr_synth_image_free (out);
-    set_err (errbuf, errlen, "out of memory for a %dx%d control", W, H);
+    gr_set_err (errbuf, errlen, "out of memory for a %dx%d control", W, H);
     return GR_ERR_NOMEM;
   }
   stamp_roads (&rf, W, H, seed);
@@ -805,7 +794,7 @@ gr_synth_control_generate (const GrSynthControlParams *p, GrSynthImage *out,
     out->mask = malloc (n);
     if (!out->mask) {
       gr_synth_image_free (out);
-      set_err (errbuf, errlen, "out of memory for a %dx%d control", W, H);
+      gr_set_err (errbuf, errlen, "out of memory for a %dx%d control", W, H);
       return GR_ERR_NOMEM;
     }
     double maxw = p->nodata_border * (W < H ? W : H);
@@ -852,7 +841,7 @@ gr_synth_png_write (const char *path, const float *const *planes, int channels,
   if (!path || !planes || channels < 1 || channels > 4 || width <= 0 || height <= 0
       || (out_depth != 8 && out_depth != 16) || !(maxval > 0)
       || (mask && channels == 4)) {
-    set_err (errbuf, errlen, "%s: invalid PNG write arguments", path ? path : "(null)");
+    gr_set_err (errbuf, errlen, "%s: invalid PNG write arguments", path ? path : "(null)");
     return GR_ERR_INVALID;
   }
   int out_ch = channels + (mask ? 1 : 0);
@@ -865,7 +854,7 @@ gr_synth_png_write (const char *path, const float *const *planes, int channels,
   }
   FILE *f = fopen (path, "wb");
   if (!f) {
-    set_err (errbuf, errlen, "%s: cannot open for writing: %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "%s: cannot open for writing: %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   size_t bpc = out_depth / 8;
@@ -878,14 +867,14 @@ gr_synth_png_write (const char *path, const float *const *planes, int channels,
       png_destroy_write_struct (&png, info ? &info : NULL);
     free (row);
     fclose (f);
-    set_err (errbuf, errlen, "%s: out of memory", path);
+    gr_set_err (errbuf, errlen, "%s: out of memory", path);
     return GR_ERR_NOMEM;
   }
   if (setjmp (png_jmpbuf (png))) {
     png_destroy_write_struct (&png, &info);
     free (row);
     fclose (f);
-    set_err (errbuf, errlen, "%s: libpng write error", path);
+    gr_set_err (errbuf, errlen, "%s: libpng write error", path);
     return GR_ERR_IO;
   }
   png_init_io (png, f);
@@ -924,7 +913,7 @@ gr_synth_png_write (const char *path, const float *const *planes, int channels,
   png_destroy_write_struct (&png, &info);
   free (row);
   if (fclose (f) != 0) {
-    set_err (errbuf, errlen, "%s: write failed: %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "%s: write failed: %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   return GR_OK;
@@ -961,7 +950,7 @@ gr_synth_world_file_write (const char *path, const double geo[6], char *errbuf,
 {
   FILE *f = fopen (path, "w");
   if (!f) {
-    set_err (errbuf, errlen, "%s: cannot open for writing: %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "%s: cannot open for writing: %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   /* A, D, B, E, C, F; C/F are the centre of the top-left pixel */
@@ -970,7 +959,7 @@ gr_synth_world_file_write (const char *path, const double geo[6], char *errbuf,
   for (int k = 0; k < 6; k++)
     put_exact (f, v[k], "\n");
   if (fclose (f) != 0) {
-    set_err (errbuf, errlen, "%s: write failed: %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "%s: write failed: %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   return GR_OK;
@@ -1429,14 +1418,14 @@ gr_synth_truth_write_csv (const char *path, const GrSynthTruth *rows, int n,
 {
   FILE *f = fopen (path, "w");
   if (!f) {
-    set_err (errbuf, errlen, "%s: cannot open for writing: %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "%s: cannot open for writing: %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   gr_synth_truth_write_header (f);
   for (int i = 0; i < n; i++)
     gr_synth_truth_write_row (f, &rows[i]);
   if (fclose (f) != 0) {
-    set_err (errbuf, errlen, "%s: write failed: %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "%s: write failed: %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   return GR_OK;
@@ -1450,14 +1439,14 @@ gr_synth_truth_read_csv (const char *path, GrSynthTruth **rows, int *n, char *er
   *n = 0;
   FILE *f = fopen (path, "r");
   if (!f) {
-    set_err (errbuf, errlen, "%s: cannot open: %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "%s: cannot open: %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   char line[4096];
   if (!fgets (line, sizeof (line), f)
       || strncmp (line, truth_header, strlen (truth_header)) != 0) {
     fclose (f);
-    set_err (errbuf, errlen, "%s: not a georeg-synth truth file (header mismatch)", path);
+    gr_set_err (errbuf, errlen, "%s: not a georeg-synth truth file (header mismatch)", path);
     return GR_ERR_FORMAT;
   }
   int cap = 0, count = 0, lineno = 1;
@@ -1483,7 +1472,7 @@ gr_synth_truth_read_csv (const char *path, GrSynthTruth **rows, int *n, char *er
     if (nf != 19 || strchr (field[18], ',')) {
       free (out);
       fclose (f);
-      set_err (errbuf, errlen, "%s:%d: expected 19 fields", path, lineno);
+      gr_set_err (errbuf, errlen, "%s:%d: expected 19 fields", path, lineno);
       return GR_ERR_FORMAT;
     }
     if (count == cap) {
@@ -1492,7 +1481,7 @@ gr_synth_truth_read_csv (const char *path, GrSynthTruth **rows, int *n, char *er
       if (!nr) {
         free (out);
         fclose (f);
-        set_err (errbuf, errlen, "%s: out of memory", path);
+        gr_set_err (errbuf, errlen, "%s: out of memory", path);
         return GR_ERR_NOMEM;
       }
       out = nr;
@@ -1513,7 +1502,7 @@ gr_synth_truth_read_csv (const char *path, GrSynthTruth **rows, int *n, char *er
     if (bad) {
       free (out);
       fclose (f);
-      set_err (errbuf, errlen, "%s:%d: malformed number", path, lineno);
+      gr_set_err (errbuf, errlen, "%s:%d: malformed number", path, lineno);
       return GR_ERR_FORMAT;
     }
     t->index = (int) idx;
