@@ -16,6 +16,7 @@
 #include "descriptors.h"
 #include "keypoints.h"
 #include "synth.h"
+#include "bench_util.h"
 
 typedef struct {
   char name[64];
@@ -28,20 +29,6 @@ typedef struct {
 
 static Row rows[16];
 static int nrows, mismatches;
-
-static int
-cmp_d (const void *a, const void *b)
-{
-  const double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
-static double
-median (double *v, int n)
-{
-  qsort (v, n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static int
 frame (int w, int h, uint64_t seed, double border, GrPlaneF *p)

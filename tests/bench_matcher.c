@@ -18,6 +18,7 @@
 
 #include "matcher.h"
 #include "../tests/matcher_reference.h"
+#include "bench_util.h"
 
 typedef struct {
   const char *name;
@@ -31,20 +32,6 @@ typedef struct {
 static Row rows[32];
 static int nrows;
 static int mismatch_total;
-
-static int
-cmp_d (const void *a, const void *b)
-{
-  const double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
-static double
-median (double *v, int n)
-{
-  qsort (v, n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void
 add_row (const char *name, const char *backend, double *kms, double *wms, int reps,

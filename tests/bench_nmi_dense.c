@@ -29,6 +29,7 @@
 #include "nmi_dense.h"
 #include "nmi_reference.h"
 #include "raster.h"
+#include "bench_util.h"
 
 #if GR_HAVE_CUDA
 /* internal hook of kernels/nmi_dense_cuda.cu (not public API) */
@@ -61,20 +62,6 @@ now_ms (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  const double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static double
-median (double *v, int n)
-{
-  qsort (v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static int

@@ -28,6 +28,7 @@
 #include "nmi_sparse.h"
 #include "raster.h"
 #include "synth.h"
+#include "bench_util.h"
 
 static double
 now_ms (void)
@@ -35,20 +36,6 @@ now_ms (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_d (const void *a, const void *b)
-{
-  const double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
-static double
-median (double *v, int n)
-{
-  qsort (v, n, sizeof (double), cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static uint64_t rng_s = 88172645463325252ull;

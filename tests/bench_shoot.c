@@ -41,6 +41,7 @@
 #include "pointset_io.h"
 #include "shoot.h"
 #include "shoot_testdata.h"
+#include "bench_util.h"
 
 #define SIGMA 1.5
 #define T_POINTS 40
@@ -59,13 +60,6 @@ env_int (const char *name, int def)
 {
   const char *v = getenv (name);
   return v && *v ? atoi (v) : def;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
 }
 
 static void
@@ -151,7 +145,7 @@ run_one (GrBackend be, size_t n, const double *q0, const double *tgt, int iterat
     }
     t[i] = now () - t0;
   }
-  qsort (t, reps, sizeof (double), cmp_double);
+  qsort (t, reps, sizeof (double), bench_cmp_double);
   r->eval_ms = 1e3 * t[reps / 2];
   free (t);
   r->dist0 = td_mean_distance (q0, tgt, n, 3);
