@@ -1259,33 +1259,38 @@ draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer
     };
     memcpy (d.prior, p, sizeof p);
   }
-  GstVideoOverlayComposition *comp = gst_nmi_register_overlay_render (&d);
-  if (!comp) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory for the "
-            "overlay (%dx%d).", d.width, d.height), (NULL));
+  if (s->overlay == GST_NMI_REGISTER_OVERLAY_META) {
+    GstVideoOverlayComposition *comp = gst_nmi_register_overlay_render (&d);
+    if (!comp)
+      goto no_memory;
+    gst_buffer_add_video_overlay_composition_meta (buf, comp);
+    gst_video_overlay_composition_unref (comp);
+    return TRUE;
+  }
+  GstVideoFrame frame;
+  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READWRITE)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the frame to draw the "
+            "overlay."), (NULL));
     return FALSE;
   }
-  gboolean ok = TRUE;
-  if (s->overlay == GST_NMI_REGISTER_OVERLAY_META) {
-    gst_buffer_add_video_overlay_composition_meta (buf, comp);
-  } else {
-    GstVideoFrame frame;
-    if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READWRITE)) {
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the frame to draw the "
-              "overlay."), (NULL));
-      ok = FALSE;
-    } else {
-      if (!gst_video_overlay_composition_blend (comp, &frame)) {
-        GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Cannot draw the overlay on %s "
-                "frames.", gst_video_format_to_string (GST_VIDEO_INFO_FORMAT
-                    (&self->info))), (NULL));
-        ok = FALSE;
-      }
-      gst_video_frame_unmap (&frame);
-    }
+  const GstNmiRegisterOverlayDrawResult r = gst_nmi_register_overlay_draw (&d, &frame);
+  gst_video_frame_unmap (&frame);
+  switch (r) {
+    case GST_NMI_REGISTER_OVERLAY_DRAW_OK:
+      return TRUE;
+    case GST_NMI_REGISTER_OVERLAY_DRAW_NO_MEMORY:
+      goto no_memory;
+    case GST_NMI_REGISTER_OVERLAY_DRAW_FORMAT:
+    default:
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Cannot draw the overlay on %s "
+              "frames.", gst_video_format_to_string (GST_VIDEO_INFO_FORMAT
+                  (&self->info))), (NULL));
+      return FALSE;
   }
-  gst_video_overlay_composition_unref (comp);
-  return ok;
+no_memory:
+  GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory for the "
+          "overlay (%dx%d).", d.width, d.height), (NULL));
+  return FALSE;
 }
 
 static GstFlowReturn
