@@ -103,8 +103,9 @@ line (Canvas * c, gdouble ax, gdouble ay, gdouble bx, gdouble by, guint32 colour
       ta = tb;
       tb = t;
     }
-    s0 = (gint) MAX (0.0, floor (ta));
-    s1 = (gint) MIN ((gdouble) steps, ceil (tb));
+    /* clamped before the cast: a nearly flat segment gives huge ta, tb */
+    s0 = (gint) CLAMP (floor (ta), 0.0, steps + 1.0);
+    s1 = (gint) CLAMP (ceil (tb), -1.0, (gdouble) steps);
   } else if (ay < lo || ay > hi) {
     return;
   }
