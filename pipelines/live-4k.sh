@@ -16,6 +16,7 @@
 # the elements run in threads of their own (throughput then follows the slowest one).
 # PACED=1: bench with "fakesink sync=true", the stream paced at its 30 fps as a live
 # source would deliver it (latency then has no queueing of frames decoded ahead).
+# OVERLAY=meta|draw: nmiregister's overlay on every frame (docs/nmiregister.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cmd=${1:-}; dir=${2:-live-4k-data}
@@ -27,6 +28,7 @@ export GST_PLUGIN_PATH_1_0=$PWD/$build/gst${GST_PLUGIN_PATH_1_0:+:$GST_PLUGIN_PA
 # 500 features of each frame against the 8 previous ones.
 LOCA="control-location=$dir/control.png frame-scale=0.05 control-scale=0.05"
 REGA="control-location=$dir/control.png max-keypoints=2000"
+[ -n "${OVERLAY:-}" ] && REGA="$REGA overlay=$OVERLAY"
 FMA="max-features=500 max-images=8"
 LOC="nmilocalize name=first $LOCA"
 REG="nmiregister $REGA"
@@ -77,6 +79,7 @@ bench)
   out=${3:-$dir}; mkdir -p "$out"
   tag=""; [ "${QUEUES:-0}" = 1 ] && tag="-queues"
   sink="fakesink sync=false"; [ "${PACED:-0}" = 1 ] && { sink="fakesink sync=true"; tag="$tag-paced"; }
+  [ -n "${OVERLAY:-}" ] && tag="$tag-overlay-$OVERLAY"
   for mode in cuda system; do
     printf '%-7s ' "$mode$tag"
     "$build/pipelines/georeg-live-bench" --json "$out/live-$mode$tag.json" \

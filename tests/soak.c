@@ -15,9 +15,9 @@
  *
  * Pipelines (all backend=cpu):
  *   localize      appsrc ! nmilocalize ! fakesink
- *   register      appsrc ! nmiregister coarse-fallback=initial-offset ! fakesink
+ *   register      appsrc ! nmiregister coarse-fallback=initial-offset overlay=draw ! fakesink
  *   featurematch  appsrc ! featurematch max-images=4 ! fakesink
- *   chain         appsrc ! nmilocalize ! nmiregister ! featurematch ! fakesink
+ *   chain         appsrc ! nmilocalize ! nmiregister overlay=meta ! featurematch ! fakesink
  *   shoot         appsrc ! pointsetparse ! landmarkshoot ! pointsetenc ! fakesink
  *
  * Exit status: 0 = all items through, memory within bounds; 1 = a failure (message on
@@ -30,6 +30,7 @@
 #include <glib/gstdio.h>
 #include <gst/gst.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
 
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
@@ -50,6 +51,7 @@ typedef struct {
   GType meta_api;               /* the meta every output buffer must carry */
   gint with_meta;               /* buffers with it */
   gint results;                 /* buffers whose metas all hold a result (below) */
+  gint overlays;                /* buffers with nmiregister's overlay=meta composition */
   gint buffers;
 } Counter;
 
@@ -77,6 +79,8 @@ count_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     g_atomic_int_inc (&c->with_meta);
   if (has_results (buf))
     g_atomic_int_inc (&c->results);
+  if (gst_buffer_get_video_overlay_composition_meta (buf))
+    g_atomic_int_inc (&c->overlays);
   g_atomic_int_inc (&c->buffers);
   return GST_PAD_PROBE_OK;
 }
@@ -282,15 +286,18 @@ main (int argc, char **argv)
     desc = g_strdup_printf ("%s ! %s ! fakesink name=sink", src, l);
     meta_api = GST_NMI_LOCALIZE_META_API_TYPE;
   } else if (g_str_equal (pipeline, "register")) {
+    /* with the drawn overlay: its canvas, bands and blend on every frame */
     desc = g_strdup_printf ("%s ! %s coarse-fallback=initial-offset "
-        "initial-offset-x=%d initial-offset-y=%d ! fakesink name=sink", src, r,
+        "initial-offset-x=%d initial-offset-y=%d overlay=draw ! fakesink name=sink", src, r,
         (CTL_W - FRM_W) / 2, (CTL_H - FRM_H) / 2);
     meta_api = GST_NMI_REGISTER_META_API_TYPE;
   } else if (g_str_equal (pipeline, "featurematch")) {
     desc = g_strdup_printf ("%s ! %s ! fakesink name=sink", src, fm);
     meta_api = GST_FEATURE_MATCH_META_API_TYPE;
   } else if (g_str_equal (pipeline, "chain")) {
-    desc = g_strdup_printf ("%s ! %s ! %s ! %s ! fakesink name=sink", src, l, r, fm);
+    /* the overlay as a composition meta on every frame, freed with the buffer */
+    desc = g_strdup_printf ("%s ! %s ! %s overlay=meta ! %s ! fakesink name=sink", src, l,
+        r, fm);
     meta_api = GST_FEATURE_MATCH_META_API_TYPE;
   } else if (shoot) {
     desc = g_strdup_printf ("%s caps=text/csv ! pointsetparse mode=per-buffer ! "
@@ -326,7 +333,7 @@ main (int argc, char **argv)
     gst_caps_unref (caps);
   }
   /* the meta is checked before pointsetenc's text (which copies it anyway) */
-  Counter counter = { meta_api, 0, 0, 0 };
+  Counter counter = { meta_api, 0, 0, 0, 0 };
   GstPad *pad = gst_element_get_static_pad (sink, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_probe, &counter, NULL);
   gst_object_unref (pad);
@@ -396,9 +403,10 @@ main (int argc, char **argv)
   if (out)
     fclose (out);
 
-  printf ("%s: %d items pushed, %d out, %d with %s, %d with a result; %.1f s "
-      "(%.2f ms per item)\n", pipeline, count, counter.buffers, counter.with_meta,
-      g_type_name (meta_api), counter.results, secs, 1e3 * secs / count);
+  printf ("%s: %d items pushed, %d out, %d with %s, %d with a result, %d with an "
+      "overlay meta; %.1f s (%.2f ms per item)\n", pipeline, count, counter.buffers,
+      counter.with_meta, g_type_name (meta_api), counter.results, counter.overlays, secs,
+      1e3 * secs / count);
   if (rss_warm > 0) {
     const double growth = 100.0 * (rss_end - rss_warm) / rss_warm;
     printf ("VmRSS: %ld kB after %d items (warm-up), %ld kB at the end, %ld kB at most "
@@ -413,6 +421,11 @@ main (int argc, char **argv)
   if (ok && (counter.buffers != count || counter.with_meta != count)) {
     fprintf (stderr, "georeg-soak: %d of %d items came out, %d with the meta\n",
         counter.buffers, count, counter.with_meta);
+    ok = FALSE;
+  }
+  if (ok && g_str_equal (pipeline, "chain") && counter.overlays != count) {
+    fprintf (stderr, "georeg-soak: %d of %d frames carry the overlay meta\n",
+        counter.overlays, count);
     ok = FALSE;
   }
   if (ok && counter.results < count / 2) {

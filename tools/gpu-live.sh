@@ -6,7 +6,9 @@
 # each element alone after nvh264dec.
 #   here:  bash tools/gpu-suite.sh stage build-live
 #          cp -r LIVE-DATA build-live/live-4k     (pipelines/live-4k.sh make)
-#   there: source .gstroot/env.sh; bash tools/gpu-live.sh [BUILD] [all|tests|bench]
+#   there: source .gstroot/env.sh; bash tools/gpu-live.sh [BUILD] [all|tests|bench|overlay]
+#          (overlay: the chain without nmiregister's overlay, with overlay=meta, with
+#          overlay=draw)
 #          with carry [".gstroot", "BUILD"]; logs under $OUT, short tables on stdout.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,7 +18,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PWD/$build/fallback-lib
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u +%FT%TZ; } | tee "$out/device.txt"
 rc=0
-if [ "$what" != bench ]; then
+if [ "$what" != bench ] && [ "$what" != overlay ]; then
   GR_FEATURES_GPU_QUICK=1 GEOREG_TEST_SMALL=1 python3 tools/run-tests.py "$build" \
     --suite gpu --log-dir "$out/tests" cudamem_gpu features_gpu nmi_sparse_gpu | tee "$out/tests.txt"
   rc=${PIPESTATUS[0]}
@@ -24,7 +26,11 @@ if [ "$what" != bench ]; then
   grep -h "device frame\|FAIL\|check" "$out/tests/features_gpu.log" | tail -6
   tail -n 2 "$out/tests/nmi_sparse_gpu.log"
 fi
-if [ "$what" != tests ]; then
+if [ "$what" = overlay ]; then
+  for ov in "" meta draw; do
+    OVERLAY=$ov BUILD=$build timeout 150 bash pipelines/live-4k.sh bench "$build/live-4k" "$out" 2>> "$out/bench.err" | tee -a "$out/bench.txt"
+  done
+elif [ "$what" != tests ]; then
   BUILD=$build timeout 150 bash pipelines/live-4k.sh bench "$build/live-4k" "$out" 2> "$out/bench.err" | tee "$out/bench.txt"
   QUEUES=1 BUILD=$build timeout 100 bash pipelines/live-4k.sh bench "$build/live-4k" "$out" 2>> "$out/bench.err" | tee -a "$out/bench.txt"
   PACED=1 BUILD=$build timeout 100 bash pipelines/live-4k.sh bench "$build/live-4k" "$out" 2>> "$out/bench.err" | tee -a "$out/bench.txt"
