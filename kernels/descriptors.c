@@ -390,7 +390,6 @@ struct GrFeatures {
 #endif
 };
 
-
 static double
 fnow_ms (void)
 {

@@ -77,7 +77,6 @@
 
 /* ---- error helpers ---------------------------------------------------------- */
 
-
 #define CK(call, what) GR_CUDA_CHECK (call, what, -GR_ERR_CUDA)
 
 /* ---- the IEEE operations of the CPU build (no contraction) -------------------- */
@@ -836,7 +835,6 @@ struct GrFeaturesCuda {
   void *h_pin;
   size_t pin_cap;
 };
-
 
 static void
 free_in (GrFeaturesCuda *c)

@@ -30,7 +30,6 @@ struct GrFrameCuda {
   size_t raw_cap;         /* bytes */
 };
 
-
 #define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 /* The gray value / luma of pixel x of a row, and its alpha validity: the

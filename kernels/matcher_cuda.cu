@@ -54,7 +54,6 @@
 
 /* ---- error helpers ---------------------------------------------------------- */
 
-
 #define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 static double
@@ -611,7 +610,6 @@ grow_pinned (P **ptr, size_t *cap, size_t need_elems)
     *ptr = NULL;
   return e;
 }
-
 
 static int
 kp_for (int k)

@@ -29,7 +29,6 @@ struct GrNmiDense {
 #endif
 };
 
-
 GrNmiDense *
 gr_nmi_dense_new (GrBackend backend, int cuda_device, GrStatus *status,
     char *errbuf, size_t errlen)

@@ -27,7 +27,6 @@ struct GrNmiSparse {
 #endif
 };
 
-
 void
 gr_nmi_sparse_params_init (GrNmiSparseParams *p)
 {

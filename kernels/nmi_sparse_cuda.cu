@@ -47,7 +47,6 @@
 #include "nmi_sparse_cuda.h"
 #include "nmi_sparse_impl.h"
 
-
 #define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 /* ---- per-keypoint algorithm (host and device) ------------------------------- */

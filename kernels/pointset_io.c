@@ -16,19 +16,6 @@
 
 #define MAX_COLUMNS 64
 
-/* a local copy of gr_set_err (gr_common.c): the fuzz targets (tests/fuzz) compile
- * this file on its own */
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
-
 const char *
 gr_pointset_format_name (GrPointSetFormat format)
 {
@@ -216,7 +203,7 @@ parse_csv (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
     const char *why = NULL;
     int nt = split_csv (line, tok, MAX_COLUMNS, &why);
     if (nt < 0) {
-      set_err (errbuf, errlen, "line %ld: %s", it.lineno, why);
+      gr_set_err (errbuf, errlen, "line %ld: %s", it.lineno, why);
       return GR_ERR_FORMAT;
     }
     if (nt == 0)
@@ -242,7 +229,7 @@ parse_csv (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
         }
         if (col[0] < 0 || col[1] < 0) {
           describe_token (shown, sizeof shown, tok[bad]);
-          set_err (errbuf, errlen, "line %ld: '%s' is not a number, and the line is not "
+          gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number, and the line is not "
               "a header naming x and y columns", it.lineno, shown);
           return GR_ERR_FORMAT;
         }
@@ -251,7 +238,7 @@ parse_csv (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
         continue;
       }
       if (nt != 2 && nt != 3) {
-        set_err (errbuf, errlen, "line %ld: %d values; expected 2 (x y) or 3 (x y z) per "
+        gr_set_err (errbuf, errlen, "line %ld: %d values; expected 2 (x y) or 3 (x y z) per "
             "line, or a header line naming the x, y, z columns", it.lineno, nt);
         return GR_ERR_FORMAT;
       }
@@ -259,7 +246,7 @@ parse_csv (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       dim = nt;
     }
     if (nt != ncols) {
-      set_err (errbuf, errlen, "line %ld: %d values, expected %d like the first line",
+      gr_set_err (errbuf, errlen, "line %ld: %d values, expected %d like the first line",
           it.lineno, nt, ncols);
       return GR_ERR_FORMAT;
     }
@@ -267,11 +254,11 @@ parse_csv (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       double x;
       if (!parse_number (tok[col[k]], &x)) {
         describe_token (shown, sizeof shown, tok[col[k]]);
-        set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
+        gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
         return GR_ERR_FORMAT;
       }
       if (!isfinite (x)) {
-        set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
+        gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
             isnan (x) ? "NaN" : "Inf");
         return GR_ERR_FORMAT;
       }
@@ -279,7 +266,7 @@ parse_csv (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
         return GR_ERR_NOMEM;
     }
     if (out->len / dim > GR_POINTSET_MAX_POINTS) {
-      set_err (errbuf, errlen, "more than %u points", GR_POINTSET_MAX_POINTS);
+      gr_set_err (errbuf, errlen, "more than %u points", GR_POINTSET_MAX_POINTS);
       return GR_ERR_FORMAT;
     }
   }
@@ -327,7 +314,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
   char shown[40];
 
   if (!line || strncmp (skip_ws (line), "ply", 3) != 0) {
-    set_err (errbuf, errlen, "line 1: PLY files start with 'ply'");
+    gr_set_err (errbuf, errlen, "line 1: PLY files start with 'ply'");
     return GR_ERR_FORMAT;
   }
   while ((line = next_line (&it))) {
@@ -336,7 +323,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       continue;
     if (strcmp (tok[0], "format") == 0) {
       if (nt < 2 || strcmp (tok[1], "ascii") != 0) {
-        set_err (errbuf, errlen, "line %ld: PLY format '%s' is not supported (only "
+        gr_set_err (errbuf, errlen, "line %ld: PLY format '%s' is not supported (only "
             "'format ascii 1.0'; convert binary PLY to ASCII)", it.lineno,
             nt >= 2 ? tok[1] : "");
         return GR_ERR_FORMAT;
@@ -346,7 +333,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       continue;
     } else if (strcmp (tok[0], "element") == 0) {
       if (nt < 3 || nel == 16) {
-        set_err (errbuf, errlen, "line %ld: bad PLY element line", it.lineno);
+        gr_set_err (errbuf, errlen, "line %ld: bad PLY element line", it.lineno);
         return GR_ERR_FORMAT;
       }
       char *end = NULL;
@@ -354,7 +341,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       unsigned long long c = strtoull (tok[2], &end, 10);
       if (*end || end == tok[2] || errno || tok[2][0] == '-' || c > GR_POINTSET_MAX_POINTS) {
         describe_token (shown, sizeof shown, tok[2]);
-        set_err (errbuf, errlen, "line %ld: bad PLY element count '%s'", it.lineno, shown);
+        gr_set_err (errbuf, errlen, "line %ld: bad PLY element count '%s'", it.lineno, shown);
         return GR_ERR_FORMAT;
       }
       PlyElement *e = &el[nel++];
@@ -364,7 +351,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       e->ix = e->iy = e->iz = -1;
     } else if (strcmp (tok[0], "property") == 0) {
       if (nel == 0 || nt < 3) {
-        set_err (errbuf, errlen, "line %ld: PLY property outside an element", it.lineno);
+        gr_set_err (errbuf, errlen, "line %ld: PLY property outside an element", it.lineno);
         return GR_ERR_FORMAT;
       }
       PlyElement *e = &el[nel - 1];
@@ -382,13 +369,13 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       break;
     } else {
       describe_token (shown, sizeof shown, tok[0]);
-      set_err (errbuf, errlen, "line %ld: unknown PLY header keyword '%s'", it.lineno,
+      gr_set_err (errbuf, errlen, "line %ld: unknown PLY header keyword '%s'", it.lineno,
           shown);
       return GR_ERR_FORMAT;
     }
   }
   if (!ascii || !ended) {
-    set_err (errbuf, errlen, "PLY header incomplete (no 'format ascii 1.0' or no "
+    gr_set_err (errbuf, errlen, "PLY header incomplete (no 'format ascii 1.0' or no "
         "'end_header')");
     return GR_ERR_FORMAT;
   }
@@ -399,16 +386,16 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       break;
     }
   if (vi < 0) {
-    set_err (errbuf, errlen, "PLY file has no vertex element");
+    gr_set_err (errbuf, errlen, "PLY file has no vertex element");
     return GR_ERR_FORMAT;
   }
   PlyElement *v = &el[vi];
   if (v->ix < 0 || v->iy < 0) {
-    set_err (errbuf, errlen, "PLY vertex element has no x and y properties");
+    gr_set_err (errbuf, errlen, "PLY vertex element has no x and y properties");
     return GR_ERR_FORMAT;
   }
   if (v->has_list) {
-    set_err (errbuf, errlen, "PLY vertex element with list properties is not supported");
+    gr_set_err (errbuf, errlen, "PLY vertex element with list properties is not supported");
     return GR_ERR_FORMAT;
   }
   int dim = v->iz >= 0 ? 3 : 2;
@@ -417,7 +404,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
     for (unsigned long k = 0; k < el[i].count; k++) {
       line = next_line (&it);
       if (!line) {
-        set_err (errbuf, errlen, "PLY file ends inside element '%s'", el[i].name);
+        gr_set_err (errbuf, errlen, "PLY file ends inside element '%s'", el[i].name);
         return GR_ERR_FORMAT;
       }
       if (is_blank_or_comment (line))
@@ -426,7 +413,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
   for (unsigned long k = 0; k < v->count; k++) {
     line = next_line (&it);
     if (!line) {
-      set_err (errbuf, errlen, "PLY file ends after %lu of %lu vertices", k, v->count);
+      gr_set_err (errbuf, errlen, "PLY file ends after %lu of %lu vertices", k, v->count);
       return GR_ERR_FORMAT;
     }
     if (is_blank_or_comment (line)) {
@@ -435,7 +422,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
     }
     int nt = split_ws (line, tok, MAX_COLUMNS);
     if (nt != v->nprops) {
-      set_err (errbuf, errlen, "line %ld: %d values, the PLY vertex has %d properties",
+      gr_set_err (errbuf, errlen, "line %ld: %d values, the PLY vertex has %d properties",
           it.lineno, nt < 0 ? MAX_COLUMNS : nt, v->nprops);
       return GR_ERR_FORMAT;
     }
@@ -444,11 +431,11 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       double x;
       if (!parse_number (tok[idx[d]], &x)) {
         describe_token (shown, sizeof shown, tok[idx[d]]);
-        set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
+        gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
         return GR_ERR_FORMAT;
       }
       if (!isfinite (x)) {
-        set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
+        gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
             isnan (x) ? "NaN" : "Inf");
         return GR_ERR_FORMAT;
       }
@@ -499,13 +486,13 @@ parse_vtk (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
   char *l3 = l2 ? next_line (&li) : NULL;
   (void) l2;
   if (!l1 || !l3) {
-    set_err (errbuf, errlen, "VTK file too short: expected a version line, a title and "
+    gr_set_err (errbuf, errlen, "VTK file too short: expected a version line, a title and "
         "ASCII/BINARY");
     return GR_ERR_FORMAT;
   }
   char *kind = skip_ws (l3);
   if (g_ascii_strncasecmp (kind, "ASCII", 5) != 0) {
-    set_err (errbuf, errlen, "line 3: VTK '%s' files are not supported (only ASCII)",
+    gr_set_err (errbuf, errlen, "line 3: VTK '%s' files are not supported (only ASCII)",
         g_ascii_strncasecmp (kind, "BINARY", 6) == 0 ? "BINARY" : "unknown");
     return GR_ERR_FORMAT;
   }
@@ -514,7 +501,7 @@ parse_vtk (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
   while ((t = next_token (&it)) && g_ascii_strcasecmp (t, "POINTS") != 0) {
   }
   if (!t) {
-    set_err (errbuf, errlen, "VTK file has no POINTS section");
+    gr_set_err (errbuf, errlen, "VTK file has no POINTS section");
     return GR_ERR_FORMAT;
   }
   long pl = it.lineno;
@@ -528,24 +515,24 @@ parse_vtk (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
   }
   if (!tn || !tt || *end || end == tn || errno || tn[0] == '-' ||
       n > GR_POINTSET_MAX_POINTS) {
-    set_err (errbuf, errlen, "line %ld: expected 'POINTS <count> <type>'", pl);
+    gr_set_err (errbuf, errlen, "line %ld: expected 'POINTS <count> <type>'", pl);
     return GR_ERR_FORMAT;
   }
   for (unsigned long long k = 0; k < 3 * n; k++) {
     t = next_token (&it);
     if (!t) {
-      set_err (errbuf, errlen, "VTK POINTS section ends after %llu of %llu coordinates",
+      gr_set_err (errbuf, errlen, "VTK POINTS section ends after %llu of %llu coordinates",
           k, 3 * n);
       return GR_ERR_FORMAT;
     }
     double x;
     if (!parse_number (t, &x)) {
       describe_token (shown, sizeof shown, t);
-      set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
+      gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
       return GR_ERR_FORMAT;
     }
     if (!isfinite (x)) {
-      set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
+      gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
           isnan (x) ? "NaN" : "Inf");
       return GR_ERR_FORMAT;
     }
@@ -582,17 +569,17 @@ gr_pointset_parse (const char *data, size_t len, GrPointSetFormat format, int wa
 {
   if (!out || (!data && len) || (want_dim != 0 && want_dim != 2 && want_dim != 3) ||
       format < GR_POINTSET_AUTO || format > GR_POINTSET_VTK) {
-    set_err (errbuf, errlen, "bad arguments");
+    gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
   memset (out, 0, sizeof *out);
   if (len == 0) {
-    set_err (errbuf, errlen, "empty input: no points");
+    gr_set_err (errbuf, errlen, "empty input: no points");
     return GR_ERR_FORMAT;
   }
   const char *nul = memchr (data, '\0', len);
   if (nul) {
-    set_err (errbuf, errlen, "binary data (NUL byte at offset %zu): expected a text point "
+    gr_set_err (errbuf, errlen, "binary data (NUL byte at offset %zu): expected a text point "
         "set (CSV, PLY ASCII or VTK ASCII)", (size_t) (nul - data));
     return GR_ERR_FORMAT;
   }
@@ -621,12 +608,12 @@ gr_pointset_parse (const char *data, size_t len, GrPointSetFormat format, int wa
   }
   free (buf);
   if (st == GR_OK && (a.len == 0 || dim == 0)) {
-    set_err (errbuf, errlen, "no points in the %s data", gr_pointset_format_name (format));
+    gr_set_err (errbuf, errlen, "no points in the %s data", gr_pointset_format_name (format));
     st = GR_ERR_FORMAT;
   }
   if (st != GR_OK) {
     if (st == GR_ERR_NOMEM)
-      set_err (errbuf, errlen, "out of memory");
+      gr_set_err (errbuf, errlen, "out of memory");
     free (a.v);
     return st;
   }
@@ -634,7 +621,7 @@ gr_pointset_parse (const char *data, size_t len, GrPointSetFormat format, int wa
   if (want_dim == 2 && dim == 3) {
     for (size_t i = 0; i < n; i++)
       if (a.v[3 * i + 2] != 0.0) {
-        set_err (errbuf, errlen, "2-D points asked for, but point %zu has z = %g (the data "
+        gr_set_err (errbuf, errlen, "2-D points asked for, but point %zu has z = %g (the data "
             "is 3-D)", i, a.v[3 * i + 2]);
         free (a.v);
         return GR_ERR_FORMAT;
@@ -673,12 +660,12 @@ gr_pointset_load (const char *path, GrPointSetFormat format, int want_dim,
   if (out)
     memset (out, 0, sizeof *out);
   if (!path || !out) {
-    set_err (errbuf, errlen, "no file name");
+    gr_set_err (errbuf, errlen, "no file name");
     return GR_ERR_INVALID;
   }
   FILE *f = fopen (path, "rb");
   if (!f) {
-    set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   size_t cap = 1 << 16, len = 0;
@@ -692,7 +679,7 @@ gr_pointset_load (const char *path, GrPointSetFormat format, int want_dim,
       if (cap > ((size_t) 1 << 33)) {
         free (data);
         fclose (f);
-        set_err (errbuf, errlen, "'%s' is too large", path);
+        gr_set_err (errbuf, errlen, "'%s' is too large", path);
         return GR_ERR_FORMAT;
       }
       char *d = realloc (data, cap * 2);
@@ -713,14 +700,14 @@ gr_pointset_load (const char *path, GrPointSetFormat format, int want_dim,
   fclose (f);
   if (rerr) {
     free (data);
-    set_err (errbuf, errlen, "cannot read '%s'", path);
+    gr_set_err (errbuf, errlen, "cannot read '%s'", path);
     return GR_ERR_IO;
   }
   char inner[256] = "";
   GrStatus st = gr_pointset_parse (data, len, format, want_dim, out, inner, sizeof inner);
   free (data);
   if (st != GR_OK)
-    set_err (errbuf, errlen, "'%s': %s", path, inner);
+    gr_set_err (errbuf, errlen, "'%s': %s", path, inner);
   return st;
 }
 
@@ -762,12 +749,12 @@ gr_pointset_save_csv (const char *path, const double *xyz, size_t n, int dim,
   size_t len = 0;
   char *s = gr_pointset_format_csv (xyz, NULL, n, dim, &len);
   if (!s) {
-    set_err (errbuf, errlen, "bad point set or out of memory");
+    gr_set_err (errbuf, errlen, "bad point set or out of memory");
     return GR_ERR_INVALID;
   }
   FILE *f = fopen (path, "wb");
   if (!f) {
-    set_err (errbuf, errlen, "cannot create '%s': %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "cannot create '%s': %s", path, strerror (errno));
     free (s);
     return GR_ERR_IO;
   }
@@ -775,7 +762,7 @@ gr_pointset_save_csv (const char *path, const double *xyz, size_t n, int dim,
   int cerr = fclose (f);
   free (s);
   if (w != len || cerr != 0) {
-    set_err (errbuf, errlen, "cannot write '%s'", path);
+    gr_set_err (errbuf, errlen, "cannot write '%s'", path);
     return GR_ERR_IO;
   }
   return GR_OK;

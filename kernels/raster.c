@@ -42,19 +42,6 @@
 
 #define MASK_VALID 255
 
-/* a local copy of gr_set_err (gr_common.c): the fuzz targets (tests/fuzz) compile
- * this file on its own */
-static void
-set_err (char *errbuf, size_t errlen, const char *fmt, ...)
-{
-  if (!errbuf || errlen == 0)
-    return;
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (errbuf, errlen, fmt, ap);
-  va_end (ap);
-}
-
 /* BT.601 luma; both loaders use exactly this expression so they agree bit for bit. */
 static inline float
 luma601 (double r, double g, double b)
@@ -133,16 +120,16 @@ check_readable (const char *path, char *errbuf, size_t errlen)
 {
   struct stat st;
   if (stat (path, &st) != 0) {
-    set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   if (S_ISDIR (st.st_mode)) {
-    set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (EISDIR));
+    gr_set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (EISDIR));
     return GR_ERR_IO;
   }
   FILE *f = fopen (path, "rb");
   if (!f) {
-    set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   fclose (f);
@@ -179,12 +166,12 @@ GrStatus
 gr_world_file_read (const char *path, double geo[6], char *errbuf, size_t errlen)
 {
   if (!path || !geo) {
-    set_err (errbuf, errlen, "gr_world_file_read: NULL argument");
+    gr_set_err (errbuf, errlen, "gr_world_file_read: NULL argument");
     return GR_ERR_INVALID;
   }
   FILE *f = fopen (path, "rb");
   if (!f) {
-    set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   char buf[4096];
@@ -192,18 +179,18 @@ gr_world_file_read (const char *path, double geo[6], char *errbuf, size_t errlen
   if (ferror (f)) {
     int e = errno;
     fclose (f);
-    set_err (errbuf, errlen, "cannot read '%s': %s", path, strerror (e ? e : EIO));
+    gr_set_err (errbuf, errlen, "cannot read '%s': %s", path, strerror (e ? e : EIO));
     return GR_ERR_IO;
   }
   bool more = (n == sizeof buf - 1) && fgetc (f) != EOF;
   fclose (f);
   if (more) {
-    set_err (errbuf, errlen, "'%s': too large for a world file (6 numbers expected)", path);
+    gr_set_err (errbuf, errlen, "'%s': too large for a world file (6 numbers expected)", path);
     return GR_ERR_FORMAT;
   }
   buf[n] = '\0';
   if (memchr (buf, '\0', n)) {
-    set_err (errbuf, errlen, "'%s': binary data, not a world file", path);
+    gr_set_err (errbuf, errlen, "'%s': binary data, not a world file", path);
     return GR_ERR_FORMAT;
   }
 
@@ -223,18 +210,18 @@ gr_world_file_read (const char *path, double geo[6], char *errbuf, size_t errlen
     while (tok[toklen] && !isspace ((unsigned char) tok[toklen]))
       toklen++;
     if (count == 6) {
-      set_err (errbuf, errlen, "'%s': more than 6 values in a world file", path);
+      gr_set_err (errbuf, errlen, "'%s': more than 6 values in a world file", path);
       return GR_ERR_FORMAT;
     }
     char *end = NULL;
     double d = g_ascii_strtod (tok, &end);
     if (end != tok + toklen || toklen == 0) {
-      set_err (errbuf, errlen, "'%s': value %d of the world file ('%.*s') is not a number",
+      gr_set_err (errbuf, errlen, "'%s': value %d of the world file ('%.*s') is not a number",
           path, count + 1, (int) (toklen > 40 ? 40 : toklen), tok);
       return GR_ERR_FORMAT;
     }
     if (!isfinite (d)) {
-      set_err (errbuf, errlen, "'%s': value %d of the world file is not finite",
+      gr_set_err (errbuf, errlen, "'%s': value %d of the world file is not finite",
           path, count + 1);
       return GR_ERR_FORMAT;
     }
@@ -242,18 +229,18 @@ gr_world_file_read (const char *path, double geo[6], char *errbuf, size_t errlen
     p = tok + toklen;
   }
   if (count < 6) {
-    set_err (errbuf, errlen, "'%s': %d value(s) in the world file, 6 expected", path, count);
+    gr_set_err (errbuf, errlen, "'%s': %d value(s) in the world file, 6 expected", path, count);
     return GR_ERR_FORMAT;
   }
   /* A D B E C F: x pixel size, rotation terms, y pixel size, centre of pixel (0,0) */
   double A = v[0], D = v[1], B = v[2], E = v[3], C = v[4], F = v[5];
   if (A * E - B * D == 0.0) {
-    set_err (errbuf, errlen, "'%s': degenerate world file (zero pixel size)", path);
+    gr_set_err (errbuf, errlen, "'%s': degenerate world file (zero pixel size)", path);
     return GR_ERR_FORMAT;
   }
   double g[6] = { C - A / 2 - B / 2, A, B, F - D / 2 - E / 2, D, E };
   if (!geo_usable (g)) {
-    set_err (errbuf, errlen, "'%s': world file values out of range (the pixel corners "
+    gr_set_err (errbuf, errlen, "'%s': world file values out of range (the pixel corners "
         "or the pixel size overflow)", path);
     return GR_ERR_FORMAT;
   }
@@ -319,7 +306,7 @@ apply_world_file (const char *path, const char *wf, GrRaster *r, char *errbuf, s
   char why[1024] = "";
   GrStatus st = gr_world_file_read (wf, geo, why, sizeof why);
   if (st != GR_OK) {
-    set_err (errbuf, errlen, "'%s': bad world file: %s", path, why);
+    gr_set_err (errbuf, errlen, "'%s': bad world file: %s", path, why);
     return GR_ERR_FORMAT;
   }
   memcpy (r->geo, geo, sizeof geo);
@@ -593,7 +580,7 @@ load_png (const char *path, FILE *fp, int band, GrRaster *out, char *errbuf, siz
     s.info = png_create_info_struct (s.png);
   if (!s.png || !s.info) {
     png_destroy_read_struct (s.png ? &s.png : NULL, NULL, NULL);
-    set_err (errbuf, errlen, "'%s': cannot initialise libpng", path);
+    gr_set_err (errbuf, errlen, "'%s': cannot initialise libpng", path);
     return GR_ERR_NOMEM;
   }
   int jumped = png_read_guarded (&s);
@@ -602,11 +589,11 @@ load_png (const char *path, FILE *fp, int band, GrRaster *out, char *errbuf, siz
   free (s.rowbuf);
   free (s.palbuf);
   if (jumped) {
-    set_err (errbuf, errlen, "'%s': corrupt or truncated PNG: %s", path, s.msg);
+    gr_set_err (errbuf, errlen, "'%s': corrupt or truncated PNG: %s", path, s.msg);
     return GR_ERR_FORMAT;
   }
   if (s.status != GR_OK) {
-    set_err (errbuf, errlen, "'%s': %s", path, s.msg);
+    gr_set_err (errbuf, errlen, "'%s': %s", path, s.msg);
     return s.status;
   }
   snprintf (out->driver, sizeof out->driver, "png");
@@ -786,17 +773,17 @@ load_jpeg (const char *path, FILE *fp, int band, GrRaster *out, char *errbuf, si
     jpeg_destroy_decompress (&s.cinfo);
   free (s.rowbuf);
   if (jumped) {
-    set_err (errbuf, errlen, "'%s': corrupt JPEG: %s", path, s.err.msg);
+    gr_set_err (errbuf, errlen, "'%s': corrupt JPEG: %s", path, s.err.msg);
     return GR_ERR_FORMAT;
   }
   if (s.status != GR_OK) {
-    set_err (errbuf, errlen, "'%s': %s", path, s.msg);
+    gr_set_err (errbuf, errlen, "'%s': %s", path, s.msg);
     return s.status;
   }
   if (s.err.warnings > 0) {
     /* libjpeg fills what it could not decode with gray: refuse rather than register
      * against invented pixels. */
-    set_err (errbuf, errlen, "'%s': corrupt or truncated JPEG: %s", path, s.err.warning);
+    gr_set_err (errbuf, errlen, "'%s': corrupt or truncated JPEG: %s", path, s.err.warning);
     return GR_ERR_FORMAT;
   }
   snprintf (out->driver, sizeof out->driver, "jpeg");
@@ -807,12 +794,12 @@ GrStatus
 gr_raster_load_builtin (const char *path, int band, GrRaster *out, char *errbuf, size_t errlen)
 {
   if (!out) {
-    set_err (errbuf, errlen, "gr_raster_load: NULL output");
+    gr_set_err (errbuf, errlen, "gr_raster_load: NULL output");
     return GR_ERR_INVALID;
   }
   raster_init (out);
   if (!path) {
-    set_err (errbuf, errlen, "gr_raster_load: NULL path");
+    gr_set_err (errbuf, errlen, "gr_raster_load: NULL path");
     return GR_ERR_INVALID;
   }
   GrStatus st = check_readable (path, errbuf, errlen);
@@ -820,7 +807,7 @@ gr_raster_load_builtin (const char *path, int band, GrRaster *out, char *errbuf,
     return st;
   FILE *fp = fopen (path, "rb");
   if (!fp) {
-    set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "cannot open '%s': %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   uint8_t sig[8];
@@ -828,20 +815,20 @@ gr_raster_load_builtin (const char *path, int band, GrRaster *out, char *errbuf,
   if (ferror (fp)) {
     int e = errno;
     fclose (fp);
-    set_err (errbuf, errlen, "cannot read '%s': %s", path, strerror (e ? e : EIO));
+    gr_set_err (errbuf, errlen, "cannot read '%s': %s", path, strerror (e ? e : EIO));
     return GR_ERR_IO;
   }
   rewind (fp);
   if (n == 0) {
     st = GR_ERR_FORMAT;
-    set_err (errbuf, errlen, "'%s': empty file", path);
+    gr_set_err (errbuf, errlen, "'%s': empty file", path);
   } else if (n == 8 && png_sig_cmp (sig, 0, 8) == 0) {
     st = load_png (path, fp, band, out, errbuf, errlen);
   } else if (n >= 3 && sig[0] == 0xFF && sig[1] == 0xD8 && sig[2] == 0xFF) {
     st = load_jpeg (path, fp, band, out, errbuf, errlen);
   } else {
     st = GR_ERR_FORMAT;
-    set_err (errbuf, errlen, "'%s': not a PNG or JPEG file%s", path,
+    gr_set_err (errbuf, errlen, "'%s': not a PNG or JPEG file%s", path,
         GR_HAVE_GDAL ? "" : " (built without GDAL: only PNG and JPEG are read)");
   }
   fclose (fp);
@@ -896,12 +883,12 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
   uint8_t *mtmp = NULL;
 
   if (n < 1 || w <= 0 || h <= 0) {
-    set_err (errbuf, errlen, "'%s': no raster data (%d x %d, %d bands)", path, w, h, n);
+    gr_set_err (errbuf, errlen, "'%s': no raster data (%d x %d, %d bands)", path, w, h, n);
     return GR_ERR_FORMAT;
   }
   data = malloc (sizeof *data * (size_t) n);
   if (!data) {
-    set_err (errbuf, errlen, "'%s': out of memory", path);
+    gr_set_err (errbuf, errlen, "'%s': out of memory", path);
     return GR_ERR_NOMEM;
   }
   int nb = 0;
@@ -912,13 +899,13 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
   }
   if (nb == 0) {
     free (data);
-    set_err (errbuf, errlen, "'%s': only an alpha band, no data band", path);
+    gr_set_err (errbuf, errlen, "'%s': only an alpha band, no data band", path);
     return GR_ERR_FORMAT;
   }
   GDALDataType dt = GDALGetRasterDataType (data[0]);
   if (GDALDataTypeIsComplex (dt)) {
     free (data);
-    set_err (errbuf, errlen, "'%s': complex-valued rasters are not supported", path);
+    gr_set_err (errbuf, errlen, "'%s': complex-valued rasters are not supported", path);
     return GR_ERR_FORMAT;
   }
 
@@ -936,7 +923,7 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
   int bands = ct ? (pi == GPI_RGB ? 3 : 1) : nb;
   if (band < 0 || band > bands) {
     free (data);
-    set_err (errbuf, errlen, "'%s': band %d out of range (the file has %d band%s)", path,
+    gr_set_err (errbuf, errlen, "'%s': band %d out of range (the file has %d band%s)", path,
         band, bands, bands == 1 ? "" : "s");
     return GR_ERR_FORMAT;
   }
@@ -973,7 +960,7 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
   double covered = 0.0;
   if (GDALGetDataCoverageStatus (src[0], 0, 0, w, h, 0, &covered) ==
       GDAL_DATA_COVERAGE_STATUS_EMPTY) {
-    set_err (errbuf, errlen, "'%s': no pixel data in the file (%d x %d declared, every "
+    gr_set_err (errbuf, errlen, "'%s': no pixel data in the file (%d x %d declared, every "
         "block missing)", path, w, h);
     return GR_ERR_FORMAT;
   }
@@ -985,14 +972,14 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
     int rows = h < STRIP_ROWS ? h : STRIP_ROWS;
     float *probe = malloc (sizeof (float) * (size_t) w * (size_t) rows);
     if (!probe) {
-      set_err (errbuf, errlen, "'%s': out of memory", path);
+      gr_set_err (errbuf, errlen, "'%s': out of memory", path);
       return GR_ERR_NOMEM;
     }
     CPLErr pe = GDALRasterIO (src[0], GF_Read, 0, 0, w, rows, probe, w, rows, GDT_Float32,
         0, 0);
     free (probe);
     if (pe != CE_None) {
-      set_err (errbuf, errlen, "'%s': read failed at rows 0-%d: %s", path, rows - 1,
+      gr_set_err (errbuf, errlen, "'%s': read failed at rows 0-%d: %s", path, rows - 1,
           errs->have_failure ? errs->failure : "GDAL read error");
       return GR_ERR_FORMAT;
     }
@@ -1036,7 +1023,7 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
     ct_ok = malloc ((size_t) (ct_count > 0 ? ct_count : 1));
     if (!ct_val || !ct_ok) {
       st = GR_ERR_NOMEM;
-      set_err (errbuf, errlen, "'%s': out of memory", path);
+      gr_set_err (errbuf, errlen, "'%s': out of memory", path);
       goto done;
     }
     for (int k = 0; k < ct_count; k++) {
@@ -1054,7 +1041,7 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
 
   if (!plane_alloc (&out->plane, w, h, true)) {
     st = GR_ERR_NOMEM;
-    set_err (errbuf, errlen, "'%s': cannot allocate %d x %d pixels", path, w, h);
+    gr_set_err (errbuf, errlen, "'%s': cannot allocate %d x %d pixels", path, w, h);
     goto done;
   }
   if (nsrc == 3)
@@ -1063,7 +1050,7 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
     mtmp = malloc ((size_t) w * STRIP_ROWS);
   if ((nsrc == 3 && !tmp) || (nmask > 1 && !mtmp)) {
     st = GR_ERR_NOMEM;
-    set_err (errbuf, errlen, "'%s': out of memory", path);
+    gr_set_err (errbuf, errlen, "'%s': out of memory", path);
     goto done;
   }
 
@@ -1089,7 +1076,7 @@ gdal_read (GDALDatasetH ds, const char *path, int band, GrRaster *out, GdalErrs 
     }
     if (e != CE_None) {
       st = GR_ERR_FORMAT;
-      set_err (errbuf, errlen, "'%s': read failed at rows %d-%d: %s", path, y0,
+      gr_set_err (errbuf, errlen, "'%s': read failed at rows %d-%d: %s", path, y0,
           y0 + rows - 1, errs->have_failure ? errs->failure : "GDAL read error");
       goto done;
     }
@@ -1164,7 +1151,7 @@ load_gdal (const char *path, int band, GrRaster *out, char *errbuf, size_t errle
     errno = 0;
     VSILFILE *vf = VSIFOpenL (path, "rb");
     if (!vf) {
-      set_err (errbuf, errlen, "cannot open '%s': %s", path,
+      gr_set_err (errbuf, errlen, "cannot open '%s': %s", path,
           errno ? strerror (errno) : "not found");
       return GR_ERR_IO;
     }
@@ -1184,7 +1171,7 @@ load_gdal (const char *path, int band, GrRaster *out, char *errbuf, size_t errle
       | GDAL_OF_VERBOSE_ERROR, NULL, NULL, NULL);
   if (!ds) {
     st = GR_ERR_FORMAT;
-    set_err (errbuf, errlen, "'%s': GDAL cannot read it: %s", path,
+    gr_set_err (errbuf, errlen, "'%s': GDAL cannot read it: %s", path,
         errs.have_failure ? errs.failure : "unsupported format");
   } else {
     st = gdal_read (ds, path, band, out, &errs, errbuf, errlen);
@@ -1204,7 +1191,7 @@ load_gdal (const char *path, int band, GrRaster *out, char *errbuf, size_t errle
       if (st == GR_OK && !out->has_geo && gdal_geo) {
         if (!geo_usable (gt)) {
           st = GR_ERR_FORMAT;
-          set_err (errbuf, errlen, "'%s': unusable geotransform (%g %g %g %g %g %g: not "
+          gr_set_err (errbuf, errlen, "'%s': unusable geotransform (%g %g %g %g %g %g: not "
               "finite or not invertible)", path, gt[0], gt[1], gt[2], gt[3], gt[4], gt[5]);
         } else {
           memcpy (out->geo, gt, sizeof gt);
@@ -1296,12 +1283,12 @@ gr_raster_load (const char *path, int band, GrRaster *out, char *errbuf, size_t 
 {
 #if GR_HAVE_GDAL
   if (!out) {
-    set_err (errbuf, errlen, "gr_raster_load: NULL output");
+    gr_set_err (errbuf, errlen, "gr_raster_load: NULL output");
     return GR_ERR_INVALID;
   }
   raster_init (out);
   if (!path) {
-    set_err (errbuf, errlen, "gr_raster_load: NULL path");
+    gr_set_err (errbuf, errlen, "gr_raster_load: NULL path");
     return GR_ERR_INVALID;
   }
   if (gdal_png_to_builtin (path))
@@ -1364,7 +1351,7 @@ gr_png_write_gray8 (const char *path, const uint8_t *pix, int width, int height,
     size_t stride, char *errbuf, size_t errlen)
 {
   if (!path || !pix || width <= 0 || height <= 0 || stride < (size_t) width) {
-    set_err (errbuf, errlen, "gr_png_write_gray8: invalid argument (%d x %d, stride %zu)",
+    gr_set_err (errbuf, errlen, "gr_png_write_gray8: invalid argument (%d x %d, stride %zu)",
         width, height, stride);
     return GR_ERR_INVALID;
   }
@@ -1376,7 +1363,7 @@ gr_png_write_gray8 (const char *path, const uint8_t *pix, int width, int height,
   s.stride = stride;
   s.fp = fopen (path, "wb");
   if (!s.fp) {
-    set_err (errbuf, errlen, "cannot open '%s' for writing: %s", path, strerror (errno));
+    gr_set_err (errbuf, errlen, "cannot open '%s' for writing: %s", path, strerror (errno));
     return GR_ERR_IO;
   }
   s.png = png_create_write_struct (PNG_LIBPNG_VER_STRING, &s, png_write_error_cb,
@@ -1397,7 +1384,7 @@ gr_png_write_gray8 (const char *path, const uint8_t *pix, int width, int height,
     failed = 1;
   }
   if (failed) {
-    set_err (errbuf, errlen, "cannot write '%s': %s", path, s.msg);
+    gr_set_err (errbuf, errlen, "cannot write '%s': %s", path, s.msg);
     if (is_regular_file (path))
       remove (path);            /* no half-written PNG left behind */
     return GR_ERR_IO;

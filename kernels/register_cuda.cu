@@ -19,7 +19,6 @@
 #define RED_BLOCKS 1024
 #define RED_THREADS 256
 
-
 #define CK(call, what) GR_CUDA_CHECK (call, what, GR_ERR_CUDA)
 
 /* ---- the host's expressions ------------------------------------------------ */
@@ -231,7 +230,6 @@ struct GrRegisterCuda {
   uint8_t *d_gtpl, *d_gtmk;     /* gathered */
   size_t gtpl_cap;
 };
-
 
 extern "C" GrRegisterCuda *
 gr_register_cuda_new (int device, char *errbuf, size_t errlen)

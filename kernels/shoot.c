@@ -107,7 +107,6 @@ struct GrShoot {
 #endif
 };
 
-
 void
 gr_shoot_params_init (GrShootParams *p)
 {

@@ -579,7 +579,6 @@ struct GrShootCuda {
   double *erow, *p0_in, *grad_out, *scal;
 };
 
-
 static bool
 ck (cudaError_t e, const char *what, char *errbuf, size_t errlen)
 {

@@ -42,11 +42,11 @@ build() {  # name sources...
   echo "fuzz: $name"
   "$CC" "${flags[@]}" -o "$out/$name" "$@" "${libs[@]}"
 }
-build fuzz_pointset "$src/tests/fuzz/fuzz_pointset.c" "$src/kernels/pointset_io.c"
-build fuzz_worldfile "$src/tests/fuzz/fuzz_worldfile.c" "$src/kernels/raster.c"
-build fuzz_raster "$src/tests/fuzz/fuzz_raster.c" "$src/kernels/raster.c"
+build fuzz_pointset "$src/tests/fuzz/fuzz_pointset.c" "$src/kernels/pointset_io.c" "$src/kernels/gr_error.c"
+build fuzz_worldfile "$src/tests/fuzz/fuzz_worldfile.c" "$src/kernels/raster.c" "$src/kernels/gr_error.c"
+build fuzz_raster "$src/tests/fuzz/fuzz_raster.c" "$src/kernels/raster.c" "$src/kernels/gr_error.c"
 if [ "$have_gdal" = 1 ]; then
-  build fuzz_raster_gdal "$src/tests/fuzz/fuzz_raster_gdal.c" "$src/kernels/raster.c"
+  build fuzz_raster_gdal "$src/tests/fuzz/fuzz_raster_gdal.c" "$src/kernels/raster.c" "$src/kernels/gr_error.c"
 fi
 # the point-set elements in a GstHarness (sources compiled in, elements registered
 # statically: no plugin loading)
@@ -56,7 +56,7 @@ if pkg-config --exists gstreamer-check-1.0; then
   echo "fuzz: fuzz_pointset_stream"
   "$CC" "${flags[@]}" "${gflags[@]}" -I"$src/gst" -o "$out/fuzz_pointset_stream" \
     "$src/tests/fuzz/fuzz_pointset_stream.c" "$src/gst/gstpointsetparse.c" \
-    "$src/gst/gstpointsetenc.c" "$src/gst/gstpointset.c" "$src/kernels/pointset_io.c" \
+    "$src/gst/gstpointsetenc.c" "$src/gst/gstpointset.c" "$src/kernels/pointset_io.c" "$src/kernels/gr_error.c" \
     "${glibs[@]}" "${libs[@]}"
 fi
 echo "fuzz targets in $out"
