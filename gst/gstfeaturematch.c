@@ -23,7 +23,10 @@
 
 #include "gstfeaturematch.h"
 #include "featurematch-meta.h"
+#include "descriptors.h"
 #include "fit.h"
+#include "keypoints.h"
+#include "matcher.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_feature_match_debug);
 #define GST_CAT_DEFAULT gst_feature_match_debug
@@ -36,11 +39,7 @@ enum {
   PROP_MAX_FEATURES,
   PROP_DESCRIPTOR_SIZE,
   PROP_CROSS_CHECK,
-  PROP_NODATA,
   PROP_MATRIX_LOCATION,
-  PROP_BACKEND,
-  PROP_CUDA_DEVICE_ID,
-  PROP_POST_MESSAGES,
 };
 
 #define DEFAULT_RATIO 0.8
@@ -49,10 +48,6 @@ enum {
 #define DEFAULT_MAX_FEATURES 500
 #define DEFAULT_DESCRIPTOR_SIZE 64
 #define DEFAULT_CROSS_CHECK TRUE
-#define DEFAULT_NODATA -1
-#define DEFAULT_BACKEND GR_BACKEND_AUTO
-#define DEFAULT_CUDA_DEVICE_ID -1
-#define DEFAULT_POST_MESSAGES TRUE
 
 #define FIT_THRESHOLD 2.0         /* px, first robust fit */
 #define REFIT_THRESHOLD 1.0       /* px, fit on the refined correspondences */
@@ -66,8 +61,48 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
 
+/* Properties, read under the object lock and copied per frame. */
+typedef struct {
+  gdouble ratio;
+  guint max_images;
+  guint min_matches;
+  guint max_features;
+  gint descriptor_size;
+  gboolean cross_check;
+  gchar *matrix_location;
+} GstFeatureMatchSettings;
+
+struct _GstFeatureMatch {
+  GstGeoregBase parent;
+
+  GstFeatureMatchSettings settings;
+
+  /* from start() */
+  GrMatcher *matcher;
+  GrFeatures *features;         /* keypoints + descriptors, on the element's backend */
+  gint k;                       /* descriptor size of this run */
+  gchar *matrix_location;       /* of this run */
+
+  gboolean have_info;            /* negotiated (the info is the base's) */
+
+  /* the frames held for matching (oldest first): keypoints and refinement patches */
+  GQueue held;
+  /* per frame, when matrix_location is set: what the .npy files need */
+  GPtrArray *records;
+
+  /* per-frame scratch, reused */
+  GrPlaneF plane;
+  guint64 frame_count;
+  gboolean announced;
+
+  gint dev;                     /* CUDA features: their device (frames go there as
+                                   device planes, gr_features_extract_device); -1 =
+                                   host planes */
+  const GrPlaneF *view;         /* this frame as patches and refinement read it */
+};
+
 #define gst_feature_match_parent_class parent_class
-G_DEFINE_TYPE (GstFeatureMatch, gst_feature_match, GST_TYPE_BASE_TRANSFORM);
+G_DEFINE_TYPE (GstFeatureMatch, gst_feature_match, GST_TYPE_GEOREG_BASE);
 GST_ELEMENT_REGISTER_DEFINE (featurematch, "featurematch", GST_RANK_NONE,
     GST_TYPE_FEATURE_MATCH);
 
@@ -153,25 +188,14 @@ gst_feature_match_set_property (GObject * object, guint prop_id,
     case PROP_CROSS_CHECK:
       s->cross_check = g_value_get_boolean (value);
       break;
-    case PROP_NODATA:
-      s->nodata = g_value_get_int (value);
-      break;
     case PROP_MATRIX_LOCATION:
       g_free (s->matrix_location);
       s->matrix_location = g_value_dup_string (value);
       break;
-    case PROP_BACKEND:
-      s->backend = g_value_get_enum (value);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      s->cuda_device_id = g_value_get_int (value);
-      break;
-    case PROP_POST_MESSAGES:
-      s->post_messages = g_value_get_boolean (value);
-      break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+      GST_OBJECT_UNLOCK (self);
+      gst_georeg_base_set_property (object, prop_id, value, pspec);
+      return;
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -203,24 +227,13 @@ gst_feature_match_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_CROSS_CHECK:
       g_value_set_boolean (value, s->cross_check);
       break;
-    case PROP_NODATA:
-      g_value_set_int (value, s->nodata);
-      break;
     case PROP_MATRIX_LOCATION:
       g_value_set_string (value, s->matrix_location);
       break;
-    case PROP_BACKEND:
-      g_value_set_enum (value, s->backend);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      g_value_set_int (value, s->cuda_device_id);
-      break;
-    case PROP_POST_MESSAGES:
-      g_value_set_boolean (value, s->post_messages);
-      break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+      GST_OBJECT_UNLOCK (self);
+      gst_georeg_base_get_property (object, prop_id, value, pspec);
+      return;
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -253,9 +266,12 @@ gst_feature_match_start (GstBaseTransform * trans)
   GrBackend backend;
   gint dev;
 
+  GstGeoregBaseSettings c;
   GST_OBJECT_LOCK (self);
-  backend = self->settings.backend;
-  dev = gst_georeg_cuda_engine_device (&self->cuda, self->settings.cuda_device_id);
+  gst_georeg_base_get_settings_unlocked (GST_GEOREG_BASE (self), &c);
+  backend = c.backend;
+  dev = gst_georeg_base_engine_device (GST_GEOREG_BASE (self), c.cuda_device_id);
+  gst_georeg_base_settings_clear (&c);
   self->k = self->settings.descriptor_size;
   self->matrix_location = g_strdup (self->settings.matrix_location);
   GST_OBJECT_UNLOCK (self);
@@ -316,31 +332,13 @@ gst_feature_match_stop (GstBaseTransform * trans)
 }
 
 
-/* ------------------------------------------------------------------ CUDA memory */
-
-static void
-cuda_settings (GstElement * element, GrBackend * backend, gint * device_id)
-{
-  GstFeatureMatch *self = GST_FEATURE_MATCH (element);
-  GST_OBJECT_LOCK (self);
-  *backend = self->settings.backend;
-  *device_id = self->settings.cuda_device_id;
-  GST_OBJECT_UNLOCK (self);
-}
+/* ------------------------------------------------------------------ caps */
 
 static gboolean
-gst_feature_match_set_caps (GstBaseTransform * trans, GstCaps * incaps,
-    GstCaps * outcaps)
+gst_feature_match_set_info (GstGeoregBase * base, GstCaps * incaps,
+    const GstVideoInfo * info)
 {
-  GstFeatureMatch *self = GST_FEATURE_MATCH (trans);
-  GstVideoInfo info;
-  if (!gst_video_info_from_caps (&info, incaps)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unsupported caps."),
-        ("%" GST_PTR_FORMAT, incaps));
-    return FALSE;
-  }
-  self->info = info;
-  self->have_info = TRUE;
+  GST_FEATURE_MATCH (base)->have_info = TRUE;
   return TRUE;
 }
 
@@ -597,7 +595,8 @@ post_result (GstFeatureMatch * self, GstBuffer * buf, const GstFeatureMatchMeta 
       "frame", G_TYPE_UINT64, m->frame,
       "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
       "backend", G_TYPE_STRING, gr_backend_name (gr_matcher_backend (self->matcher)),
-      "input-memory", G_TYPE_STRING, gst_georeg_input_name (self->input),
+      "input-memory", G_TYPE_STRING, gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE
+          (self))),
       "flags", G_TYPE_UINT, m->flags,
       "keypoints", G_TYPE_UINT, m->n_keypoints,
       "descriptor-size", G_TYPE_UINT, m->descriptor_size,
@@ -606,15 +605,17 @@ post_result (GstFeatureMatch * self, GstBuffer * buf, const GstFeatureMatchMeta 
       "match-ms", G_TYPE_DOUBLE, match_ms,
       "total-ms", G_TYPE_DOUBLE, total_ms, NULL);
   gst_structure_take_value (st, "pairs", &arr);
-  gst_element_post_message (GST_ELEMENT (self),
-      gst_message_new_element (GST_OBJECT (self), st));
+  gst_georeg_base_post_result (GST_GEOREG_BASE (self), st);
 }
 
 static GstFlowReturn
 gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
   GstFeatureMatch *self = GST_FEATURE_MATCH (trans);
+  GstGeoregBase *base = GST_GEOREG_BASE (trans);
+  const GstVideoInfo *info = gst_georeg_base_info (base);
   GstFeatureMatchSettings s;
+  GstGeoregBaseSettings c;
   char err[512] = "";
   const gint64 t0 = g_get_monotonic_time ();
 
@@ -625,27 +626,27 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GST_OBJECT_LOCK (self);
   s = self->settings;
   s.matrix_location = NULL;
+  gst_georeg_base_get_settings_unlocked (base, &c);
   GST_OBJECT_UNLOCK (self);
+  gst_georeg_base_settings_clear (&c);  /* only the numbers are used */
 
-  if (gst_buffer_get_size (buf) < GST_VIDEO_INFO_SIZE (&self->info)) {
+  if (gst_buffer_get_size (buf) < GST_VIDEO_INFO_SIZE (info)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame buffer too small: %" G_GSIZE_FORMAT
             " bytes, the caps need %" G_GSIZE_FORMAT ".", gst_buffer_get_size (buf),
-            GST_VIDEO_INFO_SIZE (&self->info)), (NULL));
+            GST_VIDEO_INFO_SIZE (info)), (NULL));
     return GST_FLOW_ERROR;
   }
   GrPlaneF dplane = { 0 };
   gboolean on_device = FALSE;
   if (self->dev >= 0) {
-    if (!gst_georeg_cuda_frame_to_device (&self->cuda, GST_ELEMENT (self), buf,
-            &self->info, s.nodata, self->dev, 0.0, FALSE, &dplane, &self->input,
-            &on_device, err, sizeof err)) {
+    if (!gst_georeg_base_frame_to_device (base, buf, c.nodata, self->dev, 0.0, FALSE,
+            &dplane, &on_device, err, sizeof err)) {
       GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the frame on the "
               "device."), ("%s", err));
       return GST_FLOW_ERROR;
     }
   }
-  if (!on_device && !gst_georeg_read_frame_plane (&self->cuda, GST_ELEMENT (self),
-          buf, &self->info, s.nodata, &self->plane, &self->input))
+  if (!on_device && !gst_georeg_base_read_plane (base, buf, c.nodata, &self->plane))
     return GST_FLOW_ERROR;
 
   /* keypoints, descriptors, patches */
@@ -787,7 +788,7 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %d keypoints (%.2f ms), %u pairs, "
       "match %.2f ms (%" G_GINT64_FORMAT " re-checked), total %.1f ms", self->frame_count,
       nk, fs.elapsed_ms, m->n_pairs, ms.elapsed_ms, ms.rechecked, total_ms);
-  if (s.post_messages)
+  if (c.post_messages)
     post_result (self, buf, m, fs.elapsed_ms, ms.elapsed_ms, total_ms);
   self->frame_count++;
   return GST_FLOW_OK;
@@ -800,7 +801,6 @@ gst_feature_match_finalize (GObject * object)
 {
   GstFeatureMatch *self = GST_FEATURE_MATCH (object);
   release_resources (self);
-  gst_georeg_cuda_close (&self->cuda);
   g_free (self->settings.matrix_location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -846,11 +846,6 @@ gst_feature_match_class_init (GstFeatureMatchClass * klass)
       g_param_spec_boolean ("cross-check", "Cross check",
           "Keep a match only when it is also the other frame's match (both ratio "
           "tests pass and agree)", DEFAULT_CROSS_CHECK, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_NODATA,
-      g_param_spec_int ("nodata", "Nodata",
-          "Frame value that marks invalid pixels (gray value, or rounded luma of "
-          "colour frames); -1 = none.  Alpha (RGBA/BGRA) is a mask too", -1, 65535,
-          DEFAULT_NODATA, rw_playing));
   g_object_class_install_property (gobject_class, PROP_MATRIX_LOCATION,
       g_param_spec_string ("matrix-location", "Matrix location",
           "At EOS write the m x n int32 correspondence matrix (row i = frame i, "
@@ -859,17 +854,9 @@ gst_feature_match_class_init (GstFeatureMatchClass * klass)
           "<name>-offsets.npy (int64 m+1: the frames' first descriptors) and "
           "<name>-descriptors.npy (float32 n x k); unset = none (nothing is kept)",
           NULL, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BACKEND,
-      g_param_spec_enum ("backend", "Backend",
-          "Where the matching runs", GST_TYPE_GEOREG_BACKEND, DEFAULT_BACKEND, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
-      g_param_spec_int ("cuda-device-id", "CUDA device id",
-          "CUDA device to use (-1 = any)", -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
-          rw_ready));
-  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post an element message 'featurematch' per frame", DEFAULT_POST_MESSAGES,
-          rw_playing));
+  gst_georeg_base_class_install_properties (GST_GEOREG_BASE_CLASS (klass),
+      GST_GEOREG_PROPS_NODATA | GST_GEOREG_PROPS_BACKEND |
+      GST_GEOREG_PROPS_POST_MESSAGES, GST_GEOREG_BINS_AUTO);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -884,15 +871,11 @@ gst_feature_match_class_init (GstFeatureMatchClass * klass)
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_feature_match_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_feature_match_stop);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_feature_match_set_caps);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_feature_match_sink_event);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR (gst_feature_match_transform_ip);
-  gst_georeg_cuda_class_setup (element_class, G_STRUCT_OFFSET (GstFeatureMatch, cuda),
-      cuda_settings);
-  trans_class->passthrough_on_same_caps = FALSE;
-  trans_class->transform_ip_on_passthrough = FALSE;
+  GST_GEOREG_BASE_CLASS (klass)->set_info =
+      GST_DEBUG_FUNCPTR (gst_feature_match_set_info);
 
-  gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
   GST_DEBUG_CATEGORY_INIT (gst_feature_match_debug, "featurematch", 0,
       "Feature matching");
 }
@@ -907,12 +890,6 @@ gst_feature_match_init (GstFeatureMatch * self)
   s->max_features = DEFAULT_MAX_FEATURES;
   s->descriptor_size = DEFAULT_DESCRIPTOR_SIZE;
   s->cross_check = DEFAULT_CROSS_CHECK;
-  s->nodata = DEFAULT_NODATA;
-  s->backend = DEFAULT_BACKEND;
-  s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
-  s->post_messages = DEFAULT_POST_MESSAGES;
   g_queue_init (&self->held);
   self->dev = -1;
-  gst_georeg_cuda_init (&self->cuda);
-  gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }

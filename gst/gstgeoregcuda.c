@@ -5,8 +5,6 @@
 #endif
 #include <string.h>
 
-#include <gst/base/gstbasetransform.h>
-
 #include "gstgeoregcuda.h"
 #include "gstgeoregutils.h"
 
@@ -53,102 +51,6 @@ gst_georeg_cuda_init (GstGeoregCuda * c)
 {
   memset (c, 0, sizeof *c);
   c->device = -1;
-}
-
-/* ---- the vfuncs installed by gst_georeg_cuda_class_setup */
-
-typedef struct {
-  goffset offset;
-  GstGeoregCudaSettingsFunc settings;
-} ClassSetup;
-
-static GQuark
-setup_quark (void)
-{
-  static GQuark q;
-  if (!q)
-    q = g_quark_from_static_string ("georeg-cuda-setup");
-  return q;
-}
-
-static GstGeoregCuda *
-instance_cuda (GstElement * element, const ClassSetup ** setup)
-{
-  const ClassSetup *cs = g_type_get_qdata (G_OBJECT_TYPE (element), setup_quark ());
-  if (setup)
-    *setup = cs;
-  return (GstGeoregCuda *) G_STRUCT_MEMBER_P (element, cs->offset);
-}
-
-static GstElementClass *
-base_element_class (void)
-{
-  return GST_ELEMENT_CLASS (g_type_class_peek (GST_TYPE_BASE_TRANSFORM));
-}
-
-static GstStateChangeReturn
-vf_change_state (GstElement * element, GstStateChange transition)
-{
-  const ClassSetup *cs;
-  GstGeoregCuda *c = instance_cuda (element, &cs);
-  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
-    GrBackend backend = GR_BACKEND_AUTO;
-    gint dev = -1;
-    cs->settings (element, &backend, &dev);
-    gst_georeg_cuda_open (c, element, backend, dev);
-  }
-  GstStateChangeReturn ret = base_element_class ()->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_READY_TO_NULL)
-    gst_georeg_cuda_close (c);
-  return ret;
-}
-
-static void
-vf_set_context (GstElement * element, GstContext * context)
-{
-  const ClassSetup *cs;
-  GstGeoregCuda *c = instance_cuda (element, &cs);
-  GrBackend backend = GR_BACKEND_AUTO;
-  gint dev = -1;
-  cs->settings (element, &backend, &dev);
-  gst_georeg_cuda_set_context (c, element, context, dev);
-  base_element_class ()->set_context (element, context);
-}
-
-static gboolean
-vf_query (GstBaseTransform * trans, GstPadDirection direction, GstQuery * query)
-{
-  GstGeoregCuda *c = instance_cuda (GST_ELEMENT (trans), NULL);
-  if (gst_georeg_cuda_query (c, GST_ELEMENT (trans), query))
-    return TRUE;
-  GstBaseTransformClass *base = g_type_class_peek (GST_TYPE_BASE_TRANSFORM);
-  return base->query (trans, direction, query);
-}
-
-static gboolean
-vf_propose_allocation (GstBaseTransform * trans, GstQuery * decide_query,
-    GstQuery * query)
-{
-  GstGeoregCuda *c = instance_cuda (GST_ELEMENT (trans), NULL);
-  if (gst_georeg_cuda_propose_allocation (c, GST_ELEMENT (trans), query))
-    return TRUE;
-  GstBaseTransformClass *base = g_type_class_peek (GST_TYPE_BASE_TRANSFORM);
-  return base->propose_allocation (trans, decide_query, query);
-}
-
-void
-gst_georeg_cuda_class_setup (GstElementClass * klass, goffset cuda_offset,
-    GstGeoregCudaSettingsFunc settings)
-{
-  ClassSetup *cs = g_new0 (ClassSetup, 1);     /* lives as long as the type */
-  cs->offset = cuda_offset;
-  cs->settings = settings;
-  g_type_set_qdata (G_TYPE_FROM_CLASS (klass), setup_quark (), cs);
-  klass->change_state = GST_DEBUG_FUNCPTR (vf_change_state);
-  klass->set_context = GST_DEBUG_FUNCPTR (vf_set_context);
-  GstBaseTransformClass *tc = GST_BASE_TRANSFORM_CLASS (klass);
-  tc->query = GST_DEBUG_FUNCPTR (vf_query);
-  tc->propose_allocation = GST_DEBUG_FUNCPTR (vf_propose_allocation);
 }
 
 gint
@@ -204,6 +106,15 @@ convert_frame (GstGeoregCuda * c, GstBuffer * buf, const GstVideoInfo * info,
 #if GR_HAVE_GST_CUDA
   if (cuda_map)
     flags |= GST_MAP_CUDA;
+#endif
+#if GR_HAVE_GST_CUDA && GST_CHECK_VERSION (1, 24, 0)
+  /* upstream may have written the memory on its own stream, still running: wait for
+   * it before our kernels (on the runtime's stream) read it, as gstcudaconvertscale
+   * does.  GStreamer 1.22's CUDA memory has no stream (its writers finish before they
+   * push), so there is nothing to wait for there. */
+  if (cuda_map)
+    for (guint i = 0; i < gst_buffer_n_memory (buf); i++)
+      gst_cuda_memory_sync (GST_CUDA_MEMORY_CAST (gst_buffer_peek_memory (buf, i)));
 #endif
   if (!gst_video_frame_map (&frame, info, buf, flags)) {
     g_snprintf (err, errlen, "could not map the %s frame", cuda_map ? "CUDA" : "");

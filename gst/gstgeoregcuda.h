@@ -1,4 +1,4 @@
-/* CUDA memory wiring shared by the frame-consuming georeg elements (nmilocalize,
+/* CUDA memory wiring of the frame elements (GstGeoregBase: nmilocalize,
  * nmiregister, featurematch): caps with memory:CUDAMemory, GstCudaContext sharing,
  * CUDA buffer pools in allocation queries, and device access to CUDA-memory frames.
  *
@@ -53,18 +53,8 @@ typedef struct {
   gboolean warned;
 } GstGeoregCuda;
 
-/* Reads an element's backend and cuda-device-id settings (under its object lock). */
-typedef void (*GstGeoregCudaSettingsFunc) (GstElement * element, GrBackend * backend,
-    gint * device_id);
-
-/* Installs on a GstBaseTransform subclass the vfuncs that wire CUDA memory:
- * change_state (open at NULL -> READY, close at READY -> NULL), set_context, query
- * (context queries) and propose_allocation (CUDA pools), each chaining up to
- * GstBaseTransform.  cuda_offset: G_STRUCT_OFFSET of the instance's GstGeoregCuda.
- * The instance calls gst_georeg_cuda_init in its init and gst_georeg_cuda_close in
- * its finalize. */
-void gst_georeg_cuda_class_setup (GstElementClass * klass, goffset cuda_offset,
-    GstGeoregCudaSettingsFunc settings);
+/* The wiring is owned by GstGeoregBase (gstgeoregbase.c), which calls these from its
+ * change_state, set_context, query, propose_allocation and set_caps. */
 void gst_georeg_cuda_init (GstGeoregCuda * c);
 
 /* NULL -> READY: unless backend is CPU or no device is usable, finds a GstCudaContext

@@ -29,11 +29,11 @@ gst_georeg_bins_get_type (void)
   static GType type = 0;
   static const GEnumValue values[] = {
     {GST_GEOREG_BINS_AUTO, "identity for 8-bit data, min-max for 16-bit", "auto"},
-    {GST_GEOREG_BINS_IDENTITY, "values are the bins (8-bit)", "identity"},
-    {GST_GEOREG_BINS_MIN_MAX, "min..max of the valid pixels onto 256 bins", "min-max"},
-    {GST_GEOREG_BINS_FIXED, "bin-low..bin-high onto 256 bins, clamped", "fixed"},
+    {GST_GEOREG_BINS_IDENTITY, "0..255 (0..65535 for 16-bit data)", "identity"},
+    {GST_GEOREG_BINS_MIN_MAX, "min..max of the valid pixels", "min-max"},
+    {GST_GEOREG_BINS_FIXED, "bin-low..bin-high (pixel values), clamped", "fixed"},
     {GST_GEOREG_BINS_PERCENTILE,
-        "bin-low..bin-high percentiles of the valid pixels onto 256 bins", "percentile"},
+        "bin-low..bin-high percentiles of the valid pixels", "percentile"},
     {0, NULL, NULL}
   };
   if (g_once_init_enter (&type))

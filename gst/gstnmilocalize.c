@@ -16,6 +16,7 @@
 
 #include "gstnmilocalize.h"
 #include "georeg-meta.h"
+#include "nmi_dense.h"
 #include "peak.h"
 #include "raster.h"
 
@@ -24,43 +25,26 @@ GST_DEBUG_CATEGORY_STATIC (gst_nmi_localize_debug);
 
 enum {
   PROP_0,
-  PROP_CONTROL_LOCATION,
-  PROP_BAND,
   PROP_CONTROL_NODATA,
   PROP_CONTROL_SCALE,
   PROP_FRAME_SCALE,
   PROP_SEARCH_X,
   PROP_SEARCH_Y,
   PROP_SEARCH_RADIUS,
-  PROP_NODATA,
   PROP_MASK_LOCATION,
-  PROP_BINS,
-  PROP_BIN_LOW,
-  PROP_BIN_HIGH,
   PROP_MIN_OVERLAP,
   PROP_PEAK_EXCLUSION,
   PROP_MIN_PEAK_RATIO,
   PROP_SCORE_MAP_LOCATION,
-  PROP_BACKEND,
-  PROP_CUDA_DEVICE_ID,
-  PROP_POST_MESSAGES,
 };
 
-#define DEFAULT_BAND 0
 #define DEFAULT_CONTROL_NODATA -1
 #define DEFAULT_SCALE 1.0
 #define DEFAULT_SEARCH_XY -1.0
 #define DEFAULT_SEARCH_RADIUS 0.0
-#define DEFAULT_NODATA -1
-#define DEFAULT_BINS GST_GEOREG_BINS_AUTO
-#define DEFAULT_BIN_LOW 2.0
-#define DEFAULT_BIN_HIGH 98.0
 #define DEFAULT_MIN_OVERLAP 0.5
 #define DEFAULT_PEAK_EXCLUSION 0
 #define DEFAULT_MIN_PEAK_RATIO 1.1
-#define DEFAULT_BACKEND GR_BACKEND_AUTO
-#define DEFAULT_CUDA_DEVICE_ID -1
-#define DEFAULT_POST_MESSAGES TRUE
 
 #define VIDEO_CAPS GST_GEOREG_CUDA_CAPS (GST_GEOREG_VIDEO_FORMATS)
 
@@ -69,8 +53,49 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
 
+/* Properties, read under the object lock and copied per frame. */
+typedef struct {
+  gint control_nodata;
+  gdouble control_scale;
+  gdouble frame_scale;
+  gdouble search_x, search_y, search_radius;
+  gchar *mask_location;
+  gdouble min_overlap;
+  gint peak_exclusion;
+  gdouble min_peak_ratio;
+  gchar *score_map_location;
+} GstNmiLocalizeSettings;
+
+struct _GstNmiLocalize {
+  GstGeoregBase parent;
+
+  GstNmiLocalizeSettings settings;
+
+  /* prepared in start(): the engine and the control at search scale inside it (the
+   * shared full-resolution control is the base's, held until stop so that elements
+   * naming the same file share one copy) */
+  GrNmiDense *engine;
+  gint ctl_w, ctl_h;            /* control at search scale */
+  gint ctl_full_w, ctl_full_h;
+  gboolean has_geo;
+  gdouble geo[6];
+  GrPlaneF frame_mask;          /* mask-location, full frame size; data NULL if unset */
+
+  /* negotiated (the video info is the base's) */
+  gint tpl_w, tpl_h;            /* frame at search scale */
+
+  /* per-frame scratch, reused */
+  GrPlaneF full, small;
+  guint8 *bins;
+  gdouble *scores;              /* score map of the search region */
+  gint32 *valid;                /* jointly valid pixels per translation */
+  gsize scores_len;
+  guint64 frame_count;
+  gboolean announced;           /* the backend was reported on the bus */
+};
+
 #define gst_nmi_localize_parent_class parent_class
-G_DEFINE_TYPE (GstNmiLocalize, gst_nmi_localize, GST_TYPE_BASE_TRANSFORM);
+G_DEFINE_TYPE (GstNmiLocalize, gst_nmi_localize, GST_TYPE_GEOREG_BASE);
 GST_ELEMENT_REGISTER_DEFINE (nmilocalize, "nmilocalize", GST_RANK_NONE,
     GST_TYPE_NMI_LOCALIZE);
 
@@ -105,13 +130,6 @@ gst_nmi_localize_set_property (GObject * object, guint prop_id,
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
-    case PROP_CONTROL_LOCATION:
-      g_free (s->control_location);
-      s->control_location = g_value_dup_string (value);
-      break;
-    case PROP_BAND:
-      s->band = g_value_get_uint (value);
-      break;
     case PROP_CONTROL_NODATA:
       s->control_nodata = g_value_get_int (value);
       break;
@@ -130,21 +148,9 @@ gst_nmi_localize_set_property (GObject * object, guint prop_id,
     case PROP_SEARCH_RADIUS:
       s->search_radius = g_value_get_double (value);
       break;
-    case PROP_NODATA:
-      s->nodata = g_value_get_int (value);
-      break;
     case PROP_MASK_LOCATION:
       g_free (s->mask_location);
       s->mask_location = g_value_dup_string (value);
-      break;
-    case PROP_BINS:
-      s->bins = g_value_get_enum (value);
-      break;
-    case PROP_BIN_LOW:
-      s->bin_low = g_value_get_double (value);
-      break;
-    case PROP_BIN_HIGH:
-      s->bin_high = g_value_get_double (value);
       break;
     case PROP_MIN_OVERLAP:
       s->min_overlap = g_value_get_double (value);
@@ -167,18 +173,10 @@ gst_nmi_localize_set_property (GObject * object, guint prop_id,
       s->score_map_location = g_strdup (pat);
       break;
     }
-    case PROP_BACKEND:
-      s->backend = g_value_get_enum (value);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      s->cuda_device_id = g_value_get_int (value);
-      break;
-    case PROP_POST_MESSAGES:
-      s->post_messages = g_value_get_boolean (value);
-      break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+      GST_OBJECT_UNLOCK (self);
+      gst_georeg_base_set_property (object, prop_id, value, pspec);
+      return;
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -192,12 +190,6 @@ gst_nmi_localize_get_property (GObject * object, guint prop_id, GValue * value,
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
-    case PROP_CONTROL_LOCATION:
-      g_value_set_string (value, s->control_location);
-      break;
-    case PROP_BAND:
-      g_value_set_uint (value, s->band);
-      break;
     case PROP_CONTROL_NODATA:
       g_value_set_int (value, s->control_nodata);
       break;
@@ -216,20 +208,8 @@ gst_nmi_localize_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_SEARCH_RADIUS:
       g_value_set_double (value, s->search_radius);
       break;
-    case PROP_NODATA:
-      g_value_set_int (value, s->nodata);
-      break;
     case PROP_MASK_LOCATION:
       g_value_set_string (value, s->mask_location);
-      break;
-    case PROP_BINS:
-      g_value_set_enum (value, s->bins);
-      break;
-    case PROP_BIN_LOW:
-      g_value_set_double (value, s->bin_low);
-      break;
-    case PROP_BIN_HIGH:
-      g_value_set_double (value, s->bin_high);
       break;
     case PROP_MIN_OVERLAP:
       g_value_set_double (value, s->min_overlap);
@@ -243,18 +223,10 @@ gst_nmi_localize_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_SCORE_MAP_LOCATION:
       g_value_set_string (value, s->score_map_location);
       break;
-    case PROP_BACKEND:
-      g_value_set_enum (value, s->backend);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      g_value_set_int (value, s->cuda_device_id);
-      break;
-    case PROP_POST_MESSAGES:
-      g_value_set_boolean (value, s->post_messages);
-      break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+      GST_OBJECT_UNLOCK (self);
+      gst_georeg_base_get_property (object, prop_id, value, pspec);
+      return;
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -266,8 +238,7 @@ release_resources (GstNmiLocalize * self)
 {
   gr_nmi_dense_free (self->engine);
   self->engine = NULL;
-  gst_georeg_control_release (self->control);
-  self->control = NULL;
+  gst_georeg_base_release_control (GST_GEOREG_BASE (self));
   gr_plane_clear (&self->frame_mask);
   gr_plane_clear (&self->full);
   gr_plane_clear (&self->small);
@@ -283,7 +254,9 @@ gst_nmi_localize_start (GstBaseTransform * trans)
 {
   GstNmiLocalize *self = GST_NMI_LOCALIZE (trans);
   char err[512] = "";
+  GstGeoregBase *base = GST_GEOREG_BASE (trans);
   GstNmiLocalizeSettings s;
+  GstGeoregBaseSettings c;
   gboolean ok = FALSE;
   const GrRaster *raster;
   GrPlaneF nodata_copy = { 0 };
@@ -292,33 +265,14 @@ gst_nmi_localize_start (GstBaseTransform * trans)
 
   GST_OBJECT_LOCK (self);
   s = self->settings;
-  s.control_location = g_strdup (s.control_location);
   s.mask_location = g_strdup (s.mask_location);
   s.score_map_location = NULL;
+  gst_georeg_base_get_settings_unlocked (base, &c);
   GST_OBJECT_UNLOCK (self);
 
-  if (!s.control_location || !*s.control_location) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-        ("No control image: set the control-location property."), (NULL));
+  if (!gst_georeg_base_open_control (base))
     goto done;
-  }
-
-  /* a large GeoTIFF takes a while: say so on the bus (GST_MESSAGE_PROGRESS) */
-  gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
-          (self), GST_PROGRESS_TYPE_START, "control", "Loading the control image"));
-  GrStatus st;
-  self->control = gst_georeg_control_acquire (s.control_location, s.band, &st, err,
-      sizeof err);
-  if (!self->control) {
-    if (st == GR_ERR_IO)
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Could not read the control image \"%s\".", s.control_location), ("%s", err));
-    else
-      GST_ELEMENT_ERROR (self, RESOURCE, READ,
-          ("Unusable control image \"%s\".", s.control_location), ("%s", err));
-    goto done;
-  }
-  raster = gst_georeg_control_raster (self->control);
+  raster = gst_georeg_control_raster (gst_georeg_base_control (base));
   /* the cached raster is shared and read-only: a nodata value is applied to a
    * transient copy, freed once the search-scale control is made */
   const GrPlaneF *full = &raster->plane;
@@ -341,7 +295,7 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   if (gr_plane_count_valid (full) == 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
         ("The control image \"%s\" has no valid pixel (all nodata or transparent).",
-            s.control_location), (NULL));
+            c.control_location), (NULL));
     goto done;
   }
   if (gr_plane_downscale (full, s.control_scale, &ctl) != GR_OK) {
@@ -349,8 +303,8 @@ gst_nmi_localize_start (GstBaseTransform * trans)
     goto done;
   }
   ctl_bins = g_try_malloc ((gsize) ctl.width * ctl.height);
-  if (!ctl_bins || gr_plane_to_bins (&ctl, gst_georeg_bins_resolve (s.bins,
-              raster->bit_depth), s.bin_low, s.bin_high, ctl_bins) != GR_OK) {
+  if (!ctl_bins || gr_plane_to_bins (&ctl, gst_georeg_bins_resolve (c.bins,
+              raster->bit_depth), c.bin_low, c.bin_high, ctl_bins) != GR_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("Could not map the control to 256 bins: check bins, bin-low and bin-high "
             "(fixed needs bin-low < bin-high; percentile needs 0 <= low < high <= 100)."),
@@ -360,11 +314,11 @@ gst_nmi_localize_start (GstBaseTransform * trans)
 
   GrStatus est;
   err[0] = '\0';
-  self->engine = gr_nmi_dense_new (s.backend, gst_georeg_cuda_engine_device (&self->cuda,
-          s.cuda_device_id), &est, err, sizeof err);
+  self->engine = gr_nmi_dense_new (c.backend, gst_georeg_base_engine_device (base,
+          c.cuda_device_id), &est, err, sizeof err);
   if (!self->engine) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("Cannot use the %s backend.", gr_backend_name (s.backend)), ("%s", err));
+        ("Cannot use the %s backend.", gr_backend_name (c.backend)), ("%s", err));
     goto done;
   }
   GrImage8 img = { ctl_bins, (size_t) ctl.width, ctl.mask, (size_t) ctl.width,
@@ -375,7 +329,7 @@ gst_nmi_localize_start (GstBaseTransform * trans)
         ("Could not prepare the control image for the search."), ("%s", err));
     goto done;
   }
-  if (s.backend == GR_BACKEND_AUTO && gr_nmi_dense_backend (self->engine) ==
+  if (c.backend == GR_BACKEND_AUTO && gr_nmi_dense_backend (self->engine) ==
       GR_BACKEND_CPU && err[0])
     /* auto: the CUDA engine could not be made or could not take the control (e.g.
      * out of device memory) */
@@ -404,22 +358,20 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   self->frame_count = 0;
   self->announced = FALSE;
   GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), %dx%d at search "
-      "scale %g, georeferenced: %s; backend %s", s.control_location,
+      "scale %g, georeferenced: %s; backend %s", c.control_location,
       raster->plane.width, raster->plane.height, raster->driver, raster->bit_depth,
-      s.band, ctl.width, ctl.height, s.control_scale, raster->has_geo ? "yes" : "no",
+      c.band, ctl.width, ctl.height, s.control_scale, raster->has_geo ? "yes" : "no",
       gr_backend_name (gr_nmi_dense_backend (self->engine)));
   ok = TRUE;
 
 done:
-  gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
-          (self), ok ? GST_PROGRESS_TYPE_COMPLETE : GST_PROGRESS_TYPE_ERROR, "control",
-          ok ? "Control image ready" : "Control image unusable"));
+  gst_georeg_base_control_done (base, ok);
   if (!ok)
     release_resources (self);
   gr_plane_clear (&nodata_copy);
   gr_plane_clear (&ctl);
   g_free (ctl_bins);
-  g_free (s.control_location);
+  gst_georeg_base_settings_clear (&c);
   g_free (s.mask_location);
   return ok;
 }
@@ -432,18 +384,13 @@ gst_nmi_localize_stop (GstBaseTransform * trans)
 }
 
 static gboolean
-gst_nmi_localize_set_caps (GstBaseTransform * trans, GstCaps * incaps,
-    GstCaps * outcaps)
+gst_nmi_localize_set_info (GstGeoregBase * base, GstCaps * incaps,
+    const GstVideoInfo * vinfo)
 {
-  GstNmiLocalize *self = GST_NMI_LOCALIZE (trans);
-  GstVideoInfo info;
+  GstNmiLocalize *self = GST_NMI_LOCALIZE (base);
+  const GstVideoInfo info = *vinfo;
   gdouble fs;
 
-  if (!gst_video_info_from_caps (&info, incaps)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unsupported caps."),
-        ("%" GST_PTR_FORMAT, incaps));
-    return FALSE;
-  }
   GST_OBJECT_LOCK (self);
   fs = self->settings.frame_scale;
   GST_OBJECT_UNLOCK (self);
@@ -467,11 +414,10 @@ gst_nmi_localize_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     return FALSE;
   }
 
-  self->info = info;
   self->tpl_w = tw;
   self->tpl_h = th;
-  gst_georeg_cuda_set_caps (&self->cuda, incaps);
-  if (!gst_georeg_cuda_set_frame_mask (&self->cuda, self->frame_mask.data ?
+  if (!gst_georeg_cuda_set_frame_mask (gst_georeg_base_cuda (base),
+          self->frame_mask.data ?
           &self->frame_mask : NULL)) {
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("Could not upload the frame mask to "
             "the CUDA device."), (NULL));
@@ -550,7 +496,8 @@ post_result (GstNmiLocalize * self, GstBuffer * buf, const GstNmiLocalizeMeta * 
       "frame", G_TYPE_UINT64, self->frame_count,
       "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
       "backend", G_TYPE_STRING, gr_backend_name (gr_nmi_dense_backend (self->engine)),
-      "input-memory", G_TYPE_STRING, gst_georeg_input_name (self->input),
+      "input-memory", G_TYPE_STRING, gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE
+          (self))),
       "flags", G_TYPE_UINT, m->flags,
       "offset-x", G_TYPE_DOUBLE, m->offset_x,
       "offset-y", G_TYPE_DOUBLE, m->offset_y,
@@ -567,15 +514,17 @@ post_result (GstNmiLocalize * self, GstBuffer * buf, const GstNmiLocalizeMeta * 
   if (m->has_map)
     gst_structure_set (st, "map-x", G_TYPE_DOUBLE, m->map_x,
         "map-y", G_TYPE_DOUBLE, m->map_y, NULL);
-  gst_element_post_message (GST_ELEMENT (self),
-      gst_message_new_element (GST_OBJECT (self), st));
+  gst_georeg_base_post_result (GST_GEOREG_BASE (self), st);
 }
 
 static GstFlowReturn
 gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
   GstNmiLocalize *self = GST_NMI_LOCALIZE (trans);
+  GstGeoregBase *base = GST_GEOREG_BASE (trans);
+  const GstVideoInfo *info = gst_georeg_base_info (base);
   GstNmiLocalizeSettings s;
+  GstGeoregBaseSettings c;
   GstVideoFrame frame;
   char err[512];
   guint64 positions = 0;
@@ -587,44 +536,44 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
   GST_OBJECT_LOCK (self);
   s = self->settings;
-  s.control_location = s.mask_location = NULL;
+  s.mask_location = NULL;
   s.score_map_location = g_strdup (s.score_map_location);
+  gst_georeg_base_get_settings_unlocked (base, &c);
   GST_OBJECT_UNLOCK (self);
+  gst_georeg_base_settings_clear (&c);  /* only the numbers are used */
 
   /* a CUDA frame of our context: luma, masks and the downscale on the device, only
    * the small search-scale plane comes back (bit-identical to the host path) */
-  if (!gst_georeg_cuda_frame_to_plane (&self->cuda, GST_ELEMENT (self), buf,
-          &self->info, s.nodata, s.frame_scale, TRUE, &self->small, &self->input, err,
-          sizeof err)) {
+  if (!gst_georeg_base_frame_to_plane (base, buf, c.nodata, s.frame_scale, TRUE,
+          &self->small, err, sizeof err)) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the CUDA frame."),
         ("%s", err));
     g_free (s.score_map_location);
     return GST_FLOW_ERROR;
   }
   gboolean mem_ok = TRUE, uploaded = FALSE;
-  if (self->input != GST_GEOREG_INPUT_CUDA_DEVICE && !self->frame_mask.data &&
+  if (gst_georeg_base_input (base) != GST_GEOREG_INPUT_CUDA_DEVICE &&
+      !self->frame_mask.data &&
       gr_nmi_dense_backend (self->engine) == GR_BACKEND_CUDA) {
     /* any other frame for a CUDA engine: its 8-bit plane goes up, the same conversion
      * and downscale run on the device, the search-scale plane comes back (frames with
      * a mask-location take the host path) */
-    const gint dev = MAX (gst_georeg_cuda_engine_device (&self->cuda,
-            s.cuda_device_id), 0);
-    if (!gst_georeg_cuda_frame_to_device (&self->cuda, GST_ELEMENT (self), buf,
-            &self->info, s.nodata, dev, s.frame_scale, TRUE, &self->small, &self->input,
-            &uploaded, err, sizeof err)) {
+    const gint dev = MAX (gst_georeg_base_engine_device (base, c.cuda_device_id), 0);
+    if (!gst_georeg_base_frame_to_device (base, buf, c.nodata, dev, s.frame_scale,
+            TRUE, &self->small, &uploaded, err, sizeof err)) {
       GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the frame on the "
               "device."), ("%s", err));
       g_free (s.score_map_location);
       return GST_FLOW_ERROR;
     }
   }
-  if (self->input != GST_GEOREG_INPUT_CUDA_DEVICE && !uploaded) {
-    if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
+  if (gst_georeg_base_input (base) != GST_GEOREG_INPUT_CUDA_DEVICE && !uploaded) {
+    if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ)) {
       GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
       g_free (s.score_map_location);
       return GST_FLOW_ERROR;
     }
-    mem_ok = gst_georeg_frame_to_plane (&frame, s.nodata, &self->full);
+    mem_ok = gst_georeg_frame_to_plane (&frame, c.nodata, &self->full);
     gst_video_frame_unmap (&frame);
     if (mem_ok && self->frame_mask.data)
       mem_ok = gst_georeg_plane_and_mask (&self->full, &self->frame_mask);
@@ -636,9 +585,9 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     g_free (s.score_map_location);
     return GST_FLOW_ERROR;
   }
-  if (gr_plane_to_bins (&self->small, gst_georeg_bins_resolve (s.bins,
-              gst_georeg_video_format_depth (GST_VIDEO_INFO_FORMAT (&self->info))),
-          s.bin_low, s.bin_high, self->bins) != GR_OK) {
+  if (gr_plane_to_bins (&self->small, gst_georeg_bins_resolve (c.bins,
+              gst_georeg_video_format_depth (GST_VIDEO_INFO_FORMAT (info))),
+          c.bin_low, c.bin_high, self->bins) != GR_OK) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the frame to 256 bins: "
             "check bins, bin-low and bin-high."), (NULL));
     g_free (s.score_map_location);
@@ -696,8 +645,8 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
       m->control_x = m->offset_x / s.control_scale;
       m->control_y = m->offset_y / s.control_scale;
       const gdouble k = s.frame_scale / s.control_scale;
-      m->center_x = m->control_x + GST_VIDEO_INFO_WIDTH (&self->info) * k / 2.0;
-      m->center_y = m->control_y + GST_VIDEO_INFO_HEIGHT (&self->info) * k / 2.0;
+      m->center_x = m->control_x + GST_VIDEO_INFO_WIDTH (info) * k / 2.0;
+      m->center_y = m->control_y + GST_VIDEO_INFO_HEIGHT (info) * k / 2.0;
       if (self->has_geo) {
         m->has_map = TRUE;
         gr_geo_apply (self->geo, m->center_x, m->center_y, &m->map_x, &m->map_y);
@@ -715,23 +664,11 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": offset (%.2f, %.2f) score %.5f "
       "ratio %.3f flags 0x%x", self->frame_count, m->offset_x, m->offset_y, m->score,
       m->peak_ratio, m->flags);
-  if (s.post_messages)
+  if (c.post_messages)
     post_result (self, buf, m, positions, elapsed_ms);
   self->frame_count++;
   g_free (s.score_map_location);
   return GST_FLOW_OK;
-}
-
-/* ------------------------------------------------------------------ CUDA memory */
-
-static void
-cuda_settings (GstElement * element, GrBackend * backend, gint * device_id)
-{
-  GstNmiLocalize *self = GST_NMI_LOCALIZE (element);
-  GST_OBJECT_LOCK (self);
-  *backend = self->settings.backend;
-  *device_id = self->settings.cuda_device_id;
-  GST_OBJECT_UNLOCK (self);
 }
 
 /* ------------------------------------------------------------------ class */
@@ -741,8 +678,6 @@ gst_nmi_localize_finalize (GObject * object)
 {
   GstNmiLocalize *self = GST_NMI_LOCALIZE (object);
   release_resources (self);
-  gst_georeg_cuda_close (&self->cuda);
-  g_free (self->settings.control_location);
   g_free (self->settings.mask_location);
   g_free (self->settings.score_map_location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -762,15 +697,6 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
   gobject_class->get_property = gst_nmi_localize_get_property;
   gobject_class->finalize = gst_nmi_localize_finalize;
 
-  g_object_class_install_property (gobject_class, PROP_CONTROL_LOCATION,
-      g_param_spec_string ("control-location", "Control location",
-          "Control image file (GeoTIFF/TIFF/PNG/JPEG through GDAL when built with it; "
-          "else PNG/JPEG with a world file). Nodata or alpha is its mask, its "
-          "geotransform gives map coordinates", NULL, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BAND,
-      g_param_spec_uint ("band", "Band",
-          "Band of the control image to match (1-based); 0 = luminance of its colour "
-          "bands", 0, 65535, DEFAULT_BAND, rw_ready));
   g_object_class_install_property (gobject_class, PROP_CONTROL_NODATA,
       g_param_spec_int ("control-nodata", "Control nodata",
           "Value of the chosen control band (or rounded luminance) that marks no data, "
@@ -784,7 +710,7 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
   g_object_class_install_property (gobject_class, PROP_FRAME_SCALE,
       g_param_spec_double ("frame-scale", "Frame scale",
           "Resampling factor of the frames before the search (0.05 = 20x smaller, as "
-          "the seed pipeline does)", 1e-3, 1.0, DEFAULT_SCALE, rw_ready));
+          "typical for 4000-pixel drone frames)", 1e-3, 1.0, DEFAULT_SCALE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_SEARCH_X,
       g_param_spec_double ("search-x", "Search centre x",
           "Expected frame centre, x in full-resolution control pixels (-1 = none: "
@@ -798,26 +724,10 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
           "Half-width of the square of frame centres searched around (search-x, "
           "search-y), in full-resolution control pixels; 0 = the whole control",
           0.0, G_MAXDOUBLE, DEFAULT_SEARCH_RADIUS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_NODATA,
-      g_param_spec_int ("nodata", "Nodata",
-          "Frame value that marks invalid pixels (gray value, or rounded luma of "
-          "colour frames); -1 = none", -1, 65535, DEFAULT_NODATA, rw_playing));
   g_object_class_install_property (gobject_class, PROP_MASK_LOCATION,
       g_param_spec_string ("mask-location", "Mask location",
           "Optional frame mask image, frame-sized, nonzero = valid (combined with "
           "alpha and nodata)", NULL, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BINS,
-      g_param_spec_enum ("bins", "Bins",
-          "How values of frame and control become the 256 histogram bins (each image "
-          "on its own values)", GST_TYPE_GEOREG_BINS, DEFAULT_BINS, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BIN_LOW,
-      g_param_spec_double ("bin-low", "Bin low",
-          "Low end for bins=fixed (a value) or bins=percentile (0..100)",
-          -G_MAXDOUBLE, G_MAXDOUBLE, DEFAULT_BIN_LOW, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BIN_HIGH,
-      g_param_spec_double ("bin-high", "Bin high",
-          "High end for bins=fixed (a value) or bins=percentile (0..100)",
-          -G_MAXDOUBLE, G_MAXDOUBLE, DEFAULT_BIN_HIGH, rw_ready));
   g_object_class_install_property (gobject_class, PROP_MIN_OVERLAP,
       g_param_spec_double ("min-overlap", "Minimum overlap",
           "Fraction of the frame's valid pixels that must be valid in the control too "
@@ -836,17 +746,11 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
           "Write each frame's score map as an 8-bit PNG (brighter = higher NMI, black = "
           "not scored); a pattern with one %d for the frame number, e.g. "
           "map-%05d.png; unset = none", NULL, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_BACKEND,
-      g_param_spec_enum ("backend", "Backend",
-          "Where the search runs", GST_TYPE_GEOREG_BACKEND, DEFAULT_BACKEND, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
-      g_param_spec_int ("cuda-device-id", "CUDA device id",
-          "CUDA device to use (-1 = any)", -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
-          rw_ready));
-  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post an element message 'nmilocalize' per frame", DEFAULT_POST_MESSAGES,
-          rw_playing));
+
+  gst_georeg_base_class_install_properties (GST_GEOREG_BASE_CLASS (klass),
+      GST_GEOREG_PROPS_CONTROL | GST_GEOREG_PROPS_NODATA | GST_GEOREG_PROPS_BINS |
+      GST_GEOREG_PROPS_BACKEND | GST_GEOREG_PROPS_POST_MESSAGES,
+      GST_GEOREG_BINS_AUTO);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -860,15 +764,9 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_nmi_localize_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_nmi_localize_stop);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_nmi_localize_set_caps);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR (gst_nmi_localize_transform_ip);
-  gst_georeg_cuda_class_setup (element_class, G_STRUCT_OFFSET (GstNmiLocalize, cuda),
-      cuda_settings);
-  trans_class->passthrough_on_same_caps = FALSE;
-  trans_class->transform_ip_on_passthrough = FALSE;
-
-  gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BINS, 0);
+  GST_GEOREG_BASE_CLASS (klass)->set_info =
+      GST_DEBUG_FUNCPTR (gst_nmi_localize_set_info);
   GST_DEBUG_CATEGORY_INIT (gst_nmi_localize_debug, "nmilocalize", 0,
       "NMI coarse localization");
 }
@@ -877,22 +775,12 @@ static void
 gst_nmi_localize_init (GstNmiLocalize * self)
 {
   GstNmiLocalizeSettings *s = &self->settings;
-  s->band = DEFAULT_BAND;
   s->control_nodata = DEFAULT_CONTROL_NODATA;
   s->control_scale = DEFAULT_SCALE;
   s->frame_scale = DEFAULT_SCALE;
   s->search_x = s->search_y = DEFAULT_SEARCH_XY;
   s->search_radius = DEFAULT_SEARCH_RADIUS;
-  s->nodata = DEFAULT_NODATA;
-  s->bins = DEFAULT_BINS;
-  s->bin_low = DEFAULT_BIN_LOW;
-  s->bin_high = DEFAULT_BIN_HIGH;
   s->min_overlap = DEFAULT_MIN_OVERLAP;
   s->peak_exclusion = DEFAULT_PEAK_EXCLUSION;
   s->min_peak_ratio = DEFAULT_MIN_PEAK_RATIO;
-  s->backend = DEFAULT_BACKEND;
-  s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
-  s->post_messages = DEFAULT_POST_MESSAGES;
-  gst_georeg_cuda_init (&self->cuda);
-  gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }

@@ -24,6 +24,13 @@
 #include <string.h>
 
 #include "gstnmiregister.h"
+#include "gstgeoregcontrolcuda.h"
+#include "gstnmiregisteroverlay.h"
+#include "descriptors.h"
+#include "fit.h"
+#include "keypoints.h"
+#include "nmi_dense.h"
+#include "nmi_sparse.h"
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
 #include "peak.h"
@@ -37,12 +44,6 @@ GST_DEBUG_CATEGORY_STATIC (gst_nmi_register_debug);
 
 enum {
   PROP_0,
-  PROP_CONTROL_LOCATION,
-  PROP_BAND,
-  PROP_NODATA,
-  PROP_BINS,
-  PROP_BIN_LOW,
-  PROP_BIN_HIGH,
   PROP_LEVELS,
   PROP_MAX_KEYPOINTS,
   PROP_TEMPLATE_SIZE,
@@ -58,17 +59,9 @@ enum {
   PROP_INITIAL_OFFSET_X,
   PROP_INITIAL_OFFSET_Y,
   PROP_INITIAL_SCALE,
-  PROP_BACKEND,
-  PROP_CUDA_DEVICE_ID,
-  PROP_POST_MESSAGES,
   PROP_OVERLAY,
 };
 
-#define DEFAULT_BAND 0
-#define DEFAULT_NODATA -1
-#define DEFAULT_BINS GST_GEOREG_BINS_MIN_MAX
-#define DEFAULT_BIN_LOW 2.0
-#define DEFAULT_BIN_HIGH 98.0
 #define DEFAULT_LEVELS 16
 #define DEFAULT_MAX_KEYPOINTS 400
 #define DEFAULT_TEMPLATE_SIZE 11
@@ -83,9 +76,6 @@ enum {
 #define DEFAULT_COARSE_FALLBACK GST_NMI_REGISTER_COARSE_NONE
 #define DEFAULT_INITIAL_OFFSET 0.0
 #define DEFAULT_INITIAL_SCALE 1.0
-#define DEFAULT_BACKEND GR_BACKEND_AUTO
-#define DEFAULT_CUDA_DEVICE_ID -1
-#define DEFAULT_POST_MESSAGES TRUE
 #define DEFAULT_OVERLAY GST_NMI_REGISTER_OVERLAY_NONE
 
 /* the first pass fits with a looser threshold: its job is a good prediction */
@@ -100,8 +90,64 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
 
+/* Properties, read under the object lock and copied per frame. */
+typedef struct {
+  GstGeoregBaseSettings c;      /* the base's, filled by each snapshot */
+  guint levels;
+  gint max_keypoints;
+  gint template_size, window_size;
+  gboolean refine;
+  gint refine_window;
+  GrModel model;
+  gdouble ransac_threshold;
+  gdouble min_peak_ratio;
+  guint min_inliers;
+  gdouble min_inlier_ratio;
+  GstNmiRegisterCoarseFallback coarse_fallback;
+  gdouble initial_offset_x, initial_offset_y, initial_scale;
+  GstNmiRegisterOverlayMode overlay;
+} GstNmiRegisterSettings;
+
+struct _GstNmiRegister {
+  GstGeoregBase parent;
+
+  GstNmiRegisterSettings settings;
+
+  /* prepared in start() */
+  GrNmiSparse *engine;
+  gint ctl_w, ctl_h;
+  gdouble ctl_a, ctl_b;         /* the control's value range mapped onto the levels */
+  gboolean has_geo;
+  gdouble geo[6];
+
+  /* coarse full search (coarse-fallback=full-search), made on first use */
+  GrNmiDense *dense;
+  gdouble dense_cs;             /* control scale of dense's control */
+  gint dense_w, dense_h;
+
+  /* per-frame scratch, reused */
+  GrPlaneF full, small;
+  guint8 *frame_q;
+  guint64 frame_count;
+  gboolean announced;
+  gboolean warned_no_coarse;
+
+  /* the device path (CUDA engine): frames converted, quantized, their keypoints found
+   * and their templates cut on the device; only keypoints and scores come back */
+  GstGeoregDeviceControl *dctl; /* the shared control levels the engine borrows */
+  GrFeatures *kpf;              /* device keypoint detector (gr_keypoints_detect's) */
+  gpointer rc;                  /* GrRegisterCuda: value range, levels, templates */
+  gint dev;                     /* the engines' device; -1 = host path */
+  GrPlaneF dplane;              /* this frame on the device (the converter's memory) */
+  const guint8 *dlevels;        /* its levels on the device (rc's memory) */
+  gboolean on_device;           /* this frame takes the device path */
+  gboolean full_valid;          /* `full` holds this frame (host path, or downloaded) */
+  gdouble read_ms, keypoints_ms;        /* this frame's phases (element message) */
+  gdouble overlay_ms;                   /* drawing the overlay (0 without one) */
+};
+
 #define gst_nmi_register_parent_class parent_class
-G_DEFINE_TYPE (GstNmiRegister, gst_nmi_register, GST_TYPE_BASE_TRANSFORM);
+G_DEFINE_TYPE (GstNmiRegister, gst_nmi_register, GST_TYPE_GEOREG_BASE);
 GST_ELEMENT_REGISTER_DEFINE (nmiregister, "nmiregister", GST_RANK_NONE,
     GST_TYPE_NMI_REGISTER);
 
@@ -160,25 +206,6 @@ gst_nmi_register_set_property (GObject * object, guint prop_id,
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
-    case PROP_CONTROL_LOCATION:
-      g_free (s->control_location);
-      s->control_location = g_value_dup_string (value);
-      break;
-    case PROP_BAND:
-      s->band = g_value_get_uint (value);
-      break;
-    case PROP_NODATA:
-      s->nodata = g_value_get_int (value);
-      break;
-    case PROP_BINS:
-      s->bins = g_value_get_enum (value);
-      break;
-    case PROP_BIN_LOW:
-      s->bin_low = g_value_get_double (value);
-      break;
-    case PROP_BIN_HIGH:
-      s->bin_high = g_value_get_double (value);
-      break;
     case PROP_LEVELS:
       s->levels = g_value_get_uint (value);
       break;
@@ -245,21 +272,13 @@ gst_nmi_register_set_property (GObject * object, guint prop_id,
     case PROP_INITIAL_SCALE:
       s->initial_scale = g_value_get_double (value);
       break;
-    case PROP_BACKEND:
-      s->backend = g_value_get_enum (value);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      s->cuda_device_id = g_value_get_int (value);
-      break;
-    case PROP_POST_MESSAGES:
-      s->post_messages = g_value_get_boolean (value);
-      break;
     case PROP_OVERLAY:
       s->overlay = g_value_get_enum (value);
       break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+      GST_OBJECT_UNLOCK (self);
+      gst_georeg_base_set_property (object, prop_id, value, pspec);
+      return;
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -273,24 +292,6 @@ gst_nmi_register_get_property (GObject * object, guint prop_id, GValue * value,
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
-    case PROP_CONTROL_LOCATION:
-      g_value_set_string (value, s->control_location);
-      break;
-    case PROP_BAND:
-      g_value_set_uint (value, s->band);
-      break;
-    case PROP_NODATA:
-      g_value_set_int (value, s->nodata);
-      break;
-    case PROP_BINS:
-      g_value_set_enum (value, s->bins);
-      break;
-    case PROP_BIN_LOW:
-      g_value_set_double (value, s->bin_low);
-      break;
-    case PROP_BIN_HIGH:
-      g_value_set_double (value, s->bin_high);
-      break;
     case PROP_LEVELS:
       g_value_set_uint (value, s->levels);
       break;
@@ -336,21 +337,13 @@ gst_nmi_register_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_INITIAL_SCALE:
       g_value_set_double (value, s->initial_scale);
       break;
-    case PROP_BACKEND:
-      g_value_set_enum (value, s->backend);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      g_value_set_int (value, s->cuda_device_id);
-      break;
-    case PROP_POST_MESSAGES:
-      g_value_set_boolean (value, s->post_messages);
-      break;
     case PROP_OVERLAY:
       g_value_set_enum (value, s->overlay);
       break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+      GST_OBJECT_UNLOCK (self);
+      gst_georeg_base_get_property (object, prop_id, value, pspec);
+      return;
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -516,8 +509,7 @@ release_resources (GstNmiRegister * self)
   self->dlevels = NULL;
   gr_nmi_dense_free (self->dense);
   self->dense = NULL;
-  gst_georeg_control_release (self->control);
-  self->control = NULL;
+  gst_georeg_base_release_control (GST_GEOREG_BASE (self));
   gr_plane_clear (&self->full);
   gr_plane_clear (&self->small);
   g_clear_pointer (&self->frame_q, g_free);
@@ -534,14 +526,9 @@ gst_nmi_register_start (GstBaseTransform * trans)
 
   GST_OBJECT_LOCK (self);
   s = self->settings;
-  s.control_location = g_strdup (s.control_location);
+  gst_georeg_base_get_settings_unlocked (GST_GEOREG_BASE (self), &s.c);
   GST_OBJECT_UNLOCK (self);
 
-  if (!s.control_location || !*s.control_location) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-        ("No control image: set the control-location property."), (NULL));
-    goto done;
-  }
   if (s.window_size < s.template_size || s.refine_window < s.template_size) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("window-size (%d) and refine-window (%d) must not be smaller than "
@@ -549,29 +536,18 @@ gst_nmi_register_start (GstBaseTransform * trans)
         (NULL));
     goto done;
   }
-  gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
-          (self), GST_PROGRESS_TYPE_START, "control", "Loading the control image"));
-  GrStatus st;
-  self->control = gst_georeg_control_acquire (s.control_location, s.band, &st, err,
-      sizeof err);
-  if (!self->control) {
-    if (st == GR_ERR_IO)
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Could not read the control image \"%s\".", s.control_location), ("%s", err));
-    else
-      GST_ELEMENT_ERROR (self, RESOURCE, READ,
-          ("Unusable control image \"%s\".", s.control_location), ("%s", err));
+  if (!gst_georeg_base_open_control (GST_GEOREG_BASE (self)))
     goto done;
-  }
-  const GrRaster *r = gst_georeg_control_raster (self->control);
+  const GstGeoregControl *control = gst_georeg_base_control (GST_GEOREG_BASE (self));
+  const GrRaster *r = gst_georeg_control_raster (control);
   if (gr_plane_count_valid (&r->plane) == 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
         ("The control image \"%s\" has no valid pixel (all nodata or transparent).",
-            s.control_location), (NULL));
+            s.c.control_location), (NULL));
     goto done;
   }
-  if (!value_range (&r->plane, gst_georeg_bins_resolve (s.bins, r->bit_depth),
-          r->bit_depth, s.bin_low, s.bin_high, &self->ctl_a, &self->ctl_b)) {
+  if (!value_range (&r->plane, gst_georeg_bins_resolve (s.c.bins, r->bit_depth),
+          r->bit_depth, s.c.bin_low, s.c.bin_high, &self->ctl_a, &self->ctl_b)) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("Could not map the control to %u levels: check bins, bin-low and bin-high "
             "(fixed needs bin-low < bin-high; percentile needs 0 <= low < high <= 100).",
@@ -582,23 +558,23 @@ gst_nmi_register_start (GstBaseTransform * trans)
 
   GrStatus est;
   err[0] = '\0';
-  self->engine = gr_nmi_sparse_new (s.backend, gst_georeg_cuda_engine_device (&self->cuda,
-          s.cuda_device_id), &est, err, sizeof err);
+  self->engine = gr_nmi_sparse_new (s.c.backend, gst_georeg_base_engine_device (GST_GEOREG_BASE (self),
+          s.c.cuda_device_id), &est, err, sizeof err);
   if (!self->engine) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("Cannot use the %s backend.", gr_backend_name (s.backend)), ("%s", err));
+        ("Cannot use the %s backend.", gr_backend_name (s.c.backend)), ("%s", err));
     goto done;
   }
   gboolean ctl_set = FALSE;
 #if GR_HAVE_CUDA
   if (gr_nmi_sparse_backend (self->engine) == GR_BACKEND_CUDA) {
-    const gint dev = MAX (gst_georeg_cuda_engine_device (&self->cuda,
-            s.cuda_device_id), 0);
+    const gint dev = MAX (gst_georeg_base_engine_device (GST_GEOREG_BASE (self),
+            s.c.cuda_device_id), 0);
     char derr[512] = "";
     GrStatus dst;
     /* the control's levels, derived on the device from the process-wide plane
      * (gstgeoregcontrolcuda.h) and shared with elements of the same levels and range */
-    self->dctl = gst_georeg_device_control_levels (self->control, dev, s.levels,
+    self->dctl = gst_georeg_device_control_levels (control, dev, s.levels,
         self->ctl_a, self->ctl_b, &dst, derr, sizeof derr);
     if (self->dctl) {
       gint vmax = 0;
@@ -642,7 +618,7 @@ gst_nmi_register_start (GstBaseTransform * trans)
       goto done;
     }
   }
-  if (s.backend == GR_BACKEND_AUTO && gr_nmi_sparse_backend (self->engine) ==
+  if (s.c.backend == GR_BACKEND_AUTO && gr_nmi_sparse_backend (self->engine) ==
       GR_BACKEND_CPU && err[0]) {
     /* auto: the CUDA engine could not be made or could not take the control (e.g.
      * out of device memory); the engine now matches on the CPU, so frames are read
@@ -667,7 +643,7 @@ gst_nmi_register_start (GstBaseTransform * trans)
   self->dense_cs = 0.0;
   GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), georeferenced: %s; "
       "%u controls shared in memory; backend %s; control %s; frames read %s",
-      s.control_location, cw, ch, r->driver, r->bit_depth, s.band,
+      s.c.control_location, cw, ch, r->driver, r->bit_depth, s.c.band,
       r->has_geo ? "yes" : "no", gst_georeg_control_cache_count (),
       gr_backend_name (gr_nmi_sparse_backend (self->engine)),
       self->dctl ? "shared on the device" : "this element's own",
@@ -675,13 +651,11 @@ gst_nmi_register_start (GstBaseTransform * trans)
   ok = TRUE;
 
 done:
-  gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
-          (self), ok ? GST_PROGRESS_TYPE_COMPLETE : GST_PROGRESS_TYPE_ERROR, "control",
-          ok ? "Control image ready" : "Control image unusable"));
+  gst_georeg_base_control_done (GST_GEOREG_BASE (self), ok);
   if (!ok)
     release_resources (self);
   g_free (ctl_q);
-  g_free (s.control_location);
+  gst_georeg_base_settings_clear (&s.c);
   return ok;
 }
 
@@ -693,32 +667,16 @@ gst_nmi_register_stop (GstBaseTransform * trans)
 }
 
 
-/* ------------------------------------------------------------------ CUDA memory */
-
-static void
-cuda_settings (GstElement * element, GrBackend * backend, gint * device_id)
-{
-  GstNmiRegister *self = GST_NMI_REGISTER (element);
-  GST_OBJECT_LOCK (self);
-  *backend = self->settings.backend;
-  *device_id = self->settings.cuda_device_id;
-  GST_OBJECT_UNLOCK (self);
-}
+/* ------------------------------------------------------------------ caps */
 
 static gboolean
-gst_nmi_register_set_caps (GstBaseTransform * trans, GstCaps * incaps, GstCaps * outcaps)
+gst_nmi_register_set_info (GstGeoregBase * base, GstCaps * incaps,
+    const GstVideoInfo * info)
 {
-  GstNmiRegister *self = GST_NMI_REGISTER (trans);
-  GstVideoInfo info;
-  if (!gst_video_info_from_caps (&info, incaps)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unsupported caps."),
-        ("%" GST_PTR_FORMAT, incaps));
-    return FALSE;
-  }
-  self->info = info;
+  GstNmiRegister *self = GST_NMI_REGISTER (base);
   g_free (self->frame_q);
-  self->frame_q = g_try_malloc ((gsize) GST_VIDEO_INFO_WIDTH (&info) *
-      GST_VIDEO_INFO_HEIGHT (&info));
+  self->frame_q = g_try_malloc ((gsize) GST_VIDEO_INFO_WIDTH (info) *
+      GST_VIDEO_INFO_HEIGHT (info));
   if (!self->frame_q) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
     return FALSE;
@@ -765,13 +723,14 @@ full_search (GstNmiRegister * self, const GstNmiRegisterSettings * s, double fa,
   const double cs = fs / s->initial_scale;
   if (cs > 1.0 || cs <= 0.0)
     return FALSE;
-  const GrRaster *r = gst_georeg_control_raster (self->control);
+  const GrRaster *r =
+      gst_georeg_control_raster (gst_georeg_base_control (GST_GEOREG_BASE (self)));
   if (!self->dense || self->dense_cs != cs) {
     GrPlaneF ctl = { 0 };
     GrStatus est;
     if (!self->dense)
-      self->dense = gr_nmi_dense_new (s->backend, gst_georeg_cuda_engine_device
-          (&self->cuda, s->cuda_device_id), &est, err, sizeof err);
+      self->dense = gr_nmi_dense_new (s->c.backend, gst_georeg_base_engine_device
+          (GST_GEOREG_BASE (self), s->c.cuda_device_id), &est, err, sizeof err);
     if (!self->dense) {
       GST_WARNING_OBJECT (self, "full search: %s", err);
       return FALSE;
@@ -1045,7 +1004,8 @@ post_result (GstNmiRegister * self, GstBuffer * buf, const GstNmiRegisterMeta * 
       "frame", G_TYPE_UINT64, self->frame_count,
       "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
       "backend", G_TYPE_STRING, gr_backend_name (gr_nmi_sparse_backend (self->engine)),
-      "input-memory", G_TYPE_STRING, gst_georeg_input_name (self->input),
+      "input-memory", G_TYPE_STRING, gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE
+          (self))),
       "flags", G_TYPE_UINT, m->flags,
       "model", G_TYPE_STRING, model_nick ((GrModel) m->model),
       "has-transform", G_TYPE_BOOLEAN, m->has_transform,
@@ -1068,8 +1028,7 @@ post_result (GstNmiRegister * self, GstBuffer * buf, const GstNmiRegisterMeta * 
       set_double_array (st, "footprint-map", m->footprint_map, 8);
     }
   }
-  gst_element_post_message (GST_ELEMENT (self),
-      gst_message_new_element (GST_OBJECT (self), st));
+  gst_georeg_base_post_result (GST_GEOREG_BASE (self), st);
 }
 
 /* One registration from a prior (frame top-left px, py in control pixel corners,
@@ -1234,8 +1193,8 @@ draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer
     const GstNmiRegisterMeta * m, const GrKeypoint * kp, const RegResult * res)
 {
   GstNmiRegisterOverlayData d = {
-    .width = GST_VIDEO_INFO_WIDTH (&self->info),
-    .height = GST_VIDEO_INFO_HEIGHT (&self->info),
+    .width = GST_VIDEO_INFO_WIDTH (gst_georeg_base_info (GST_GEOREG_BASE (self))),
+    .height = GST_VIDEO_INFO_HEIGHT (gst_georeg_base_info (GST_GEOREG_BASE (self))),
     .keypoints = kp,
     .n_keypoints = kp ? (gint) m->keypoints : 0,
     .match_frame = res->match_frame,
@@ -1268,7 +1227,7 @@ draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer
     return TRUE;
   }
   GstVideoFrame frame;
-  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READWRITE)) {
+  if (!gst_video_frame_map (&frame, gst_georeg_base_info (GST_GEOREG_BASE (self)), buf, GST_MAP_READWRITE)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the frame to draw the "
             "overlay."), (NULL));
     return FALSE;
@@ -1284,7 +1243,7 @@ draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer
     default:
       GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Cannot draw the overlay on %s "
               "frames.", gst_video_format_to_string (GST_VIDEO_INFO_FORMAT
-                  (&self->info))), (NULL));
+                  (gst_georeg_base_info (GST_GEOREG_BASE (self))))), (NULL));
       return FALSE;
   }
 no_memory:
@@ -1308,11 +1267,12 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
   GST_OBJECT_LOCK (self);
   s = self->settings;
-  s.control_location = NULL;
+  gst_georeg_base_get_settings_unlocked (GST_GEOREG_BASE (self), &s.c);
   GST_OBJECT_UNLOCK (self);
+  gst_georeg_base_settings_clear (&s.c);        /* only the numbers are used */
   const gint64 t0 = g_get_monotonic_time ();
-  const int depth = gst_georeg_video_format_depth (GST_VIDEO_INFO_FORMAT (&self->info));
-  const GrBinMode bmode = gst_georeg_bins_resolve (s.bins, depth);
+  const int depth = gst_georeg_video_format_depth (GST_VIDEO_INFO_FORMAT (gst_georeg_base_info (GST_GEOREG_BASE (self))));
+  const GrBinMode bmode = gst_georeg_bins_resolve (s.c.bins, depth);
 
   /* the device path: the frame (CUDA memory in place, or its 8-bit plane uploaded)
    * converted, ranged and quantized on the device; percentile bins need a sort of the
@@ -1321,9 +1281,8 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   self->full_valid = FALSE;
   if (self->dev >= 0 && bmode != GR_BINS_PERCENTILE) {
     gboolean done = FALSE;
-    if (!gst_georeg_cuda_frame_to_device (&self->cuda, GST_ELEMENT (self), buf,
-            &self->info, s.nodata, self->dev, 0.0, FALSE, &self->dplane, &self->input,
-            &done, err, sizeof err)) {
+    if (!gst_georeg_base_frame_to_device (GST_GEOREG_BASE (self), buf, s.c.nodata,
+            self->dev, 0.0, FALSE, &self->dplane, &done, err, sizeof err)) {
       GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not read the frame on the "
               "device."), ("%s", err));
       return GST_FLOW_ERROR;
@@ -1331,8 +1290,8 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     self->on_device = done;
   }
   if (!self->on_device) {
-    if (!gst_georeg_read_frame_plane (&self->cuda, GST_ELEMENT (self), buf,
-          &self->info, s.nodata, &self->full, &self->input))
+    if (!gst_georeg_base_read_plane (GST_GEOREG_BASE (self), buf, s.c.nodata,
+            &self->full))
       return GST_FLOW_ERROR;
     self->full_valid = TRUE;
   }
@@ -1358,7 +1317,7 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 #endif
   {
     /* identity and fixed read only the plane's size */
-    range_ok = value_range (fplane, bmode, depth, s.bin_low, s.bin_high, &fa, &fb);
+    range_ok = value_range (fplane, bmode, depth, s.c.bin_low, s.c.bin_high, &fa, &fb);
   }
   if (!range_ok) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the frame to %u levels: "
@@ -1544,7 +1503,7 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     }
     self->overlay_ms = (g_get_monotonic_time () - t_ov) / 1000.0;
   }
-  if (s.post_messages)
+  if (s.c.post_messages)
     post_result (self, buf, m, (g_get_monotonic_time () - t0) / 1000.0);
   self->frame_count++;
   goto done;
@@ -1565,8 +1524,6 @@ gst_nmi_register_finalize (GObject * object)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
   release_resources (self);
-  gst_georeg_cuda_close (&self->cuda);
-  g_free (self->settings.control_location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1584,35 +1541,6 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
   gobject_class->get_property = gst_nmi_register_get_property;
   gobject_class->finalize = gst_nmi_register_finalize;
 
-  g_object_class_install_property (gobject_class, PROP_CONTROL_LOCATION,
-      g_param_spec_string ("control-location", "Control location",
-          "Control image file (GeoTIFF/TIFF/PNG/JPEG through GDAL when built with it; "
-          "else PNG/JPEG with a world file). Nodata or alpha is its mask, its "
-          "geotransform gives map coordinates. Elements naming the same file and band "
-          "share one copy in memory", NULL, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BAND,
-      g_param_spec_uint ("band", "Band",
-          "Band of the control image to match (1-based); 0 = luminance of its colour "
-          "bands", 0, 65535, DEFAULT_BAND, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_NODATA,
-      g_param_spec_int ("nodata", "Nodata",
-          "Frame value that marks invalid pixels (gray value, or rounded luma of "
-          "colour frames); -1 = none", -1, 65535, DEFAULT_NODATA, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_BINS,
-      g_param_spec_enum ("bins", "Bins",
-          "Value range of frame and control (each on its own values) that is cut into "
-          "`levels` grey levels: min-max of the valid pixels (default), fixed "
-          "bin-low..bin-high, percentiles, identity (0..255 or 0..65535), auto "
-          "(identity for 8-bit, min-max for 16-bit)", GST_TYPE_GEOREG_BINS,
-          DEFAULT_BINS, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BIN_LOW,
-      g_param_spec_double ("bin-low", "Bin low",
-          "Low end for bins=fixed (a value) or bins=percentile (0..100)",
-          -G_MAXDOUBLE, G_MAXDOUBLE, DEFAULT_BIN_LOW, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BIN_HIGH,
-      g_param_spec_double ("bin-high", "Bin high",
-          "High end for bins=fixed (a value) or bins=percentile (0..100)",
-          -G_MAXDOUBLE, G_MAXDOUBLE, DEFAULT_BIN_HIGH, rw_ready));
   g_object_class_install_property (gobject_class, PROP_LEVELS,
       g_param_spec_uint ("levels", "Levels",
           "Grey levels the values are cut into before matching (equal steps over the "
@@ -1683,23 +1611,17 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
       g_param_spec_double ("initial-scale", "Initial scale",
           "Control pixels per frame pixel for coarse-fallback=initial-offset and "
           "full-search", 1e-3, 1e3, DEFAULT_INITIAL_SCALE, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_BACKEND,
-      g_param_spec_enum ("backend", "Backend",
-          "Where the matching runs", GST_TYPE_GEOREG_BACKEND, DEFAULT_BACKEND, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
-      g_param_spec_int ("cuda-device-id", "CUDA device id",
-          "CUDA device to use (-1 = any)", -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
-          rw_ready));
-  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post an element message 'nmiregister' per frame", DEFAULT_POST_MESSAGES,
-          rw_playing));
   g_object_class_install_property (gobject_class, PROP_OVERLAY,
       g_param_spec_enum ("overlay", "Overlay",
           "Draw what the registration saw (keypoints, inliers with their residuals x10, "
           "outliers, the coarse footprint, a border coloured by the result): as a "
           "GstVideoOverlayCompositionMeta, or blended into the frame",
           GST_TYPE_NMI_REGISTER_OVERLAY_MODE, DEFAULT_OVERLAY, rw_playing));
+
+  gst_georeg_base_class_install_properties (GST_GEOREG_BASE_CLASS (klass),
+      GST_GEOREG_PROPS_CONTROL | GST_GEOREG_PROPS_NODATA | GST_GEOREG_PROPS_BINS |
+      GST_GEOREG_PROPS_BACKEND | GST_GEOREG_PROPS_POST_MESSAGES,
+      GST_GEOREG_BINS_MIN_MAX);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -1714,15 +1636,9 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_nmi_register_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_nmi_register_stop);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_nmi_register_set_caps);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR (gst_nmi_register_transform_ip);
-  gst_georeg_cuda_class_setup (element_class, G_STRUCT_OFFSET (GstNmiRegister, cuda),
-      cuda_settings);
-  trans_class->passthrough_on_same_caps = FALSE;
-  trans_class->transform_ip_on_passthrough = FALSE;
-
-  gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BINS, 0);
+  GST_GEOREG_BASE_CLASS (klass)->set_info =
+      GST_DEBUG_FUNCPTR (gst_nmi_register_set_info);
   gst_type_mark_as_plugin_api (GST_TYPE_NMI_REGISTER_MODEL, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_NMI_REGISTER_COARSE_FALLBACK, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_NMI_REGISTER_OVERLAY_MODE, 0);
@@ -1734,11 +1650,6 @@ static void
 gst_nmi_register_init (GstNmiRegister * self)
 {
   GstNmiRegisterSettings *s = &self->settings;
-  s->band = DEFAULT_BAND;
-  s->nodata = DEFAULT_NODATA;
-  s->bins = DEFAULT_BINS;
-  s->bin_low = DEFAULT_BIN_LOW;
-  s->bin_high = DEFAULT_BIN_HIGH;
   s->levels = DEFAULT_LEVELS;
   s->max_keypoints = DEFAULT_MAX_KEYPOINTS;
   s->template_size = DEFAULT_TEMPLATE_SIZE;
@@ -1753,11 +1664,6 @@ gst_nmi_register_init (GstNmiRegister * self)
   s->coarse_fallback = DEFAULT_COARSE_FALLBACK;
   s->initial_offset_x = s->initial_offset_y = DEFAULT_INITIAL_OFFSET;
   s->initial_scale = DEFAULT_INITIAL_SCALE;
-  s->backend = DEFAULT_BACKEND;
-  s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
-  s->post_messages = DEFAULT_POST_MESSAGES;
   s->overlay = DEFAULT_OVERLAY;
   self->dev = -1;
-  gst_georeg_cuda_init (&self->cuda);
-  gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }
