@@ -129,15 +129,14 @@ cmp_float (const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* The value range [a, b] that `mode` maps onto the bins. */
-static GrStatus
-bin_range (const GrPlaneF *p, GrBinMode mode, double lo, double hi, double *a, double *b)
+GrStatus
+gr_plane_value_range (const GrPlaneF *p, GrBinMode mode, int depth, double lo,
+    double hi, double *a, double *b)
 {
-  const size_t n = (size_t) p->width * p->height;
   switch (mode) {
     case GR_BINS_IDENTITY:
       *a = 0.0;
-      *b = 256.0;
+      *b = depth > 8 ? 65536.0 : 256.0;
       return GR_OK;
     case GR_BINS_FIXED:
       if (!(hi > lo))
@@ -147,15 +146,14 @@ bin_range (const GrPlaneF *p, GrBinMode mode, double lo, double hi, double *a, d
       return GR_OK;
     case GR_BINS_MINMAX: {
       double mn = INFINITY, mx = -INFINITY;
-      for (size_t i = 0; i < n; i++) {
-        if (p->mask && !p->mask[i])
-          continue;
-        const double v = p->data[i];
-        if (v < mn)
-          mn = v;
-        if (v > mx)
-          mx = v;
-      }
+      for (int y = 0; y < p->height; y++)
+        for (int x = 0; x < p->width; x++) {
+          if (p->mask && !p->mask[(size_t) y * p->width + x])
+            continue;
+          const double v = p->data[(size_t) y * p->stride + x];
+          mn = v < mn ? v : mn;
+          mx = v > mx ? v : mx;
+        }
       *a = isfinite (mn) ? mn : 0.0;
       *b = isfinite (mx) ? mx : 0.0;
       return GR_OK;
@@ -172,9 +170,10 @@ bin_range (const GrPlaneF *p, GrBinMode mode, double lo, double hi, double *a, d
       if (!v)
         return GR_ERR_NOMEM;
       size_t k = 0;
-      for (size_t i = 0; i < n; i++)
-        if (!p->mask || p->mask[i])
-          v[k++] = p->data[i];
+      for (int y = 0; y < p->height; y++)
+        for (int x = 0; x < p->width; x++)
+          if (!p->mask || p->mask[(size_t) y * p->width + x])
+            v[k++] = p->data[(size_t) y * p->stride + x];
       qsort (v, nv, sizeof (float), cmp_float);
       *a = v[(size_t) floor (lo / 100.0 * (nv - 1) + 0.5)];
       *b = v[(size_t) floor (hi / 100.0 * (nv - 1) + 0.5)];
@@ -191,7 +190,8 @@ gr_plane_to_bins (const GrPlaneF *p, GrBinMode mode, double lo, double hi, uint8
   if (!p || !p->data || !out)
     return GR_ERR_INVALID;
   double a, b;
-  GrStatus st = bin_range (p, mode, lo, hi, &a, &b);
+  /* 8-bit semantics: identity rounds the values themselves */
+  GrStatus st = gr_plane_value_range (p, mode, 8, lo, hi, &a, &b);
   if (st != GR_OK)
     return st;
   /* 256 equal-width bins over [a, b]; b itself falls on 256 and is clamped into 255. */

@@ -38,6 +38,14 @@ typedef enum {
   GR_BINS_PERCENTILE = 3,  /* [lo-th, hi-th] percentile of the valid pixels (0..100) */
 } GrBinMode;
 
+/* The value range [a, b] that `mode` maps onto the bins or levels, from the valid
+ * pixels of p (any stride): identity 0..256 (0..65536 when depth > 8), fixed lo..hi
+ * (GR_ERR_INVALID unless lo < hi), min..max of the valid values, or their lo-th and
+ * hi-th percentiles (GR_ERR_INVALID unless 0 <= lo < hi <= 100); 0..0 when no pixel
+ * is valid.  GR_ERR_NOMEM when the percentile sort cannot allocate. */
+GrStatus gr_plane_value_range (const GrPlaneF *p, GrBinMode mode, int depth, double lo,
+    double hi, double *a, double *b);
+
 /* Maps the plane to 256 bins: bin = floor((v - a) / (b - a) * 256) clamped to 0..255,
  * where [a, b] follows `mode` (lo and hi are used by FIXED and PERCENTILE).  A
  * constant plane maps to bin 0.  out has stride = width; invalid pixels get 0. */

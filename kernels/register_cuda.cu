@@ -1,7 +1,7 @@
 /* nmiregister's per-frame device work and the device side of shared control imagery
  * (see register_cuda.h).
  *
- * Bit-identity with gst/gstnmiregister.c: to_level, sample_bilinear and gr_fit_apply
+ * Bit-identity with kernels/register.c: to_level, sample_bilinear and gr_fit_apply
  * (kernels/fit.c) are written below with the same operations in the same order, each
  * with an explicit IEEE intrinsic (the host build, x86-64 baseline, has no FMA).
  * The min / max of the value range are exact in any order.
@@ -23,7 +23,7 @@
 
 /* ---- the host's expressions ------------------------------------------------ */
 
-/* gstnmiregister.c's to_level */
+/* register.c's to_level */
 __device__ __forceinline__ uint8_t
 to_level_dev (double v, double a, double b, int levels)
 {
@@ -57,7 +57,7 @@ fit_apply_dev (const Hmat &H, double x, double y, double *xo, double *yo)
   return true;
 }
 
-/* gstnmiregister.c's sample_bilinear */
+/* register.c's sample_bilinear */
 __device__ __forceinline__ bool
 sample_dev (const float *d, size_t s, const uint8_t *m, int w, int h, double x, double y,
     double *v)
@@ -175,7 +175,7 @@ levels_kernel (const float *__restrict__ d, size_t stride, const uint8_t *__rest
   }
 }
 
-/* one block per template: gstnmiregister.c's second-pass template of centre k */
+/* one block per template: register.c's second-pass template of centre k */
 __global__ void
 resample_kernel (const float *__restrict__ d, size_t stride, const uint8_t *__restrict__ m,
     int w, int h, Hmat Hi, const int32_t *__restrict__ qxy, int T, double a, double b,

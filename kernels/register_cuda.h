@@ -1,7 +1,7 @@
 /* nmiregister's per-frame work on frames that stay in device memory, and the device
  * side of control imagery shared between elements (kernels/register_cuda.cu).
  *
- * Every function reproduces the host code of gst/gstnmiregister.c operation by
+ * Every function reproduces the host code of kernels/register.c operation by
  * operation (IEEE double arithmetic written with the _rn intrinsics, so that nvcc
  * cannot contract a multiply and an add into an FMA, in the host's evaluation
  * order), so a frame matched from device memory gives the very bytes the host path

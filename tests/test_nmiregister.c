@@ -16,6 +16,7 @@
 #include "gstnmiregisteroverlay.h"
 #include "fit.h"
 #include "raster.h"
+#include "register.h"
 #include "synth.h"
 
 /* the cache is plain GLib code: compiled in to test it directly */
@@ -341,6 +342,66 @@ GST_START_TEST (test_models)
     gst_harness_teardown (h);
   }
 }
+GST_END_TEST;
+
+/* The element is a thin adapter: its result is the engine's (kernels/register.h) on
+ * the same frame, control and prior, bit for bit. */
+GST_START_TEST (test_element_is_the_engine)
+{
+  double ht[9];
+  pose_h (230.0, 140.0, 2.0, 1.03, ht);
+  double x0, y0;
+  gr_synth_homography_apply (ht, 0, 0, &x0, &y0);
+  const double px = x0 + 0.5 + 3.0, py = y0 + 0.5 - 2.0;
+
+  GstHarness *h = new_harness ("max-keypoints=300");
+  GstBuffer *in = frame_h (ht, TRUE), *out;
+  GstMapInfo map;
+  GrPlaneF frame = { 0 };
+  fail_unless (gr_plane_alloc (&frame, FW, FH, FALSE));
+  gst_buffer_map (in, &map, GST_MAP_READ);
+  for (int i = 0; i < FW * FH; i++)
+    frame.data[i] = map.data[i];
+  gst_buffer_unmap (in, &map);
+  add_coarse (in, px, py, 0);
+  GstNmiRegisterMeta *m = run_one (h, in, &out);
+
+  char err[256] = "";
+  GrStatus st;
+  GrRegister *r = gr_register_new (GR_BACKEND_CPU, -1, &st, err, sizeof err);
+  fail_unless (r != NULL, "%s", err);
+  GrRegisterParams p;
+  gr_register_params_init (&p);
+  p.max_keypoints = 300;
+  double a, b;
+  fail_unless (gr_plane_value_range (&luma, GR_BINS_MINMAX, 8, 0, 0, &a, &b) == GR_OK);
+  fail_unless (gr_register_set_control (r, &luma, a, b, p.levels, NULL, 0, NULL, err,
+          sizeof err) == GR_OK, "%s", err);
+  fail_unless (gr_register_set_frame (r, &p, &frame, FALSE, GR_BINS_MINMAX, 8, 0, 0,
+          err, sizeof err) == GR_OK, "%s", err);
+  GrRegisterPrior prior = { 0 };
+  prior.has_prior = TRUE;
+  const double ph[9] = { 1, 0, px, 0, 1, py, 0, 0, 1 };
+  memcpy (prior.h, ph, sizeof ph);
+  GrRegisterResult res;
+  fail_unless (gr_register_run (r, &p, &prior, &res, err, sizeof err) == GR_OK, "%s",
+      err);
+  fail_unless (res.has_transform && m->has_transform);
+  fail_unless (memcmp (m->frame_to_control, res.h, sizeof res.h) == 0,
+      "the element's transform differs from the engine's");
+  fail_unless (m->flags == res.flags && m->inliers == (guint) res.inliers &&
+      m->matches == (guint) res.matches && m->keypoints == (guint) res.keypoints &&
+      m->rms == res.rms, "element flags 0x%x inl %u m %u kp %u vs engine 0x%x %d %d %d",
+      m->flags, m->inliers, m->matches, m->keypoints, res.flags, res.inliers,
+      res.matches, res.keypoints);
+  fail_unless (transform_error (m, ht) < 0.1, "error %g", transform_error (m, ht));
+  gr_register_result_clear (&res);
+  gr_register_free (r);
+  gr_plane_clear (&frame);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
 GST_END_TEST;
 
 GST_START_TEST (test_coarse_fallbacks)
@@ -864,6 +925,7 @@ nmiregister_suite (void)
   tcase_add_test (tc, test_registers_with_meta_and_message);
   tcase_add_test (tc, test_models);
   tcase_add_test (tc, test_coarse_fallbacks);
+  tcase_add_test (tc, test_element_is_the_engine);
   tcase_add_test (tc, test_bad_frames);
   tcase_add_test (tc, test_bad_control);
   tcase_add_test (tc, test_control_cache);
