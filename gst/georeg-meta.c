@@ -32,6 +32,10 @@ nmi_localize_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
   m->valid_pixels = 0;
   m->has_map = FALSE;
   m->map_x = m->map_y = NAN;
+  m->has_prior_transform = FALSE;
+  for (int i = 0; i < 9; i++)
+    m->frame_to_control[i] = NAN;
+  m->heading_deg = m->scale = m->gsd = m->overlap = NAN;
   return TRUE;
 }
 
@@ -69,4 +73,36 @@ gst_buffer_add_nmi_localize_meta (GstBuffer * buffer)
   g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
   return (GstNmiLocalizeMeta *) gst_buffer_add_meta (buffer,
       GST_NMI_LOCALIZE_META_INFO, NULL);
+}
+
+gboolean
+gst_nmi_localize_meta_set_transform (GstNmiLocalizeMeta * meta,
+    const gdouble frame_to_control[9], gint frame_width, gint frame_height)
+{
+  g_return_val_if_fail (meta != NULL && frame_to_control != NULL, FALSE);
+  const gdouble *h = frame_to_control;
+  for (int i = 0; i < 9; i++)
+    if (!isfinite (h[i]))
+      return FALSE;
+  const gdouble x = frame_width / 2.0, y = frame_height / 2.0;
+  const gdouble w = h[6] * x + h[7] * y + h[8];
+  if (!(fabs (w) > 1e-12))
+    return FALSE;
+  const gdouble u = (h[0] * x + h[1] * y + h[2]) / w;
+  const gdouble v = (h[3] * x + h[4] * y + h[5]) / w;
+  /* Jacobian of the projective map at the centre: d(u,v)/d(x,y) */
+  const gdouble j00 = (h[0] - h[6] * u) / w, j01 = (h[1] - h[7] * u) / w;
+  const gdouble j10 = (h[3] - h[6] * v) / w, j11 = (h[4] - h[7] * v) / w;
+  memcpy (meta->frame_to_control, h, sizeof meta->frame_to_control);
+  meta->has_prior_transform = TRUE;
+  meta->center_x = u;
+  meta->center_y = v;
+  /* the frame's up (0, -1) lands on (-j01, -j11); heading is its angle clockwise
+   * from the control's up (0, -1) */
+  gdouble hd = atan2 (-j01, j11) * 180.0 / G_PI;
+  if (hd < 0.0)
+    hd += 360.0;
+  meta->heading_deg = hd >= 360.0 ? 0.0 : hd;
+  meta->scale = sqrt (fabs (j00 * j11 - j01 * j10));
+  return TRUE;
 }

@@ -861,3 +861,129 @@ gr_fit_robust (const double *src, const double *dst, const double *weights, int 
     *out = res;
   return res.result;
 }
+
+/* ------------------------------------------------------------------ plausibility */
+
+void
+gr_plausible_params_init (GrPlausibleParams *p)
+{
+  memset (p, 0, sizeof *p);
+  p->scale_tolerance = 1.5;
+  p->heading_tolerance_deg = 20.0;
+  p->max_anisotropy = 2.5;
+}
+
+/* The 2x2 Jacobian of h at (u, v); false when the point maps to infinity/behind. */
+static bool
+jacobian_at (const double h[9], double u, double v, double j[4])
+{
+  const double w = h[6] * u + h[7] * v + h[8];
+  if (!(w > 1e-12) || !isfinite (w))
+    return false;
+  const double x = (h[0] * u + h[1] * v + h[2]) / w, y = (h[3] * u + h[4] * v + h[5]) / w;
+  j[0] = (h[0] - h[6] * x) / w;
+  j[1] = (h[1] - h[7] * x) / w;
+  j[2] = (h[3] - h[6] * y) / w;
+  j[3] = (h[4] - h[7] * y) / w;
+  return isfinite (j[0]) && isfinite (j[1]) && isfinite (j[2]) && isfinite (j[3]);
+}
+
+/* Ratio of the singular values of a 2x2 matrix (>= 1; INFINITY when singular). */
+static double
+anisotropy_2x2 (const double j[4])
+{
+  const double a = j[0], b = j[1], c = j[2], d = j[3];
+  const double s = a * a + b * b + c * c + d * d, det = fabs (a * d - b * c);
+  const double disc = sqrt (fmax (0.0, s * s - 4.0 * det * det));
+  const double s1 = sqrt (0.5 * (s + disc)), s2 = sqrt (fmax (0.0, 0.5 * (s - disc)));
+  return s2 > 0.0 ? s1 / s2 : INFINITY;
+}
+
+unsigned
+gr_fit_check_plausible (const double h[9], int width, int height,
+    const GrPlausibleParams *params, GrPlausibility *out)
+{
+  GrPlausibleParams dp;
+  if (!params) {
+    gr_plausible_params_init (&dp);
+    params = &dp;
+  }
+  GrPlausibility r = { NAN, NAN, NAN, NAN, NAN };
+  unsigned f = 0;
+  const double hn = h ? h[8] : NAN;
+  double g[9];
+  for (int i = 0; i < 9; i++) {
+    g[i] = h ? h[i] : NAN;
+    if (!isfinite (g[i]))
+      f |= GR_PLAUSIBLE_NOT_FINITE;
+  }
+  /* a homography and its negative are the same map: make w positive at the centre */
+  if (!f && g[6] * 0.5 * width + g[7] * 0.5 * height + hn < 0)
+    for (int i = 0; i < 9; i++)
+      g[i] = -g[i];
+  const double pu[5] = { 0, (double) width, (double) width, 0, 0.5 * width };
+  const double pv[5] = { 0, 0, (double) height, (double) height, 0.5 * height };
+  double cx[4], cy[4], j[4];
+  r.anisotropy = 1.0;
+  r.min_det = INFINITY;
+  for (int k = 0; k < 5 && !f; k++) {
+    if (!jacobian_at (g, pu[k], pv[k], j)) {
+      f |= GR_PLAUSIBLE_NOT_FINITE;
+      break;
+    }
+    const double det = j[0] * j[3] - j[1] * j[2];
+    r.min_det = fmin (r.min_det, det);
+    r.anisotropy = fmax (r.anisotropy, anisotropy_2x2 (j));
+    if (k < 4)
+      gr_fit_apply (g, pu[k], pv[k], &cx[k], &cy[k]);
+    else {
+      r.scale = sqrt (fabs (det));
+      double a = atan2 (-j[1], j[3]) * 180.0 / M_PI;
+      r.heading_deg = a < 0 ? a + 360.0 : (a >= 360.0 ? 0.0 : a);
+    }
+  }
+  if (f & GR_PLAUSIBLE_NOT_FINITE) {
+    if (out)
+      *out = r;
+    return f;
+  }
+  if (!(r.min_det > 0.0) || !(r.anisotropy <= params->max_anisotropy))
+    f |= GR_PLAUSIBLE_NEAR_SINGULAR;
+  /* convex with the frame's orientation: every turn of the corner loop positive (the
+   * frame's corners turn clockwise on screen, which is positive with y down) */
+  double area2 = 0.0;
+  for (int k = 0; k < 4; k++) {
+    const int a = k, b = (k + 1) % 4, c = (k + 2) % 4;
+    const double cross = (cx[b] - cx[a]) * (cy[c] - cy[b]) - (cy[b] - cy[a]) * (cx[c] - cx[b]);
+    if (!(cross > 0.0))
+      f |= GR_PLAUSIBLE_NON_CONVEX;
+    area2 += cx[a] * cy[b] - cx[b] * cy[a];
+  }
+  const double area = 0.5 * area2;
+  if (params->expected_scale > 0.0) {
+    r.area_ratio = area / (params->expected_scale * params->expected_scale *
+        (double) width * height);
+    const double t2 = params->scale_tolerance * params->scale_tolerance;
+    if (!(r.area_ratio <= t2 && r.area_ratio >= 1.0 / t2))
+      f |= GR_PLAUSIBLE_AREA;
+  }
+  /* side ratios: top and bottom against the frame width, left and right against its
+   * height; a footprint stretched one way beyond max_anisotropy is not a camera's */
+  const double top = hypot (cx[1] - cx[0], cy[1] - cy[0]);
+  const double bottom = hypot (cx[2] - cx[3], cy[2] - cy[3]);
+  const double left = hypot (cx[3] - cx[0], cy[3] - cy[0]);
+  const double right = hypot (cx[2] - cx[1], cy[2] - cy[1]);
+  const double sx = 0.5 * (top + bottom) / width, sy = 0.5 * (left + right) / height;
+  const double asp = sx > sy ? sx / fmax (sy, 1e-300) : sy / fmax (sx, 1e-300);
+  if (!(asp <= params->max_anisotropy))
+    f |= GR_PLAUSIBLE_ASPECT;
+  if (params->has_heading) {
+    double d = fmod (fabs (r.heading_deg - params->heading_deg), 360.0);
+    d = d > 180.0 ? 360.0 - d : d;
+    if (!(d <= params->heading_tolerance_deg))
+      f |= GR_PLAUSIBLE_HEADING;
+  }
+  if (out)
+    *out = r;
+  return f;
+}

@@ -52,6 +52,52 @@ GrFitResult gr_fit_robust (const double *src, const double *dst, const double *w
 /* (x', y') = H (x, y); false when the point maps to infinity. */
 bool gr_fit_apply (const double h[9], double x, double y, double *xo, double *yo);
 
+/* ---- Is a frame -> control transform plausible for a camera over flat ground?  The
+ * fit's residual cannot say: a collapsed homography (a sliver footprint) can fit a
+ * few clustered inliers to 0.06 px.  These checks look at the transform itself. */
+typedef enum {
+  GR_PLAUSIBLE_OK = 0,
+  GR_PLAUSIBLE_NOT_FINITE = 1 << 0,    /* non-finite, or a frame corner maps to infinity
+                                          or behind the camera (w <= 0) */
+  GR_PLAUSIBLE_NEAR_SINGULAR = 1 << 1, /* the 2x2 Jacobian at some corner or the centre
+                                          is (near) singular or mirrored (det <= 0, or
+                                          its singular values differ by more than
+                                          max_anisotropy) */
+  GR_PLAUSIBLE_NON_CONVEX = 1 << 2,    /* the footprint (the 4 corners) is not a convex
+                                          quadrilateral with the frame's orientation */
+  GR_PLAUSIBLE_AREA = 1 << 3,          /* footprint area off the expected scale^2 *
+                                          frame area by more than scale_tolerance^2 */
+  GR_PLAUSIBLE_ASPECT = 1 << 4,        /* the footprint's side ratios differ from the
+                                          frame's by more than max_anisotropy */
+  GR_PLAUSIBLE_HEADING = 1 << 5,       /* heading at the centre more than
+                                          heading_tolerance_deg from the expected */
+} GrPlausibleFlags;
+
+typedef struct {
+  double expected_scale;       /* control px per frame px; <= 0: unknown (no AREA check) */
+  double scale_tolerance;      /* factor >= 1 on the linear scale (default 1.5) */
+  bool has_heading;
+  double heading_deg;          /* expected heading, clockwise from the control's up */
+  double heading_tolerance_deg;   /* default 20 */
+  double max_anisotropy;       /* default 2.5 (a 15-degree tilt gives about 1.3) */
+} GrPlausibleParams;
+
+void gr_plausible_params_init (GrPlausibleParams *p);
+
+typedef struct {
+  double area_ratio;           /* footprint area / (expected_scale^2 * w * h); NAN if
+                                  no expected scale */
+  double anisotropy;           /* worst singular value ratio over corners and centre */
+  double heading_deg;          /* at the frame centre, [0, 360) */
+  double scale;                /* sqrt |det J| at the centre */
+  double min_det;              /* smallest Jacobian determinant over corners, centre */
+} GrPlausibility;
+
+/* Checks frame -> control h (any model) for a width x height frame, pixel-corner
+ * coordinates.  Returns the GrPlausibleFlags found (0 = plausible); out may be NULL. */
+unsigned gr_fit_check_plausible (const double h[9], int width, int height,
+    const GrPlausibleParams *params, GrPlausibility *out);
+
 /* 3 x 3 row-major algebra on transforms.  c = a b (c may alias a or b). */
 void gr_mat3_mul (const double a[9], const double b[9], double c[9]);
 /* o = m^-1; false when m is singular or not finite. */

@@ -19,6 +19,7 @@
 struct GrNmiDense {
   GrBackend backend;
   GrBackend requested;            /* the backend asked for (AUTO may fall back) */
+  GrNmiScore score;
   int threads;
   /* CPU copy of the control, packed (stride = width) */
   uint8_t *ctl_pix;
@@ -92,6 +93,21 @@ GrBackend
 gr_nmi_dense_backend (const GrNmiDense *nmi)
 {
   return nmi->backend;
+}
+
+void
+gr_nmi_dense_set_score (GrNmiDense *nmi, GrNmiScore score)
+{
+  nmi->score = score;
+}
+
+double
+gr_nmi_overlap_weighted (double nmi, long valid, long template_valid)
+{
+  if (isnan (nmi) || template_valid <= 0)
+    return NAN;
+  const double f = valid >= template_valid ? 1.0 : (double) valid / template_valid;
+  return 1.0 + (nmi - 1.0) * f;
 }
 
 void
@@ -302,13 +318,38 @@ gr_nmi_dense_run (GrNmiDense *nmi, const GrImage8 *templ, GrRegion region,
   }
   if (min_valid < 1)
     min_valid = 1;
+  const long npos = (long) (region.x1 - region.x0) * (region.y1 - region.y0);
+  const bool weighted = nmi->score == GR_NMI_SCORE_OVERLAP_WEIGHTED;
+  int32_t *counts = valid;
+  if (weighted && !counts) {
+    counts = malloc (sizeof (int32_t) * (size_t) npos);
+    if (!counts) {
+      gr_set_err (errbuf, errlen, "%s", gr_status_string (GR_ERR_NOMEM));
+      return GR_ERR_NOMEM;
+    }
+  }
+  GrStatus st;
 #if GR_HAVE_CUDA
   if (nmi->backend == GR_BACKEND_CUDA)
-    return gr_nmi_dense_cuda_run (nmi->cuda, templ, region, min_valid, scores, valid,
+    st = gr_nmi_dense_cuda_run (nmi->cuda, templ, region, min_valid, scores, counts,
         errbuf, errlen);
+  else
 #endif
-  GrStatus st = run_cpu (nmi, templ, region, min_valid, scores, valid);
-  if (st != GR_OK)
-    gr_set_err (errbuf, errlen, "%s", gr_status_string (st));
+  {
+    st = run_cpu (nmi, templ, region, min_valid, scores, counts);
+    if (st != GR_OK)
+      gr_set_err (errbuf, errlen, "%s", gr_status_string (st));
+  }
+  if (st == GR_OK && weighted) {
+    /* on the host for both backends: one pass over the map, identical results */
+    long tvalid = 0;
+    for (int y = 0; y < templ->height; y++)
+      for (int x = 0; x < templ->width; x++)
+        tvalid += !templ->mask || templ->mask[y * templ->mask_stride + x];
+    for (long i = 0; i < npos; i++)
+      scores[i] = gr_nmi_overlap_weighted (scores[i], counts[i], tvalid);
+  }
+  if (counts != valid)
+    free (counts);
   return st;
 }

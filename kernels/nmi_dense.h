@@ -23,6 +23,19 @@ typedef struct {
   int x0, y0, x1, y1;
 } GrRegion;
 
+/* What gr_nmi_dense_run writes as the score of a translation. */
+typedef enum {
+  /* overlap-weighted (the default): 1 + (NMI - 1) * n / n_template, n the jointly
+   * valid pixels and n_template the template's valid pixels.  Plain NMI over a small
+   * overlap is biased high (fewer samples spread over 65,536 bins look more
+   * dependent), so a frame hanging over the control's edge or no-data would outscore
+   * its true place; weighting by the overlap fraction removes that preference and
+   * leaves every fully overlapping translation's score unchanged. */
+  GR_NMI_SCORE_OVERLAP_WEIGHTED = 0,
+  /* plain NMI over the jointly valid pixels */
+  GR_NMI_SCORE_PLAIN = 1,
+} GrNmiScore;
+
 /* One search engine: owns the control image (uploaded once for CUDA), scratch and,
  * for CUDA, the device buffers and the stream.  Not thread-safe: one per thread. */
 typedef struct GrNmiDense GrNmiDense;
@@ -41,6 +54,15 @@ GrBackend gr_nmi_dense_backend (const GrNmiDense *nmi);
 /* CPU threads used by the CPU backend (0 = OpenMP's default). */
 void gr_nmi_dense_set_threads (GrNmiDense *nmi, int threads);
 
+/* The score written by gr_nmi_dense_run (default GR_NMI_SCORE_OVERLAP_WEIGHTED).  The
+ * weighting runs on the host after either backend, so CPU and CUDA agree exactly as
+ * their plain scores do. */
+void gr_nmi_dense_set_score (GrNmiDense *nmi, GrNmiScore score);
+
+/* Overlap weighting of one plain score (what GR_NMI_SCORE_OVERLAP_WEIGHTED applies):
+ * NAN stays NAN; template_valid <= 0 gives NAN. */
+double gr_nmi_overlap_weighted (double nmi, long valid, long template_valid);
+
 /* Copies the control (and its mask); replaces any earlier one.  An engine made with
  * AUTO whose device cannot take the control (a CUDA error, e.g. out of device memory)
  * falls back to the CPU and returns GR_OK, the reason in errbuf; gr_nmi_dense_backend
@@ -51,6 +73,7 @@ GrStatus gr_nmi_dense_set_control (GrNmiDense *nmi, const GrImage8 *control,
 /* Scores every translation of region.  scores: (x1-x0)*(y1-y0) doubles, row-major by
  * dy then dx.  valid (may be NULL): the number of pixels valid in both at each
  * translation.  Translations with fewer than min_valid (>= 1) such pixels get NAN.
+ * Scores are overlap-weighted unless gr_nmi_dense_set_score says otherwise.
  * The template is copied per call; the control stays resident. */
 GrStatus gr_nmi_dense_run (GrNmiDense *nmi, const GrImage8 *templ, GrRegion region,
     int min_valid, double *scores, int32_t *valid, char *errbuf, size_t errlen);

@@ -1048,11 +1048,33 @@ gr_synth_homography_apply (const double h[9], double u, double v, double *x, dou
   return true;
 }
 
-GrStatus
-gr_synth_cut (const GrPlaneF *control, const double h[9], int width, int height,
-    int supersample, GrPlaneF *out)
+/* Frame pixel -> control position for the cutters. */
+typedef bool (*FrameToControl) (const void *ctx, double u, double v, double *x, double *y);
+
+typedef struct {
+  const GrSynthCamera *cam;
+  const double *h;
+  int width, height;
+} CameraMap;
+
+static bool
+homography_map (const void *ctx, double u, double v, double *x, double *y)
 {
-  if (!control || !control->data || !h || !out || width <= 0 || height <= 0
+  return gr_synth_homography_apply ((const double *) ctx, u, v, x, y);
+}
+
+static bool
+camera_map (const void *ctx, double u, double v, double *x, double *y)
+{
+  const CameraMap *m = ctx;
+  return gr_synth_camera_apply (m->cam, m->h, m->width, m->height, u, v, x, y);
+}
+
+static GrStatus
+cut_mapped (const GrPlaneF *control, FrameToControl map, const void *ctx, int width,
+    int height, int supersample, GrPlaneF *out)
+{
+  if (!control || !control->data || !out || width <= 0 || height <= 0
       || supersample < 1 || supersample > 16)
     return GR_ERR_INVALID;
   if (!gr_synth_plane_alloc (out, width, height, true))
@@ -1073,7 +1095,7 @@ gr_synth_cut (const GrPlaneF *control, const double h[9], int width, int height,
           }
           double x, y;
           float val;
-          if (!gr_synth_homography_apply (h, fu, fv, &x, &y)
+          if (!map (ctx, fu, fv, &x, &y)
               || !gr_synth_sample_bilinear (control, x, y, &val))
             ok = false;
           else
@@ -1084,6 +1106,150 @@ gr_synth_cut (const GrPlaneF *control, const double h[9], int width, int height,
     }
   }
   return GR_OK;
+}
+
+GrStatus
+gr_synth_cut (const GrPlaneF *control, const double h[9], int width, int height,
+    int supersample, GrPlaneF *out)
+{
+  if (!h)
+    return GR_ERR_INVALID;
+  return cut_mapped (control, homography_map, h, width, height, supersample, out);
+}
+
+/* ------------------------------------------------------------------ camera */
+
+static double
+camera_focal (const GrSynthCamera *cam, int width)
+{
+  return cam->focal > 0 ? cam->focal : (double) width;
+}
+
+bool
+gr_synth_camera_homography (const GrSynthCamera *cam, int width, int height, double h[9])
+{
+  if (!(cam->scale > 0) || !(fabs (cam->pitch_deg) < 80) || !(fabs (cam->roll_deg) < 80))
+    return false;
+  const double f = camera_focal (cam, width);
+  const double cu = 0.5 * (width - 1), cv = 0.5 * (height - 1);
+  const double ps = cam->heading_deg * M_PI / 180.0;
+  const double th = cam->pitch_deg * M_PI / 180.0, ph = cam->roll_deg * M_PI / 180.0;
+  /* camera axes in ground coordinates (X east = control x, Y south = control y, Z up):
+   * nadir first (image right = heading + 90, image down = opposite the heading, axis
+   * down), then pitch turns the axis towards the image's up, then roll towards its
+   * right */
+  double xa[3] = { cos (ps), sin (ps), 0 };
+  double ya[3] = { -sin (ps), cos (ps), 0 };
+  double za[3] = { 0, 0, -1 };
+  double y1[3], z1[3], x2[3], z2[3];
+  for (int k = 0; k < 3; k++) {
+    z1[k] = cos (th) * za[k] - sin (th) * ya[k];
+    y1[k] = cos (th) * ya[k] + sin (th) * za[k];
+  }
+  for (int k = 0; k < 3; k++) {
+    z2[k] = cos (ph) * z1[k] + sin (ph) * xa[k];
+    x2[k] = cos (ph) * xa[k] - sin (ph) * z1[k];
+  }
+  /* the camera centre: on the axis through the aim point, at height scale * f */
+  const double height_px = cam->scale * f;
+  const double t = height_px / -z2[2];
+  const double C[3] = { cam->aim_x - t * z2[0], cam->aim_y - t * z2[1], -t * z2[2] };
+  const double *R[3] = { x2, y1, z2 };
+  /* ground (X, Y, 1) -> camera: rows (r_x, r_y, -r . C) */
+  double M[9];
+  for (int r = 0; r < 3; r++) {
+    M[r * 3 + 0] = R[r][0];
+    M[r * 3 + 1] = R[r][1];
+    M[r * 3 + 2] = -(R[r][0] * C[0] + R[r][1] * C[1] + R[r][2] * C[2]);
+  }
+  const double K[9] = { f, 0, cu, 0, f, cv, 0, 0, 1 };
+  double G[9];
+  mat3_mul (K, M, G);             /* ground -> frame */
+  /* frame -> ground: the inverse (adjugate; the scale is normalized below) */
+  const double a = G[0], b = G[1], c = G[2], d = G[3], e = G[4], g = G[5];
+  const double p = G[6], q = G[7], r = G[8];
+  double inv[9] = { e * r - g * q, c * q - b * r, b * g - c * e,
+    g * p - d * r, a * r - c * p, c * d - a * g,
+    d * q - e * p, b * p - a * q, a * e - b * d
+  };
+  if (!(fabs (inv[8]) > 1e-300))
+    return false;
+  for (int k = 0; k < 9; k++)
+    h[k] = inv[k] / inv[8];
+  return true;
+}
+
+void
+gr_synth_lens_distort (const GrSynthCamera *cam, int width, int height, double u,
+    double v, double *ud, double *vd)
+{
+  const double f = camera_focal (cam, width);
+  const double cu = 0.5 * (width - 1), cv = 0.5 * (height - 1);
+  const GrSynthLens *L = &cam->lens;
+  const double x = (u - cu) / f, y = (v - cv) / f, r2 = x * x + y * y;
+  const double rad = 1.0 + r2 * (L->k1 + r2 * (L->k2 + r2 * L->k3));
+  const double xd = x * rad + 2.0 * L->p1 * x * y + L->p2 * (r2 + 2.0 * x * x);
+  const double yd = y * rad + L->p1 * (r2 + 2.0 * y * y) + 2.0 * L->p2 * x * y;
+  *ud = cu + f * xd;
+  *vd = cv + f * yd;
+}
+
+bool
+gr_synth_lens_undistort (const GrSynthCamera *cam, int width, int height, double ud,
+    double vd, double *u, double *v)
+{
+  const GrSynthLens *L = &cam->lens;
+  if (L->k1 == 0 && L->k2 == 0 && L->k3 == 0 && L->p1 == 0 && L->p2 == 0) {
+    *u = ud;
+    *v = vd;
+    return true;
+  }
+  /* Newton on distort(u, v) = (ud, vd) with a numerical Jacobian (pixel units) */
+  double x = ud, y = vd;
+  for (int it = 0; it < 30; it++) {
+    double fx, fy, ax, ay, bx, by;
+    gr_synth_lens_distort (cam, width, height, x, y, &fx, &fy);
+    const double rx = fx - ud, ry = fy - vd;
+    if (rx * rx + ry * ry < 1e-20) {
+      *u = x;
+      *v = y;
+      return true;
+    }
+    gr_synth_lens_distort (cam, width, height, x + 1e-3, y, &ax, &ay);
+    gr_synth_lens_distort (cam, width, height, x, y + 1e-3, &bx, &by);
+    const double j00 = (ax - fx) / 1e-3, j10 = (ay - fy) / 1e-3;
+    const double j01 = (bx - fx) / 1e-3, j11 = (by - fy) / 1e-3;
+    const double det = j00 * j11 - j01 * j10;
+    if (!(fabs (det) > 1e-12))
+      break;
+    x -= (j11 * rx - j01 * ry) / det;
+    y -= (-j10 * rx + j00 * ry) / det;
+  }
+  *u = *v = NAN;
+  return false;
+}
+
+bool
+gr_synth_camera_apply (const GrSynthCamera *cam, const double h[9], int width,
+    int height, double u, double v, double *x, double *y)
+{
+  double pu, pv;
+  if (!gr_synth_lens_undistort (cam, width, height, u, v, &pu, &pv)) {
+    *x = *y = NAN;
+    return false;
+  }
+  return gr_synth_homography_apply (h, pu, pv, x, y);
+}
+
+GrStatus
+gr_synth_cut_camera (const GrPlaneF *control, const GrSynthCamera *cam, int width,
+    int height, int supersample, GrPlaneF *out)
+{
+  double h[9];
+  if (!cam || !gr_synth_camera_homography (cam, width, height, h))
+    return GR_ERR_INVALID;
+  const CameraMap m = { cam, h, width, height };
+  return cut_mapped (control, camera_map, &m, width, height, supersample, out);
 }
 
 /* ------------------------------------------------------------------ modality */

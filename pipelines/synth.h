@@ -162,6 +162,51 @@ bool gr_synth_homography_apply (const double h[9], double u, double v,
 GrStatus gr_synth_cut (const GrPlaneF *control, const double h[9], int width,
     int height, int supersample, GrPlaneF *out);
 
+/* ---- A drone camera: a tilted pinhole over flat ground with Brown-Conrady lens
+ * distortion.  The ground is the control's plane in control pixel-index coordinates
+ * (x right, y down; "north" is the control's up).  The camera looks at the ground
+ * point (aim_x, aim_y) along its optical axis; at pitch = roll = 0 it looks straight
+ * down (nadir) from a height of scale * focal control pixels, so one frame pixel at
+ * the principal point covers `scale` control pixels. */
+typedef struct {
+  double k1, k2, k3;   /* radial, on normalized coordinates (pixels / focal) */
+  double p1, p2;       /* tangential (OpenCV's order and signs) */
+} GrSynthLens;
+
+typedef struct {
+  double aim_x, aim_y;   /* control position hit by the optical axis (frame centre) */
+  double heading_deg;    /* the frame's up, clockwise from the control's up */
+  double pitch_deg;      /* optical axis tilted from nadir towards the frame's up */
+  double roll_deg;       /* optical axis tilted from nadir towards the frame's right */
+  double scale;          /* ground resolution ratio: control px per frame px at nadir */
+  double focal;          /* focal length in frame pixels; <= 0: the frame width */
+  GrSynthLens lens;      /* all 0: no distortion */
+} GrSynthCamera;
+
+/* The homography from pinhole (undistorted) frame pixels to control positions for a
+ * width x height frame, principal point at the frame centre ((w-1)/2, (h-1)/2).
+ * Returns false for |pitch| or |roll| >= 80 degrees or scale <= 0. */
+bool gr_synth_camera_homography (const GrSynthCamera *cam, int width, int height,
+    double h[9]);
+
+/* The lens: a pinhole frame pixel -> where the real (distorting) lens images it, and
+ * back (Newton iterations; false when it does not converge, far outside the lens's
+ * valid field). */
+void gr_synth_lens_distort (const GrSynthCamera *cam, int width, int height,
+    double u, double v, double *ud, double *vd);
+bool gr_synth_lens_undistort (const GrSynthCamera *cam, int width, int height,
+    double ud, double vd, double *u, double *v);
+
+/* The exact truth: a pixel (u, v) of the distorted frame -> control position
+ * (undistort, then the homography h of gr_synth_camera_homography).  False when the
+ * pixel cannot be undistorted or its ray misses the ground. */
+bool gr_synth_camera_apply (const GrSynthCamera *cam, const double h[9], int width,
+    int height, double u, double v, double *x, double *y);
+
+/* As gr_synth_cut, through the camera (distortion included). */
+GrStatus gr_synth_cut_camera (const GrPlaneF *control, const GrSynthCamera *cam,
+    int width, int height, int supersample, GrPlaneF *out);
+
 /* ---- Modality changes. */
 
 /* out = sum_i w[i] * bands[i] + offset, clamped to 0..maxval; out's mask is the AND of

@@ -103,9 +103,81 @@ make_data (GrModel m, int n, double outliers, double sigma, double *src, double 
   }
 }
 
+/* frame -> control: heading (clockwise), scale s, centre (cx, cy), perspective */
+static void
+camera_like (double heading, double s, int w, int h, double cx, double cy, double g, double out[9])
+{
+  const double a = heading * M_PI / 180.0, c = cos (a) * s, n = sin (a) * s;
+  const double base[9] = { c, -n, cx - (c * w / 2.0 - n * h / 2.0),
+    n, c, cy - (n * w / 2.0 + c * h / 2.0), 0, g, 1
+  };
+  memcpy (out, base, sizeof base);
+}
+
+/* Implausible transforms are flagged, plausible camera views are not. */
+static void
+test_plausibility (void)
+{
+  const int W = 1920, H = 1080;
+  GrPlausibleParams pp;
+  gr_plausible_params_init (&pp);
+  GrPlausibility r;
+  double h[9];
+  /* plausible: any heading, mild perspective (the mild tilt of a drone camera) */
+  for (int k = 0; k < 8; k++) {
+    camera_like (k * 45.0 + 7, 0.8, W, H, 5000, 4000, k % 2 ? 0.0 : 3e-5, h);
+    pp.expected_scale = 0.8;
+    pp.has_heading = true;
+    pp.heading_deg = k * 45.0 + 7 + 5;
+    const unsigned f = gr_fit_check_plausible (h, W, H, &pp, &r);
+    CHECK (f == 0, "heading %d: flags 0x%x (aniso %g, area %g, heading %g)", k * 45 + 7, f,
+        r.anisotropy, r.area_ratio, r.heading_deg);
+    CHECK (k % 2 == 0 || fabs (r.scale - 0.8) < 1e-9, "scale %g", r.scale);
+  }
+  /* the case: a collapsed 180-degree homography, determinant 0.012, a sliver */
+  const double sliver[9] = { -0.9, 0.3, 5200, -0.05, 0.0034, 4100, 0, 0, 1 };
+  pp.expected_scale = 0.8;
+  pp.heading_deg = 180;
+  unsigned f = gr_fit_check_plausible (sliver, W, H, &pp, &r);
+  CHECK ((f & GR_PLAUSIBLE_NEAR_SINGULAR) && (f & GR_PLAUSIBLE_AREA) &&
+      (f & GR_PLAUSIBLE_ASPECT), "sliver: flags 0x%x, det %g", f, r.min_det);
+  /* without any expectation the shape alone still flags it */
+  f = gr_fit_check_plausible (sliver, W, H, NULL, &r);
+  CHECK (f & GR_PLAUSIBLE_NEAR_SINGULAR, "sliver without a prior: 0x%x", f);
+  /* mirrored */
+  camera_like (30, 0.8, W, H, 5000, 4000, 0, h);
+  h[1] = -h[1];
+  h[4] = -h[4];
+  f = gr_fit_check_plausible (h, W, H, NULL, &r);
+  CHECK ((f & GR_PLAUSIBLE_NEAR_SINGULAR) && (f & GR_PLAUSIBLE_NON_CONVEX), "mirror 0x%x", f);
+  /* folded: strong perspective puts the horizon inside the frame */
+  camera_like (0, 0.8, W, H, 5000, 4000, 1.5e-3, h);
+  f = gr_fit_check_plausible (h, W, H, NULL, &r);
+  CHECK (f & (GR_PLAUSIBLE_NOT_FINITE | GR_PLAUSIBLE_NEAR_SINGULAR), "horizon 0x%x", f);
+  /* right shape, wrong scale or heading */
+  camera_like (10, 2.0, W, H, 5000, 4000, 0, h);
+  pp.expected_scale = 0.8;
+  pp.heading_deg = 10;
+  f = gr_fit_check_plausible (h, W, H, &pp, &r);
+  CHECK (f == GR_PLAUSIBLE_AREA, "scale 2.5x: 0x%x (area %g)", f, r.area_ratio);
+  camera_like (100, 0.8, W, H, 5000, 4000, 0, h);
+  f = gr_fit_check_plausible (h, W, H, &pp, &r);
+  CHECK (f == GR_PLAUSIBLE_HEADING, "heading 90 off: 0x%x", f);
+  /* a negated homography is the same map */
+  camera_like (10, 0.8, W, H, 5000, 4000, 0, h);
+  for (int i = 0; i < 9; i++)
+    h[i] = -h[i];
+  f = gr_fit_check_plausible (h, W, H, &pp, &r);
+  CHECK (f == 0, "negated: 0x%x", f);
+  /* non-finite */
+  h[0] = NAN;
+  CHECK (gr_fit_check_plausible (h, W, H, &pp, NULL) == GR_PLAUSIBLE_NOT_FINITE, "nan");
+}
+
 int
 main (void)
 {
+  test_plausibility ();
   GrFitParams p;
   gr_fit_params_init (&p, GR_MODEL_AFFINE);
   CHECK (p.model == GR_MODEL_AFFINE && p.threshold == 1.0 && p.confidence == 0.999 &&

@@ -40,16 +40,23 @@ free_image (OwnedImage *o)
 }
 
 /* Scores every translation of a region with the CPU backend and compares with the
- * float64 reference; returns the max relative error. */
+ * float64 reference (plain, or weighted by the overlap fraction as nmi_dense.h
+ * documents it, computed here from the reference's own count); returns the max
+ * relative error. */
 static double
 compare_with_reference (const GrImage8 *ctl, const GrImage8 *tpl, GrRegion r,
-    int min_valid, int threads)
+    int min_valid, int threads, GrNmiScore mode)
 {
   GrStatus st;
   char err[256];
   GrNmiDense *nmi = gr_nmi_dense_new (GR_BACKEND_CPU, -1, &st, err, sizeof err);
   CHECK (nmi && st == GR_OK, "new: %s", err);
   gr_nmi_dense_set_threads (nmi, threads);
+  gr_nmi_dense_set_score (nmi, mode);
+  long tvalid = 0;
+  for (int y = 0; y < tpl->height; y++)
+    for (int x = 0; x < tpl->width; x++)
+      tvalid += !tpl->mask || tpl->mask[y * tpl->mask_stride + x] != 0;
   CHECK (gr_nmi_dense_set_control (nmi, ctl, err, sizeof err) == GR_OK, "%s", err);
   const int rw = r.x1 - r.x0, rh = r.y1 - r.y0;
   double *scores = malloc (sizeof (double) * rw * rh);
@@ -67,6 +74,8 @@ compare_with_reference (const GrImage8 *ctl, const GrImage8 *tpl, GrRegion r,
       double ref = ref_nmi_at (ctl, tpl, r.x0 + x, r.y0 + y, &n);
       if (n < min_valid)
         ref = NAN;
+      if (mode == GR_NMI_SCORE_OVERLAP_WEIGHTED && !isnan (ref))
+        ref = 1.0 + (ref - 1.0) * ((double) n / (double) tvalid);
       const double got = scores[y * rw + x];
       const double e = ref_rel_diff (got, ref);
       CHECK (e <= 1e-9, "(%d,%d): got %.17g want %.17g", r.x0 + x, r.y0 + y, got, ref);
@@ -98,7 +107,11 @@ test_random_against_reference (void)
     make_image (&ctl, cases[c].cw, cases[c].ch, cases[c].levels, cases[c].cvalid, &rng);
     make_image (&tpl, cases[c].tw, cases[c].th, cases[c].levels, cases[c].tvalid, &rng);
     GrRegion r = { 0, 0, cases[c].cw - cases[c].tw + 1, cases[c].ch - cases[c].th + 1 };
-    double e = compare_with_reference (&ctl.im, &tpl.im, r, 1, cases[c].threads);
+    double e = compare_with_reference (&ctl.im, &tpl.im, r, 1, cases[c].threads,
+        GR_NMI_SCORE_PLAIN);
+    const double ew = compare_with_reference (&ctl.im, &tpl.im, r, 1, cases[c].threads,
+        GR_NMI_SCORE_OVERLAP_WEIGHTED);
+    e = e > ew ? e : ew;
     printf ("case %zu: %dx%d in %dx%d, %d levels, valid %d%%/%d%%: max rel err %.3g\n",
         c, cases[c].tw, cases[c].th, cases[c].cw, cases[c].ch, cases[c].levels,
         cases[c].tvalid, cases[c].cvalid, e);
@@ -106,7 +119,8 @@ test_random_against_reference (void)
     if (cases[c].cw - cases[c].tw > 4 && cases[c].ch - cases[c].th > 4) {
       GrRegion sub = { 2, 1, r.x1 - 1, r.y1 - 2 };
       const int mv = (int) (0.35 * cases[c].tw * cases[c].th);
-      compare_with_reference (&ctl.im, &tpl.im, sub, mv, 2);
+      compare_with_reference (&ctl.im, &tpl.im, sub, mv, 2, GR_NMI_SCORE_PLAIN);
+      compare_with_reference (&ctl.im, &tpl.im, sub, mv, 2, GR_NMI_SCORE_OVERLAP_WEIGHTED);
     }
     free_image (&ctl);
     free_image (&tpl);

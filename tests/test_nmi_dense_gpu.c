@@ -132,6 +132,10 @@ run_backend (GrBackend be, const GrImage8 *ctl, const GrImage8 *tpl, GrRegion r,
   if (!nmi)
     return false;
   CHECK (gr_nmi_dense_backend (nmi) == be, "backend %d", gr_nmi_dense_backend (nmi));
+  /* the raw kernels against the plain reference; the weighting is host code shared
+   * by both backends (test_nmi_dense checks it; test_engine_reuse compares the default,
+   * weighted, scores of both) */
+  gr_nmi_dense_set_score (nmi, GR_NMI_SCORE_PLAIN);
   st = gr_nmi_dense_set_control (nmi, ctl, err, sizeof err);
   CHECK (st == GR_OK, "%s set_control: %s", gr_backend_name (be), err);
   const long n = (long) (r.x1 - r.x0) * (r.y1 - r.y0);

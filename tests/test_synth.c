@@ -688,6 +688,104 @@ test_nmi_localizes (void)
   gr_synth_image_free (&img);
 }
 
+/* The drone camera: nadir equals the similarity pose; tilt makes the far edge wider;
+ * the lens round-trips; cutting through the camera at nadir without a lens equals the
+ * plain cut. */
+static void
+test_camera (void)
+{
+  const int W = 120, H = 80;
+  const double headings[] = { 0.0, 37.0, 90.0, 180.0, 301.0 };
+  for (unsigned i = 0; i < G_N_ELEMENTS (headings); i++) {
+    GrSynthCamera cam = { .aim_x = 150.3, .aim_y = 99.7, .heading_deg = headings[i],
+      .scale = 0.6, .focal = 100.0 };
+    GrSynthPose pose = { .centre_x = 150.3, .centre_y = 99.7,
+      .rotation_deg = headings[i], .scale = 0.6 };
+    double hc[9], hp[9];
+    CHECK (gr_synth_camera_homography (&cam, W, H, hc), "camera homography");
+    gr_synth_pose_homography (&pose, W, H, hp);
+    double worst = 0;
+    for (int v = 0; v < H; v += 7)
+      for (int u = 0; u < W; u += 7) {
+        double xc, yc, xp, yp;
+        gr_synth_homography_apply (hc, u, v, &xc, &yc);
+        gr_synth_homography_apply (hp, u, v, &xp, &yp);
+        worst = fmax (worst, hypot (xc - xp, yc - yp));
+      }
+    CHECK (worst < 1e-9, "nadir camera at heading %g differs from the pose by %g px",
+        headings[i], worst);
+  }
+
+  /* pitched forward: the frame's top row sees farther, so it spans more ground */
+  GrSynthCamera cam = { .aim_x = 200, .aim_y = 200, .heading_deg = 0, .pitch_deg = 15,
+    .scale = 1.0, .focal = 100.0 };
+  double h[9], x0, y0, x1, y1, x2, y2, x3, y3, xc, yc;
+  CHECK (gr_synth_camera_homography (&cam, W, H, h), "pitched");
+  gr_synth_homography_apply (h, 0, 0, &x0, &y0);
+  gr_synth_homography_apply (h, W - 1, 0, &x1, &y1);
+  gr_synth_homography_apply (h, 0, H - 1, &x2, &y2);
+  gr_synth_homography_apply (h, W - 1, H - 1, &x3, &y3);
+  gr_synth_homography_apply (h, 0.5 * (W - 1), 0.5 * (H - 1), &xc, &yc);
+  CHECK (fabs (xc - 200) < 1e-9 && fabs (yc - 200) < 1e-9, "aim (%g, %g)", xc, yc);
+  CHECK (x1 - x0 > 1.05 * (x3 - x2), "far edge %g vs near edge %g", x1 - x0, x3 - x2);
+  CHECK (y0 < yc && y2 > yc, "heading 0: the frame's top is north");
+  /* rolled right: the right edge is farther */
+  cam.pitch_deg = 0;
+  cam.roll_deg = 12;
+  CHECK (gr_synth_camera_homography (&cam, W, H, h), "rolled");
+  gr_synth_homography_apply (h, 0, 0, &x0, &y0);
+  gr_synth_homography_apply (h, 0, H - 1, &x2, &y2);
+  gr_synth_homography_apply (h, W - 1, 0, &x1, &y1);
+  gr_synth_homography_apply (h, W - 1, H - 1, &x3, &y3);
+  CHECK (y3 - y1 > 1.05 * (y2 - y0), "right edge %g vs left edge %g", y3 - y1, y2 - y0);
+  cam.roll_deg = 85;
+  CHECK (!gr_synth_camera_homography (&cam, W, H, h), "85 degrees of roll refused");
+
+  /* the lens round-trips, and bends the corners */
+  GrSynthCamera lc = { .aim_x = 100, .aim_y = 100, .scale = 1, .focal = 110,
+    .lens = { -0.12, 0.03, 0.0, 0.001, -0.0015 } };
+  double worst = 0;
+  for (int v = 0; v < H; v += 5)
+    for (int u = 0; u < W; u += 5) {
+      double ud, vd, ub, vb;
+      gr_synth_lens_distort (&lc, W, H, u, v, &ud, &vd);
+      CHECK (gr_synth_lens_undistort (&lc, W, H, ud, vd, &ub, &vb), "undistort");
+      worst = fmax (worst, hypot (ub - u, vb - v));
+    }
+  CHECK (worst < 1e-6, "lens round trip %g px", worst);
+  double ud, vd;
+  gr_synth_lens_distort (&lc, W, H, 0, 0, &ud, &vd);
+  CHECK (hypot (ud - 0, vd - 0) > 1.0, "barrel distortion moves the corner (%g, %g)", ud, vd);
+
+  /* cutting through a plain nadir camera equals the plain cut */
+  GrSynthImage img;
+  make_control (&img, 200, 160, 3, 8, 0.0);
+  GrPlaneF g = gr_synth_image_plane (&img, 1), a, b;
+  GrSynthCamera nc = { .aim_x = 99.5, .aim_y = 80, .heading_deg = 33, .scale = 0.8 };
+  CHECK (gr_synth_camera_homography (&nc, 60, 40, h), "nadir");
+  CHECK (gr_synth_cut_camera (&g, &nc, 60, 40, 1, &a) == GR_OK, "camera cut");
+  CHECK (gr_synth_cut (&g, h, 60, 40, 1, &b) == GR_OK, "cut");
+  CHECK (memcmp (a.data, b.data, sizeof (float) * 60 * 40) == 0 &&
+      memcmp (a.mask, b.mask, 60 * 40) == 0, "camera cut equals the plain cut");
+  gr_synth_plane_free (&a);
+  gr_synth_plane_free (&b);
+  /* with the lens, the centre stays, the corners move */
+  nc.lens = lc.lens;
+  nc.focal = 60;
+  CHECK (gr_synth_cut_camera (&g, &nc, 60, 40, 1, &a) == GR_OK, "lens cut");
+  CHECK (gr_synth_cut (&g, h, 60, 40, 1, &b) == GR_OK, "cut");
+  double x, y;
+  CHECK (gr_synth_camera_apply (&nc, h, 60, 40, 29.5, 19.5, &x, &y) &&
+      fabs (x - 99.5) < 1e-9 && fabs (y - 80) < 1e-9, "lens centre (%g, %g)", x, y);
+  int differ = 0;
+  for (int i = 0; i < 60 * 40; i++)
+    differ += a.mask[i] && b.mask[i] && fabsf (a.data[i] - b.data[i]) > 1.0f;
+  CHECK (differ > 100, "the lens changes the frame (%d pixels)", differ);
+  gr_synth_plane_free (&a);
+  gr_synth_plane_free (&b);
+  gr_synth_image_free (&img);
+}
+
 /* ---------------------------------------------------------------- the tool */
 
 static int
@@ -822,6 +920,7 @@ main (void)
   test_csv ();
   test_png_world_roundtrip ();
   test_nmi_localizes ();
+  test_camera ();
   test_tool ();
   if (failures == 0 || !g_getenv ("GEOREG_KEEP_TMP"))
     rm_rf (tmpdir);

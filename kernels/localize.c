@@ -1,0 +1,669 @@
+/* Coarse localization at any heading and ground resolution (localize.h).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+#include "localize.h"
+#include "fit.h"
+#include "image.h"
+#include "nmi_dense.h"
+#include "peak.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LEVELS 40
+#define SCALE_STEP 1.2599210498948732   /* 2^(1/3): coarse scale steps */
+
+/* The control at one search scale: downscaled, binned, resident in its own engine
+ * (for CUDA, on the device).  Search scales are quantized to quarter octaves so
+ * nearby scale hypotheses share a level. */
+typedef struct {
+  int q;                  /* search scale = 2^(q/4), q <= 0 */
+  int grey_levels;
+  double sx, sy;          /* effective search px per control px (rounded sizes) */
+  int w, h;
+  uint8_t *bins;
+  uint8_t *mask;          /* NULL when the control has none */
+  GrNmiDense *engine;
+} Level;
+
+struct GrLocalize {
+  GrBackend backend;
+  int device;
+  GrBackend actual;
+  GrPlaneF control;       /* packed copy */
+  Level level[MAX_LEVELS];
+  int nlevels;
+  int threads;
+};
+
+void
+gr_localize_params_init (GrLocalizeParams *p)
+{
+  memset (p, 0, sizeof *p);
+  p->scale_min = 0.25;
+  p->scale_max = 4.0;
+  p->headings = 36;
+  p->coarse_size = 48;
+  p->fine_size = 128;
+  p->levels = 32;
+  p->min_overlap = 0.5;
+  p->min_peak_ratio = 1.05;
+}
+
+bool
+gr_homography_heading_scale (const double h[9], double u, double v, double *heading_deg,
+    double *scale)
+{
+  for (int i = 0; i < 9; i++)
+    if (!isfinite (h[i]))
+      return false;
+  const double w = h[6] * u + h[7] * v + h[8];
+  if (!(fabs (w) > 1e-12))
+    return false;
+  const double x = (h[0] * u + h[1] * v + h[2]) / w, y = (h[3] * u + h[4] * v + h[5]) / w;
+  const double j00 = (h[0] - h[6] * x) / w, j01 = (h[1] - h[7] * x) / w;
+  const double j10 = (h[3] - h[6] * y) / w, j11 = (h[4] - h[7] * y) / w;
+  /* the frame's up (0, -1) lands on (-j01, -j11) */
+  double a = atan2 (-j01, j11) * 180.0 / M_PI;
+  if (a < 0.0)
+    a += 360.0;
+  *heading_deg = a >= 360.0 ? 0.0 : a;
+  *scale = sqrt (fabs (j00 * j11 - j01 * j10));
+  return true;
+}
+
+bool
+gr_localize_prior_from_homography (GrLocalizePrior *prior, const double h[9], int width,
+    int height, double position_sigma, double heading_sigma_deg, double scale_sigma)
+{
+  double hd, s;
+  const double u = 0.5 * width, v = 0.5 * height;
+  if (!gr_homography_heading_scale (h, u, v, &hd, &s))
+    return false;
+  const double w = h[6] * u + h[7] * v + h[8];
+  memset (prior, 0, sizeof *prior);
+  prior->has_position = true;
+  prior->x = (h[0] * u + h[1] * v + h[2]) / w;
+  prior->y = (h[3] * u + h[4] * v + h[5]) / w;
+  prior->position_sigma = position_sigma;
+  prior->has_heading = true;
+  prior->heading_deg = hd;
+  prior->heading_sigma_deg = heading_sigma_deg;
+  prior->has_scale = true;
+  prior->scale = s;
+  prior->scale_sigma = scale_sigma;
+  return true;
+}
+
+GrLocalize *
+gr_localize_new (GrBackend backend, int cuda_device, GrStatus *status, char *errbuf,
+    size_t errlen)
+{
+  /* probe the backend once: AUTO resolves (and may fall back) as the engine does */
+  GrStatus st;
+  GrNmiDense *probe = gr_nmi_dense_new (backend, cuda_device, &st, errbuf, errlen);
+  if (status)
+    *status = st;
+  if (!probe)
+    return NULL;
+  GrLocalize *loc = calloc (1, sizeof *loc);
+  if (!loc) {
+    gr_nmi_dense_free (probe);
+    if (status)
+      *status = GR_ERR_NOMEM;
+    return NULL;
+  }
+  loc->actual = gr_nmi_dense_backend (probe);
+  /* later engines ask for what the probe got, so AUTO never mixes backends */
+  loc->backend = loc->actual;
+  loc->device = cuda_device;
+  gr_nmi_dense_free (probe);
+  return loc;
+}
+
+static void
+drop_levels (GrLocalize *loc)
+{
+  for (int i = 0; i < loc->nlevels; i++) {
+    gr_nmi_dense_free (loc->level[i].engine);
+    free (loc->level[i].bins);
+    free (loc->level[i].mask);
+  }
+  loc->nlevels = 0;
+}
+
+void
+gr_localize_free (GrLocalize *loc)
+{
+  if (!loc)
+    return;
+  drop_levels (loc);
+  gr_plane_clear (&loc->control);
+  free (loc);
+}
+
+GrBackend
+gr_localize_backend (const GrLocalize *loc)
+{
+  return loc->actual;
+}
+
+static bool
+plane_ok (const GrPlaneF *p)
+{
+  return p && p->data && p->width > 0 && p->height > 0 && p->stride >= (size_t) p->width;
+}
+
+/* A packed copy (stride = width) of a plane and its mask. */
+static bool
+plane_copy (const GrPlaneF *src, GrPlaneF *dst)
+{
+  if (!gr_plane_alloc (dst, src->width, src->height, src->mask != NULL))
+    return false;
+  for (int y = 0; y < src->height; y++) {
+    memcpy (dst->data + (size_t) y * src->width, src->data + y * src->stride,
+        sizeof (float) * src->width);
+    if (src->mask)
+      memcpy (dst->mask + (size_t) y * src->width, src->mask + (size_t) y * src->width,
+          src->width);
+  }
+  return true;
+}
+
+GrStatus
+gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control, char *errbuf,
+    size_t errlen)
+{
+  if (!loc || !plane_ok (control)) {
+    gr_set_err (errbuf, errlen, "control: bad size, stride or pointer");
+    return GR_ERR_INVALID;
+  }
+  drop_levels (loc);
+  gr_plane_clear (&loc->control);
+  if (!plane_copy (control, &loc->control))
+    return GR_ERR_NOMEM;
+  return GR_OK;
+}
+
+/* Robust bins: the 1st..99th percentile onto `levels` grey levels. */
+static GrStatus
+to_levels (const GrPlaneF *p, int levels, uint8_t *out)
+{
+  GrStatus st = gr_plane_to_bins (p, GR_BINS_PERCENTILE, 1.0, 99.0, out);
+  if (st != GR_OK)
+    return st;
+  const size_t n = (size_t) p->width * p->height;
+  for (size_t i = 0; i < n; i++)
+    out[i] = (uint8_t) ((out[i] * levels) >> 8);
+  return GR_OK;
+}
+
+/* The level of search scale 2^(q/4), built on first use. */
+static Level *
+get_level (GrLocalize *loc, int q, int grey_levels, GrStatus *st, char *errbuf,
+    size_t errlen)
+{
+  for (int i = 0; i < loc->nlevels; i++)
+    if (loc->level[i].q == q && loc->level[i].grey_levels == grey_levels)
+      return &loc->level[i];
+  if (loc->nlevels == MAX_LEVELS)
+    drop_levels (loc);
+  Level *L = &loc->level[loc->nlevels];
+  memset (L, 0, sizeof *L);
+  GrPlaneF small;
+  memset (&small, 0, sizeof small);
+  *st = gr_plane_downscale (&loc->control, pow (2.0, q / 4.0), &small);
+  if (*st != GR_OK)
+    return NULL;
+  L->q = q;
+  L->grey_levels = grey_levels;
+  L->w = small.width;
+  L->h = small.height;
+  L->sx = (double) small.width / loc->control.width;
+  L->sy = (double) small.height / loc->control.height;
+  L->bins = malloc ((size_t) L->w * L->h);
+  if (!L->bins) {
+    gr_plane_clear (&small);
+    *st = GR_ERR_NOMEM;
+    return NULL;
+  }
+  *st = to_levels (&small, grey_levels, L->bins);
+  if (*st == GR_OK && small.mask) {
+    L->mask = small.mask;      /* packed: stride = width */
+    small.mask = NULL;
+  }
+  gr_plane_clear (&small);
+  if (*st == GR_OK) {
+    L->engine = gr_nmi_dense_new (loc->backend, loc->device, st, errbuf, errlen);
+    if (L->engine) {
+      gr_nmi_dense_set_threads (L->engine, loc->threads);
+      GrImage8 im = { L->bins, (size_t) L->w, L->mask, (size_t) L->w, L->w, L->h };
+      *st = gr_nmi_dense_set_control (L->engine, &im, errbuf, errlen);
+    }
+  }
+  if (*st != GR_OK) {
+    gr_nmi_dense_free (L->engine);
+    free (L->bins);
+    free (L->mask);
+    return NULL;
+  }
+  loc->nlevels++;
+  return L;
+}
+
+/* The frame downscaled for one search scale, kept while its scale is in use. */
+typedef struct {
+  double fs;              /* requested frame px -> search px */
+  GrPlaneF small;
+} SmallFrame;
+
+/* One scored hypothesis. */
+typedef struct {
+  double heading, scale;
+  double score;           /* NAN when nothing was scored */
+  double h[9];            /* frame corner -> control corner at the peak */
+  double cx, cy;          /* control position of the frame centre */
+  double second;          /* the map's separated second peak */
+  double overlap;
+  unsigned peak_flags;
+} Hypo;
+
+/* Rotates the small frame by `heading` (clockwise) into its bounding box: bilinear,
+ * a pixel valid only when its four neighbours are.  rot: small-frame index ->
+ * template index. */
+static bool
+rotate_frame (const GrPlaneF *sf, double heading, GrPlaneF *tpl, double rot[9])
+{
+  const double a = heading * M_PI / 180.0, c = cos (a), s = sin (a);
+  const int sw = sf->width, sh = sf->height;
+  const int tw = (int) ceil (fabs (c) * sw + fabs (s) * sh - 1e-9);
+  const int th = (int) ceil (fabs (s) * sw + fabs (c) * sh - 1e-9);
+  if (!gr_plane_alloc (tpl, tw, th, true))
+    return false;
+  const double scx = 0.5 * (sw - 1), scy = 0.5 * (sh - 1);
+  const double tcx = 0.5 * (tw - 1), tcy = 0.5 * (th - 1);
+  const double m[9] = { c, -s, tcx - (c * scx - s * scy), s, c, tcy - (s * scx + c * scy),
+    0, 0, 1
+  };
+  memcpy (rot, m, sizeof m);
+  for (int j = 0; j < th; j++)
+    for (int i = 0; i < tw; i++) {
+      /* inverse rotation: template index -> small-frame index */
+      const double di = i - tcx, dj = j - tcy;
+      const double x = scx + c * di + s * dj, y = scy - s * di + c * dj;
+      const size_t o = (size_t) j * tw + i;
+      tpl->data[o] = 0.0f;
+      tpl->mask[o] = 0;
+      if (x < -1e-9 || y < -1e-9 || x > sw - 1 + 1e-9 || y > sh - 1 + 1e-9)
+        continue;
+      int x0 = (int) floor (x), y0 = (int) floor (y);
+      x0 = x0 > sw - 2 ? (sw > 1 ? sw - 2 : 0) : x0;
+      y0 = y0 > sh - 2 ? (sh > 1 ? sh - 2 : 0) : y0;
+      const int x1 = x0 + (sw > 1), y1 = y0 + (sh > 1);
+      const double fx = x - x0, fy = y - y0;
+      const size_t i00 = (size_t) y0 * sf->stride + x0, i01 = (size_t) y0 * sf->stride + x1;
+      const size_t i10 = (size_t) y1 * sf->stride + x0, i11 = (size_t) y1 * sf->stride + x1;
+      if (sf->mask && !(sf->mask[(size_t) y0 * sw + x0] && sf->mask[(size_t) y0 * sw + x1]
+              && sf->mask[(size_t) y1 * sw + x0] && sf->mask[(size_t) y1 * sw + x1]))
+        continue;
+      tpl->data[o] = (float) ((1 - fy) * ((1 - fx) * sf->data[i00] + fx * sf->data[i01])
+          + fy * ((1 - fx) * sf->data[i10] + fx * sf->data[i11]));
+      tpl->mask[o] = 1;
+    }
+  return true;
+}
+
+typedef struct {
+  GrLocalize *loc;
+  const GrPlaneF *frame;
+  const GrLocalizeParams *p;
+  SmallFrame sf[2];       /* the two most recent downscales */
+  int searches;
+  char *errbuf;
+  size_t errlen;
+} Ctx;
+
+static const GrPlaneF *
+small_frame (Ctx *cx, double fs, GrStatus *st)
+{
+  for (int i = 0; i < 2; i++)
+    if (cx->sf[i].small.data && cx->sf[i].fs == fs)
+      return &cx->sf[i].small;
+  gr_plane_clear (&cx->sf[1].small);
+  cx->sf[1] = cx->sf[0];
+  memset (&cx->sf[0], 0, sizeof cx->sf[0]);
+  cx->sf[0].fs = fs;
+  *st = gr_plane_downscale (cx->frame, fs, &cx->sf[0].small);
+  return *st == GR_OK ? &cx->sf[0].small : NULL;
+}
+
+/* Scores one (heading, scale) hypothesis with a template of about `size` px on its
+ * long side.  When `centre` is given, only places within `radius` control pixels of
+ * it are searched.  hy->score is NAN when nothing could be scored. */
+static GrStatus
+score_hypothesis (Ctx *cx, double heading, double scale, int size, const double *centre,
+    double radius, Hypo *hy)
+{
+  GrLocalize *loc = cx->loc;
+  const GrPlaneF *fr = cx->frame;
+  memset (hy, 0, sizeof *hy);
+  hy->heading = heading;
+  hy->scale = scale;
+  hy->score = NAN;
+  const double fs0 = (double) size / (fr->width > fr->height ? fr->width : fr->height);
+  /* search px per control px, on a quarter-octave grid, never above 1 */
+  int q = (int) lround (4.0 * log2 (fs0 / scale));
+  q = q > 0 ? 0 : q;
+  q = q < -60 ? -60 : q;
+  double fs = scale * pow (2.0, q / 4.0);
+  fs = fs > 1.0 ? 1.0 : fs;
+  GrStatus st = GR_OK;
+  Level *L = get_level (loc, q, cx->p->levels, &st, cx->errbuf, cx->errlen);
+  if (!L)
+    return st;
+  const GrPlaneF *sf = small_frame (cx, fs, &st);
+  if (!sf)
+    return st;
+  GrPlaneF tpl;
+  double rot[9];
+  if (!rotate_frame (sf, heading, &tpl, rot))
+    return GR_ERR_NOMEM;
+  uint8_t *tb = malloc ((size_t) tpl.width * tpl.height);
+  if (!tb) {
+    gr_plane_clear (&tpl);
+    return GR_ERR_NOMEM;
+  }
+  const size_t tvalid = gr_plane_count_valid (&tpl);
+  GrRegion r = { 0, 0, L->w - tpl.width + 1, L->h - tpl.height + 1 };
+  if (centre) {
+    /* the template centre over the prior centre, +- radius */
+    const double px = centre[0] * L->sx - 0.5 - 0.5 * (tpl.width - 1);
+    const double py = centre[1] * L->sy - 0.5 - 0.5 * (tpl.height - 1);
+    const double rx = radius * L->sx + 1.0, ry = radius * L->sy + 1.0;
+    r.x0 = (int) floor (px - rx) > 0 ? (int) floor (px - rx) : 0;
+    r.y0 = (int) floor (py - ry) > 0 ? (int) floor (py - ry) : 0;
+    const int x1 = (int) ceil (px + rx) + 1, y1 = (int) ceil (py + ry) + 1;
+    r.x1 = x1 < r.x1 ? x1 : r.x1;
+    r.y1 = y1 < r.y1 ? y1 : r.y1;
+  }
+  double *scores = NULL;
+  int32_t *valid = NULL;
+  const int rw = r.x1 - r.x0, rh = r.y1 - r.y0;
+  if (tvalid > 0 && rw > 0 && rh > 0 && to_levels (&tpl, cx->p->levels, tb) == GR_OK) {
+    scores = malloc (sizeof (double) * (size_t) rw * rh);
+    valid = malloc (sizeof (int32_t) * (size_t) rw * rh);
+    if (!scores || !valid) {
+      st = GR_ERR_NOMEM;
+      goto out;
+    }
+    GrImage8 ti = { tb, (size_t) tpl.width, tpl.mask, (size_t) tpl.width, tpl.width,
+      tpl.height };
+    /* a quarter of the frame on valid control at least; the weighting does the rest */
+    const int min_valid = (int) ceil (0.25 * tvalid);
+    st = gr_nmi_dense_run (L->engine, &ti, r, min_valid > 0 ? min_valid : 1, scores, valid,
+        cx->errbuf, cx->errlen);
+    cx->searches++;
+    if (st != GR_OK)
+      goto out;
+    GrPeak pk;
+    const int excl = (tpl.width < tpl.height ? tpl.width : tpl.height) / 4;
+    gr_find_peak (scores, rw, rh, excl > 2 ? excl : 2, 1.0, &pk);
+    if (!(pk.flags & GR_PEAK_NO_SCORE)) {
+      hy->score = pk.score;
+      hy->second = pk.second;
+      hy->peak_flags = pk.flags;
+      hy->overlap = (double) valid[(size_t) pk.iy * rw + pk.ix] / tvalid;
+      /* frame corner -> small index -> template index -> level index -> control corner */
+      const double m1[9] = { (double) sf->width / fr->width, 0, -0.5,
+        0, (double) sf->height / fr->height, -0.5, 0, 0, 1
+      };
+      const double m3[9] = { 1, 0, r.x0 + pk.x, 0, 1, r.y0 + pk.y, 0, 0, 1 };
+      const double m4[9] = { 1.0 / L->sx, 0, 0.5 / L->sx, 0, 1.0 / L->sy, 0.5 / L->sy,
+        0, 0, 1
+      };
+      double t[9];
+      gr_mat3_mul (rot, m1, t);
+      gr_mat3_mul (m3, t, t);
+      gr_mat3_mul (m4, t, hy->h);
+      gr_fit_apply (hy->h, 0.5 * fr->width, 0.5 * fr->height, &hy->cx, &hy->cy);
+    }
+  }
+out:
+  free (scores);
+  free (valid);
+  free (tb);
+  gr_plane_clear (&tpl);
+  return st;
+}
+
+static double
+wrap360 (double a)
+{
+  a = fmod (a, 360.0);
+  return a < 0 ? a + 360.0 : a;
+}
+
+static double
+heading_diff (double a, double b)
+{
+  const double d = fabs (wrap360 (a - b));
+  return d > 180.0 ? 360.0 - d : d;
+}
+
+/* Vertex offset of the parabola through (-1, a), (0, b), (1, c), in [-0.5, 0.5]. */
+static double
+parabola (double a, double b, double c)
+{
+  if (!isfinite (a) || !isfinite (c))
+    return 0.0;
+  const double den = a - 2.0 * b + c;
+  if (!(den < 0.0))
+    return 0.0;
+  double o = 0.5 * (a - c) / den;
+  return o > 0.5 ? 0.5 : (o < -0.5 ? -0.5 : o);
+}
+
+static bool
+better (const Hypo *a, const Hypo *b)
+{
+  return isfinite (a->score) && (!isfinite (b->score) || a->score > b->score);
+}
+
+GrStatus
+gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *prior,
+    const GrLocalizeParams *params, GrLocalizeResult *out, char *errbuf, size_t errlen)
+{
+  if (!loc || !plane_ok (frame) || !out) {
+    gr_set_err (errbuf, errlen, "frame: bad size, stride or pointer");
+    return GR_ERR_INVALID;
+  }
+  if (!loc->control.data) {
+    gr_set_err (errbuf, errlen, "no control image set");
+    return GR_ERR_INVALID;
+  }
+  GrLocalizeParams p;
+  if (params)
+    p = *params;
+  else
+    gr_localize_params_init (&p);
+  if (!(p.scale_min > 0) || !(p.scale_max >= p.scale_min) || p.headings < 1 ||
+      p.coarse_size < 8 || p.fine_size < p.coarse_size || p.levels < 2 || p.levels > 256) {
+    gr_set_err (errbuf, errlen, "bad localize parameters");
+    return GR_ERR_INVALID;
+  }
+  if (p.threads != loc->threads) {
+    loc->threads = p.threads;
+    for (int i = 0; i < loc->nlevels; i++)
+      gr_nmi_dense_set_threads (loc->level[i].engine, p.threads);
+  }
+  memset (out, 0, sizeof *out);
+  for (int i = 0; i < 9; i++)
+    out->h[i] = NAN;
+  out->x = out->y = out->heading_deg = out->scale = NAN;
+  out->score = out->second = out->peak_ratio = out->overlap = NAN;
+  if (gr_plane_count_valid (frame) == 0) {
+    out->flags = GR_LOCALIZE_NO_VALID_PIXELS;
+    return GR_OK;
+  }
+
+  Ctx cx = { loc, frame, &p, { { 0 } }, 0, errbuf, errlen };
+  GrStatus st = GR_OK;
+  unsigned flags = 0;
+
+  /* ---- the hypotheses of the coarse level */
+  const double hstep = 360.0 / p.headings;
+  double heading0 = 0.0;
+  int nh = p.headings, h_lo = 0;
+  if (prior && prior->has_heading && prior->heading_sigma_deg > 0 &&
+      2.5 * prior->heading_sigma_deg < 180.0) {
+    const int k = (int) ceil (2.5 * prior->heading_sigma_deg / hstep);
+    heading0 = prior->heading_deg;
+    h_lo = -k;
+    nh = 2 * k + 1 < p.headings ? 2 * k + 1 : p.headings;
+    flags |= GR_LOCALIZE_PRIOR_USED;
+  } else {
+    flags |= GR_LOCALIZE_HEADING_SEARCHED;
+  }
+  double s_lo, s_hi;
+  if (prior && prior->has_scale && prior->scale > 0) {
+    const double sg = prior->scale_sigma > 0 ? prior->scale_sigma : 0.0;
+    s_lo = prior->scale / (1.0 + 2.0 * sg);
+    s_hi = prior->scale * (1.0 + 2.0 * sg);
+    flags |= GR_LOCALIZE_PRIOR_USED;
+  } else {
+    s_lo = p.scale_min;
+    s_hi = p.scale_max;
+    flags |= GR_LOCALIZE_SCALE_SEARCHED;
+  }
+  /* scales: log-spaced with ratio <= SCALE_STEP, centred on the range's middle */
+  const int ns = 1 + (int) ceil (log (s_hi / s_lo) / log (SCALE_STEP) - 1e-9);
+  const double smid = sqrt (s_lo * s_hi);
+  const double sratio = ns > 1 ? pow (s_hi / s_lo, 1.0 / (ns - 1)) : 1.0;
+  double centre[2], radius = 0.0;
+  const double *cp = NULL;
+  if (prior && prior->has_position && prior->position_sigma > 0) {
+    centre[0] = prior->x;
+    centre[1] = prior->y;
+    radius = 3.0 * prior->position_sigma;
+    cp = centre;
+    flags |= GR_LOCALIZE_PRIOR_USED;
+  }
+
+  Hypo *coarse = malloc (sizeof (Hypo) * (size_t) nh * ns);
+  if (!coarse)
+    return GR_ERR_NOMEM;
+  Hypo best = { .score = NAN };
+  int bi = -1;
+  for (int si = 0; si < ns && st == GR_OK; si++) {
+    const double s = smid * pow (sratio, si - 0.5 * (ns - 1));
+    for (int hi = 0; hi < nh && st == GR_OK; hi++) {
+      Hypo *hy = &coarse[si * nh + hi];
+      st = score_hypothesis (&cx, wrap360 (heading0 + (h_lo + hi) * hstep), s,
+          p.coarse_size, cp, radius, hy);
+      if (st == GR_OK && better (hy, &best)) {
+        best = *hy;
+        bi = si * nh + hi;
+      }
+    }
+  }
+  if (st != GR_OK || bi < 0) {
+    free (coarse);
+    for (int i = 0; i < 2; i++)
+      gr_plane_clear (&cx.sf[i].small);
+    if (st == GR_OK)
+      out->flags = flags | GR_LOCALIZE_NO_OVERLAP;
+    out->searches = cx.searches;
+    return st;
+  }
+  /* the strongest competitor: the best map's own second peak, or any hypothesis whose
+   * place lies a quarter footprint or more away */
+  const double foot = best.scale * (frame->width > frame->height ? frame->width :
+      frame->height);
+  double second = best.second;
+  for (int i = 0; i < nh * ns; i++)
+    if (i != bi && isfinite (coarse[i].score) &&
+        hypot (coarse[i].cx - best.cx, coarse[i].cy - best.cy) > 0.25 * foot &&
+        !(coarse[i].score <= second))
+      second = coarse[i].score;
+  free (coarse);
+
+  /* ---- the fine level: finer headings and scales around the best, small window */
+  const double hd = hstep / 4.0;
+  const int fk = nh > 1 ? 2 : 0;
+  const double fsr = ns > 1 ? pow (sratio, 1.0 / 3.0) : 1.0;
+  const int fks = ns > 1 ? 1 : 0;
+  Hypo fine[5][3];
+  Hypo fb = { .score = NAN };
+  int fbh = 0, fbs = 0;
+  const double fcentre[2] = { best.cx, best.cy };
+  /* a coarse search pixel is foot / coarse_size control pixels */
+  const double frad = 2.0 * foot / p.coarse_size + 1.0;
+  for (int a = -fks; a <= fks && st == GR_OK; a++)
+    for (int b = -fk; b <= fk && st == GR_OK; b++) {
+      Hypo *hy = &fine[b + 2][a + 1];
+      st = score_hypothesis (&cx, wrap360 (best.heading + b * hd), best.scale * pow (fsr, a),
+          p.fine_size, fcentre, frad, hy);
+      if (st == GR_OK && better (hy, &fb)) {
+        fb = *hy;
+        fbh = b;
+        fbs = a;
+      }
+    }
+  if (st == GR_OK && isfinite (fb.score)) {
+    /* parabolas through the neighbours, then the place at the refined pose */
+    double oh = 0.0, os = 0.0;
+    if (fk && fbh > -fk && fbh < fk)
+      oh = parabola (fine[fbh + 1][fbs + 1].score, fb.score, fine[fbh + 3][fbs + 1].score);
+    if (fks && fbs == 0)
+      os = parabola (fine[fbh + 2][0].score, fb.score, fine[fbh + 2][2].score);
+    if (oh != 0.0 || os != 0.0) {
+      Hypo r;
+      const double fc2[2] = { fb.cx, fb.cy };
+      st = score_hypothesis (&cx, wrap360 (fb.heading + oh * hd), fb.scale * pow (fsr, os),
+          p.fine_size, fc2, 2.0 * foot / p.fine_size + 1.0, &r);
+      if (st == GR_OK && isfinite (r.score) && r.score >= fb.score - 1e-3)
+        fb = r;
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    gr_plane_clear (&cx.sf[i].small);
+  out->searches = cx.searches;
+  if (st != GR_OK)
+    return st;
+  if (!isfinite (fb.score))
+    fb = best;                 /* the fine window could not be scored: keep coarse */
+
+  memcpy (out->h, fb.h, sizeof out->h);
+  for (int i = 0; i < 9; i++)
+    out->h[i] /= fb.h[8];
+  out->x = fb.cx;
+  out->y = fb.cy;
+  gr_homography_heading_scale (out->h, 0.5 * frame->width, 0.5 * frame->height,
+      &out->heading_deg, &out->scale);
+  out->score = fb.score;
+  out->overlap = fb.overlap;
+  out->search_scale = pow (2.0, (int) lround (4.0 * log2 ((double) p.fine_size /
+              (frame->width > frame->height ? frame->width : frame->height) / fb.scale)) / 4.0);
+  /* ambiguity at the coarse level, where every place competed */
+  out->second = second;
+  if (isfinite (second)) {
+    out->peak_ratio = second > 1.0 ? (best.score - 1.0) / (second - 1.0) : INFINITY;
+    if (out->peak_ratio < p.min_peak_ratio)
+      flags |= GR_LOCALIZE_AMBIGUOUS;
+  } else {
+    flags |= GR_LOCALIZE_NO_SECOND_PEAK;
+  }
+  if ((best.peak_flags & GR_PEAK_AT_BORDER) && cp)
+    flags |= GR_LOCALIZE_AT_BORDER;
+  if (fb.overlap < p.min_overlap)
+    flags |= GR_LOCALIZE_LOW_OVERLAP;
+  if (prior && prior->has_heading && prior->heading_sigma_deg > 0 &&
+      heading_diff (out->heading_deg, prior->heading_deg) > 3.0 * prior->heading_sigma_deg)
+    flags |= GR_LOCALIZE_IMPLAUSIBLE;
+  if (prior && prior->has_scale && prior->scale > 0 && prior->scale_sigma > 0 &&
+      fabs (log (out->scale / prior->scale)) > log (1.0 + 3.0 * prior->scale_sigma))
+    flags |= GR_LOCALIZE_IMPLAUSIBLE;
+  out->flags = flags;
+  return GR_OK;
+}

@@ -1,0 +1,126 @@
+/* Coarse localization of a frame over a control image at any heading and any ground
+ * resolution: where the frame lies, which way it faces and how large its pixels are
+ * on the control, before a fine registration (nmi_sparse + fit) refines it.
+ *
+ * Method.  The frame is area-downscaled to a small template (about coarse_size pixels
+ * on its long side), rotated to each candidate heading (the corners it leaves empty
+ * are masked), and scored against the control, area-downscaled so that both share one
+ * grid for the candidate scale, by the dense NMI search (nmi_dense.h, overlap-weighted,
+ * so places where the frame hangs over the control's edge or no-data do not win).
+ * Without a heading prior the headings sweep the full circle (`headings` steps); with
+ * one they cover its uncertainty.  Without a scale prior, scales from scale_min to
+ * scale_max in steps of 2^(1/3) are searched.  The best (heading, scale, place) is
+ * then refined at fine_size over a small window with finer heading and scale steps
+ * (parabolas through the neighbouring scores).  A prior position limits the search
+ * window to 3 sigma around it.
+ *
+ * The searches run on the dense NMI engine's backend (CPU with OpenMP, or CUDA, where
+ * the control of each level stays resident on the device).
+ *
+ * Coordinates: pixel-corner ((0, 0) is the top-left corner of the top-left pixel) in
+ * full-resolution frame and control pixels, as gst/georeg-meta.h.  Headings: the
+ * frame's up (-y) direction on the control, degrees clockwise from the control's up.
+ * Scale: control pixels per frame pixel.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef GR_LOCALIZE_H
+#define GR_LOCALIZE_H
+
+#include "gr_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What is known about the frame before the search.  Each part is optional. */
+typedef struct {
+  bool has_position;
+  double x, y;                /* control position of the frame centre */
+  double position_sigma;      /* its 1-sigma uncertainty, control pixels (> 0) */
+  bool has_heading;
+  double heading_deg;
+  double heading_sigma_deg;   /* > 0 */
+  bool has_scale;
+  double scale;               /* control px per frame px */
+  double scale_sigma;         /* relative (0.1 = 10%), >= 0 */
+} GrLocalizePrior;
+
+/* A prior from a frame->control homography of a width x height frame (its centre,
+ * heading and scale at the centre) with the given uncertainties.  false when the
+ * homography is not finite or maps the centre to infinity. */
+bool gr_localize_prior_from_homography (GrLocalizePrior *prior, const double h[9],
+    int width, int height, double position_sigma, double heading_sigma_deg,
+    double scale_sigma);
+
+/* Heading (degrees clockwise, [0, 360)) and scale (control px per frame px) of a
+ * frame->control homography at frame position (u, v); false when not finite. */
+bool gr_homography_heading_scale (const double h[9], double u, double v,
+    double *heading_deg, double *scale);
+
+typedef struct {
+  double scale_min, scale_max;  /* scale range without a scale prior (0.25 .. 4) */
+  int headings;                 /* sweep steps over 360 degrees (36) */
+  int coarse_size;              /* template long side at the coarse level, px (48) */
+  int fine_size;                /* template long side at the fine level, px (128) */
+  int levels;                   /* grey levels of the histograms, 2 .. 256 (32): few
+                                   levels keep small templates' joint histograms
+                                   meaningful */
+  double min_overlap;           /* below this valid-overlap fraction LOW_OVERLAP (0.5) */
+  double min_peak_ratio;        /* below this peak ratio AMBIGUOUS (1.05) */
+  int threads;                  /* CPU threads, 0 = OpenMP's default */
+} GrLocalizeParams;
+
+void gr_localize_params_init (GrLocalizeParams *p);
+
+/* The same bit values as GstNmiLocalizeFlags (gst/georeg-meta.h), so elements copy. */
+typedef enum {
+  GR_LOCALIZE_NO_VALID_PIXELS = 1 << 0,
+  GR_LOCALIZE_NO_OVERLAP = 1 << 1,
+  GR_LOCALIZE_AT_BORDER = 1 << 2,       /* best place on the search window's edge */
+  GR_LOCALIZE_AMBIGUOUS = 1 << 3,       /* peak ratio below min_peak_ratio */
+  GR_LOCALIZE_NO_SECOND_PEAK = 1 << 4,
+  GR_LOCALIZE_HEADING_SEARCHED = 1 << 5,
+  GR_LOCALIZE_SCALE_SEARCHED = 1 << 6,
+  GR_LOCALIZE_LOW_OVERLAP = 1 << 7,
+  GR_LOCALIZE_PRIOR_USED = 1 << 8,
+  GR_LOCALIZE_IMPLAUSIBLE = 1 << 9,     /* heading or scale beyond 3 sigma of the prior */
+} GrLocalizeFlags;
+
+typedef struct {
+  double h[9];           /* frame -> control similarity, pixel-corner, h[8] = 1; NAN
+                            when NO_VALID_PIXELS or NO_OVERLAP */
+  double x, y;           /* control position of the frame centre */
+  double heading_deg;    /* [0, 360) */
+  double scale;          /* control px per frame px */
+  double score;          /* overlap-weighted NMI at the best place, fine level */
+  double second;         /* best separated second peak there (NAN if none) */
+  double peak_ratio;     /* (score - 1) / (second - 1) */
+  double overlap;        /* valid-overlap fraction of the frame's valid pixels */
+  double search_scale;   /* fine level: search pixels per control pixel */
+  unsigned flags;        /* GrLocalizeFlags */
+  int searches;          /* dense NMI searches run */
+} GrLocalizeResult;
+
+typedef struct GrLocalize GrLocalize;
+
+/* backend as gr_nmi_dense_new (AUTO: CUDA when usable, else CPU). */
+GrLocalize *gr_localize_new (GrBackend backend, int cuda_device, GrStatus *status,
+    char *errbuf, size_t errlen);
+void gr_localize_free (GrLocalize *loc);
+GrBackend gr_localize_backend (const GrLocalize *loc);
+
+/* Copies the control (float values, mask nonzero = valid or NULL); earlier levels are
+ * dropped. */
+GrStatus gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control,
+    char *errbuf, size_t errlen);
+
+/* Localizes one frame (float values, mask or NULL).  prior may be NULL.  Returns an
+ * error only for bad arguments, memory or a failing backend; a frame that cannot be
+ * placed comes back GR_OK with its flags. */
+GrStatus gr_localize_run (GrLocalize *loc, const GrPlaneF *frame,
+    const GrLocalizePrior *prior, const GrLocalizeParams *params,
+    GrLocalizeResult *out, char *errbuf, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

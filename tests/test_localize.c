@@ -1,0 +1,237 @@
+/* Coarse localization on synthesized frames: the overlap-aware dense NMI score at the
+ * control's edges and beside its no-data; GrLocalize at any heading, ground
+ * resolution, tilt and lens, with a full prior, a position prior and none.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+#include "localize.h"
+#include "nmi_dense.h"
+#include "peak.h"
+#include "synth.h"
+#include "test_check.h"
+
+static void
+make_control (GrSynthImage *img, int w, int h, uint64_t seed, double border)
+{
+  GrSynthControlParams p;
+  gr_synth_control_params_init (&p);
+  p.width = w;
+  p.height = h;
+  p.seed = seed;
+  p.depth = 8;
+  p.nodata_border = border;
+  char e[256] = "";
+  if (gr_synth_control_generate (&p, img, e, sizeof e) != GR_OK) {
+    fprintf (stderr, "control generation failed: %s\n", e);
+    exit (1);
+  }
+}
+
+/* Frames cut beside the control's no-data rim and at its edges (another band, a tone
+ * curve, noise): how many does the dense search put at the truth, by plain NMI and by
+ * the default overlap-weighted score? */
+static void
+test_overlap_bias (void)
+{
+  enum { CW = 256, CH = 192, W = 64, H = 48, FRAMES = 10 };
+  GrSynthImage img;
+  make_control (&img, CW, CH, 77, 0.22);
+  GrPlaneF red = gr_synth_image_plane (&img, 0), green = gr_synth_image_plane (&img, 1);
+  uint8_t *cb = malloc (CW * CH), *fb = malloc (W * H);
+  gr_plane_to_bins (&red, GR_BINS_IDENTITY, 0, 0, cb);
+  GrImage8 ci = { cb, CW, img.mask, CW, CW, CH };
+  GrStatus st;
+  char e[256];
+  GrNmiDense *nmi = gr_nmi_dense_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
+  CHECK (nmi && gr_nmi_dense_set_control (nmi, &ci, e, sizeof e) == GR_OK, "%s", e);
+  const GrRegion reg = { 0, 0, CW - W + 1, CH - H + 1 };
+  const int mw = reg.x1, mh = reg.y1;
+  double *scores = malloc (sizeof (double) * mw * mh);
+  int right[2] = { 0, 0 }, tried = 0;
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, 5);
+  for (int k = 0; k < 400 && tried < FRAMES; k++) {
+    /* a place whose frame is 45-90% on valid control */
+    const int X = (int) gr_synth_rng_range (&rng, 0, mw), Y = (int) gr_synth_rng_range (&rng, 0, mh);
+    long v = 0;
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++)
+        v += img.mask[(Y + y) * CW + X + x] != 0;
+    const double frac = (double) v / (W * H);
+    if (frac < 0.45 || frac > 0.9)
+      continue;
+    tried++;
+    double h[9];
+    gr_synth_translation_homography (X, Y, h);
+    GrPlaneF f;
+    gr_synth_cut (&green, h, W, H, 1, &f);
+    GrSynthTone t;
+    gr_synth_tone_init (&t, GR_SYNTH_TONE_SCURVE, k);
+    gr_synth_tone_apply (&t, &f, 255.0);
+    gr_synth_add_noise (&f, 4.0, 255.0, k);
+    gr_plane_to_bins (&f, GR_BINS_IDENTITY, 0, 0, fb);
+    GrImage8 ti = { fb, W, f.mask, W, W, H };
+    for (int mode = 0; mode < 2; mode++) {
+      gr_nmi_dense_set_score (nmi, mode ? GR_NMI_SCORE_PLAIN : GR_NMI_SCORE_OVERLAP_WEIGHTED);
+      CHECK (gr_nmi_dense_run (nmi, &ti, reg, (int) (0.1 * v), scores, NULL, e, sizeof e)
+          == GR_OK, "run: %s", e);
+      GrPeak pk;
+      gr_find_peak (scores, mw, mh, 5, 1.0, &pk);
+      const bool ok = abs (pk.ix - X) <= 1 && abs (pk.iy - Y) <= 1;
+      right[mode] += ok;
+      if (getenv ("GEOREG_TEST_VERBOSE"))
+        printf ("  frame at (%d,%d) %.0f%% valid: %s peak (%d,%d) %s\n", X, Y, 100 * frac,
+            mode ? "plain" : "weighted", pk.ix, pk.iy, ok ? "ok" : "WRONG");
+    }
+    gr_synth_plane_free (&f);
+  }
+  printf ("frames beside no-data: overlap-weighted %d/%d at the truth, plain NMI %d/%d\n",
+      right[0], tried, right[1], tried);
+  CHECK (tried == FRAMES, "found %d places", tried);
+  CHECK (right[0] >= FRAMES - 1, "overlap-weighted: %d/%d", right[0], tried);
+  /* the bias this guards against: plain NMI prefers overhanging places */
+  CHECK (right[1] <= FRAMES / 2, "plain NMI found %d/%d: the test lost its edge", right[1],
+      tried);
+  free (scores);
+  free (cb);
+  free (fb);
+  gr_nmi_dense_free (nmi);
+  gr_synth_image_free (&img);
+}
+
+/* The truth of a synthesized camera frame in pixel-corner coordinates. */
+static bool
+truth_apply (const GrSynthCamera *cam, const double hc[9], int w, int h, double u, double v,
+    double *x, double *y)
+{
+  if (!gr_synth_camera_apply (cam, hc, w, h, u - 0.5, v - 0.5, x, y))
+    return false;
+  *x += 0.5;
+  *y += 0.5;
+  return true;
+}
+
+static double
+angle_diff (double a, double b)
+{
+  double d = fmod (fabs (a - b), 360.0);
+  return d > 180.0 ? 360.0 - d : d;
+}
+
+typedef enum { PRIOR_NONE, PRIOR_POSITION, PRIOR_FULL } PriorKind;
+
+/* Frames at random heading, ground resolution, tilt and lens, another band and tone:
+ * GrLocalize must put the frame centre within a few control pixels, heading within a
+ * few degrees and scale within a few percent, or flag it. */
+static void
+test_localize_frames (PriorKind kind, int frames, double smin, double smax, uint64_t seed)
+{
+  enum { CW = 360, CH = 270, W = 128, H = 96 };
+  GrSynthImage img;
+  make_control (&img, CW, CH, 91, 0.0);
+  GrPlaneF red = gr_synth_image_plane (&img, 0), green = gr_synth_image_plane (&img, 1);
+  GrStatus st;
+  char e[256] = "";
+  GrLocalize *loc = gr_localize_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
+  CHECK (loc && gr_localize_set_control (loc, &red, e, sizeof e) == GR_OK, "%s", e);
+  GrLocalizeParams lp;
+  gr_localize_params_init (&lp);
+  lp.scale_min = smin;
+  lp.scale_max = smax;
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, seed);
+  int good = 0, flagged = 0, wrong_unflagged = 0;
+  for (int i = 0; i < frames; i++) {
+    GrSynthCamera cam = { 0 };
+    cam.heading_deg = gr_synth_rng_range (&rng, 0, 360);
+    cam.scale = exp (gr_synth_rng_range (&rng, log (smin), log (smax)));
+    cam.pitch_deg = gr_synth_rng_range (&rng, -10, 10);
+    cam.roll_deg = gr_synth_rng_range (&rng, -10, 10);
+    cam.focal = 1.1 * W;
+    cam.lens.k1 = gr_synth_rng_range (&rng, -0.1, 0.05);
+    const double foot = cam.scale * hypot (W, H) * 0.6;
+    cam.aim_x = gr_synth_rng_range (&rng, foot, CW - foot);
+    cam.aim_y = gr_synth_rng_range (&rng, foot, CH - foot);
+    if (!(cam.aim_x < CW - foot && cam.aim_y < CH - foot)) {
+      i--;
+      continue;
+    }
+    double hc[9];
+    gr_synth_camera_homography (&cam, W, H, hc);
+    GrPlaneF f;
+    CHECK (gr_synth_cut_camera (&green, &cam, W, H, (int) ceil (cam.scale), &f) == GR_OK,
+        "cut");
+    GrSynthTone t;
+    gr_synth_tone_init (&t, GR_SYNTH_TONE_GAMMA, seed + i);
+    gr_synth_tone_apply (&t, &f, 255.0);
+    gr_synth_add_noise (&f, 3.0, 255.0, seed + i);
+
+    double tx, ty;
+    truth_apply (&cam, hc, W, H, 0.5 * W, 0.5 * H, &tx, &ty);
+    GrLocalizePrior pr = { 0 };
+    if (kind != PRIOR_NONE) {
+      pr.has_position = true;
+      pr.x = tx + gr_synth_rng_gauss (&rng) * 10.0;
+      pr.y = ty + gr_synth_rng_gauss (&rng) * 10.0;
+      pr.position_sigma = 10.0;
+    }
+    if (kind == PRIOR_FULL) {
+      pr.has_heading = true;
+      pr.heading_deg = cam.heading_deg + gr_synth_rng_gauss (&rng) * 10.0;
+      pr.heading_sigma_deg = 10.0;
+      pr.has_scale = true;
+      pr.scale = cam.scale * (1.0 + 0.1 * gr_synth_rng_gauss (&rng));
+      pr.scale_sigma = 0.1;
+    }
+    GrLocalizeResult r;
+    CHECK (gr_localize_run (loc, &f, kind == PRIOR_NONE ? NULL : &pr, &lp, &r, e, sizeof e)
+        == GR_OK, "run: %s", e);
+    /* the truth's heading and scale at the frame centre */
+    double ux0, uy0, ux1, uy1, vx0, vy0, vx1, vy1;
+    truth_apply (&cam, hc, W, H, 0.5 * W - 1.0, 0.5 * H, &ux0, &uy0);
+    truth_apply (&cam, hc, W, H, 0.5 * W + 1.0, 0.5 * H, &ux1, &uy1);
+    truth_apply (&cam, hc, W, H, 0.5 * W, 0.5 * H - 1.0, &vx0, &vy0);
+    truth_apply (&cam, hc, W, H, 0.5 * W, 0.5 * H + 1.0, &vx1, &vy1);
+    double true_heading = atan2 (vx0 - vx1, vy1 - vy0) * 180.0 / M_PI;
+    true_heading = true_heading < 0 ? true_heading + 360.0 : true_heading;
+    const double true_scale = sqrt (fabs ((ux1 - ux0) * (vy1 - vy0) -
+            (vx1 - vx0) * (uy1 - uy0))) / 2.0;
+    const double dpos = hypot (r.x - tx, r.y - ty) / true_scale;   /* frame pixels */
+    const double dhead = angle_diff (r.heading_deg, true_heading);
+    const double dscale = fabs (log (r.scale / true_scale));
+    /* what the fine registration takes in: a few pixels, degrees, percent */
+    const bool ok = dpos < 6.0 && dhead < 3.0 && dscale < 0.08;
+    const unsigned bad_flags = GR_LOCALIZE_AMBIGUOUS | GR_LOCALIZE_LOW_OVERLAP |
+        GR_LOCALIZE_IMPLAUSIBLE | GR_LOCALIZE_NO_OVERLAP | GR_LOCALIZE_AT_BORDER;
+    good += ok;
+    flagged += (r.flags & bad_flags) != 0;
+    wrong_unflagged += !ok && !(r.flags & bad_flags);
+    if (getenv ("GEOREG_TEST_VERBOSE") || !ok)
+      printf ("  prior %d frame %d: heading %.1f scale %.3f -> %.1f %.3f, centre off %.2f "
+          "frame px, score %.4f ratio %.3f overlap %.2f flags 0x%x, %d searches%s\n",
+          kind, i, true_heading, true_scale, r.heading_deg, r.scale, dpos, r.score,
+          r.peak_ratio, r.overlap, r.flags, r.searches, ok ? "" : "  WRONG");
+    gr_synth_plane_free (&f);
+  }
+  printf ("localize, prior %d: %d/%d within 6 frame px, 3 deg, 8%%; %d flagged; %d wrong "
+      "without a flag\n", kind, good, frames, flagged, wrong_unflagged);
+  CHECK (good >= frames - 1, "prior %d: %d/%d localized", kind, good, frames);
+  CHECK (wrong_unflagged == 0, "prior %d: %d wrong results without a flag", kind,
+      wrong_unflagged);
+  gr_localize_free (loc);
+  gr_synth_image_free (&img);
+}
+
+int
+main (void)
+{
+  test_overlap_bias ();
+  test_localize_frames (PRIOR_FULL, 4, 0.5, 2.0, 11);
+  test_localize_frames (PRIOR_POSITION, 2, 0.7, 1.4, 12);
+  test_localize_frames (PRIOR_NONE, 2, 0.7, 1.4, 13);
+  return CHECK_DONE ();
+}
