@@ -650,6 +650,20 @@ read_frame (GstNmiRegister * self, const GstNmiRegisterSettings * s,
   return TRUE;
 }
 
+/* A coarse homography the engine can start from: finite, finite at the frame's
+ * top-left, from a result that found a place. */
+static gboolean
+prior_transform_usable (const GstNmiLocalizeMeta * lm)
+{
+  if (lm->flags & (GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS |
+          GST_NMI_LOCALIZE_FLAG_NO_OVERLAP))
+    return FALSE;
+  for (int i = 0; i < 9; i++)
+    if (!isfinite (lm->frame_to_control[i]))
+      return FALSE;
+  return fabs (lm->frame_to_control[8]) > 1e-12;
+}
+
 /* The engine's prior from nmilocalize's meta or the coarse fallback; the meta's
  * coarse flags and prior fields are set here. */
 static void
@@ -662,7 +676,19 @@ make_prior (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer *
 
   memset (prior, 0, sizeof *prior);
   prior->search_scale = s->initial_scale;
-  if (lm) {
+  if (lm && lm->has_prior_transform && prior_transform_usable (lm)) {
+    /* the full coarse homography (any heading and scale): the engine starts from it
+     * as it is */
+    const double *h = lm->frame_to_control;
+    memcpy (prior->h, h, sizeof prior->h);
+    prior->has_prior = TRUE;
+    px = h[2] / h[8];
+    py = h[5] / h[8];
+    pscale = isfinite (lm->scale) ? lm->scale : sqrt (fabs (h[0] * h[4] - h[1] * h[3]))
+        / fabs (h[8]);
+    coarse_doubtful = (lm->flags & (GST_NMI_LOCALIZE_FLAG_AMBIGUOUS |
+            GST_NMI_LOCALIZE_FLAG_AT_BORDER | GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE)) != 0;
+  } else if (lm) {
     if ((lm->flags & (GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS |
                 GST_NMI_LOCALIZE_FLAG_NO_OVERLAP)) || !isfinite (lm->control_x) ||
         !isfinite (lm->control_y) || !(lm->control_scale > 0.0) ||
@@ -705,7 +731,8 @@ make_prior (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer *
         break;
     }
   }
-  if (prior->has_prior) {
+  if (prior->has_prior && !(lm && lm->has_prior_transform &&
+          prior_transform_usable (lm))) {
     const double h[9] = { pscale, 0, px, 0, pscale, py, 0, 0, 1 };
     memcpy (prior->h, h, sizeof h);
   }

@@ -454,16 +454,17 @@ typedef struct {
   bool clipped;
 } Corr;
 
-/* One matching pass over the keypoints.  pass 1: templates cut around the keypoints
- * from the frame's levels, windows around the prior's prediction.  pass 2: each
- * keypoint's prediction g (rounded) is pulled back into the frame, and the template
- * is resampled in the control's geometry around g. */
+/* One matching pass over the keypoints in windows of side W.  pass 1: templates cut
+ * around the keypoints from the frame's levels, windows around the prediction of H.
+ * pass 2: each keypoint's prediction g (rounded) is pulled back into the frame, and
+ * the template is resampled in the control's geometry around g (the refinement, and
+ * the first pass from a prior that rotates or shears the frame, where cut templates
+ * would not look like the control). */
 static GrStatus
-match_pass (GrRegister *r, const GrRegisterParams *s, int pass, const GrKeypoint *kp,
-    int nk, const double H[9], Corr *c, char *err, size_t errlen)
+match_pass (GrRegister *r, const GrRegisterParams *s, int pass, int W,
+    const GrKeypoint *kp, int nk, const double H[9], Corr *c, char *err, size_t errlen)
 {
   const int T = s->template_size, T2 = T * T, h2 = T / 2;
-  const int W = pass == 1 ? s->window_size : s->refine_window;
   const int fw = r->frame->width;
   const bool dev = r->on_device;
   const size_t nk1 = nk > 1 ? (size_t) nk : 1;
@@ -664,7 +665,12 @@ register_from_prior (GrRegister *r, const GrRegisterParams *s, const GrKeypoint 
   fp.threshold = s->ransac_threshold * PASS1_THRESHOLD_FACTOR;
   fp.seed = FIT_SEED;
   GrFit fit;
-  st = match_pass (r, s, 1, kp, nk, H0, &c, err, errlen);
+  /* an offset and scale prior: templates as cut from the frame; a prior that turns,
+   * shears or tilts the frame: resampled into the control's geometry */
+  const bool axis_aligned = H0[1] == 0.0 && H0[3] == 0.0 && H0[6] == 0.0 &&
+      H0[7] == 0.0;
+  st = match_pass (r, s, axis_aligned ? 1 : 2, s->window_size, kp, nk, H0, &c, err,
+      errlen);
   if (st != GR_OK)
     goto out;
   res->matches = c.n;
@@ -695,7 +701,7 @@ register_from_prior (GrRegister *r, const GrRegisterParams *s, const GrKeypoint 
     memcpy (H1, fit.h, sizeof H1);
     GrFit fit2;
     fp.threshold = s->ransac_threshold;
-    st = match_pass (r, s, 2, kp, nk, H1, &c2, err, errlen);
+    st = match_pass (r, s, 2, s->refine_window, kp, nk, H1, &c2, err, errlen);
     if (st != GR_OK)
       goto out;
     GrFitResult fr2 = c2.n >= mmin + 1 ? gr_fit_robust (c2.src, c2.dst, c2.w, c2.n, &fp,

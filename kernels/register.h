@@ -5,7 +5,10 @@
  * found in it (kernels/keypoints.h), an 11 x 11 template around each keypoint is
  * scored by NMI at every offset of a 73 x 73 control window around the place a prior
  * frame -> control homography predicts (kernels/nmi_sparse.h), and the transform is
- * fitted robustly (kernels/fit.h).  With `refine` a second pass predicts every
+ * fitted robustly (kernels/fit.h).  The templates are cut from the frame when the
+ * prior is an offset and a scale, and resampled into the control's geometry when it
+ * turns, shears or tilts the frame (an 11 x 11 template turned by more than a few
+ * degrees no longer looks like the control).  With `refine` a second pass predicts every
  * keypoint with the first fit, resamples its template into the control's geometry
  * and matches it in a small window; the final fit uses those matches.  Without a
  * prior (or as a second opinion on a doubtful one) a coarse dense-NMI search of the

@@ -404,6 +404,36 @@ GST_START_TEST (test_element_is_the_engine)
 
 GST_END_TEST;
 
+/* A coarse meta with a full homography (nmilocalize at any heading): the
+ * registration starts from it, so a frame turned by 30 degrees registers. */
+GST_START_TEST (test_prior_homography)
+{
+  double ht[9], hc[9];
+  pose_h (220.0, 150.0, 30.0, 1.1, ht);
+  /* pixel-index -> pixel-corner, then 3 px off */
+  const double tp[9] = { 1, 0, 0.5, 0, 1, 0.5, 0, 0, 1 };
+  const double tm[9] = { 1, 0, -0.5, 0, 1, -0.5, 0, 0, 1 };
+  double t[9];
+  gr_mat3_mul (tp, ht, t);
+  gr_mat3_mul (t, tm, hc);
+  hc[2] += 3.0 * hc[8];
+  hc[5] -= 2.0 * hc[8];
+  GstHarness *h = new_harness (NULL);
+  GstBuffer *in = frame_h (ht, FALSE), *out;
+  add_coarse (in, hc[2], hc[5], 0);
+  GstNmiLocalizeMeta *lm = gst_buffer_get_nmi_localize_meta (in);
+  fail_unless (gst_nmi_localize_meta_set_transform (lm, hc, FW, FH));
+  GstNmiRegisterMeta *m = run_one (h, in, &out);
+  fail_unless (m->has_transform, "flags 0x%x", m->flags);
+  fail_unless (transform_error (m, ht) < 0.15, "error %g", transform_error (m, ht));
+  fail_unless (fabs (m->prior_x - hc[2]) < 1e-9 && fabs (m->prior_scale - 1.1) < 1e-6,
+      "prior (%g, %g) scale %g", m->prior_x, m->prior_y, m->prior_scale);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_coarse_fallbacks)
 {
   double ht[9];
@@ -926,6 +956,7 @@ nmiregister_suite (void)
   tcase_add_test (tc, test_models);
   tcase_add_test (tc, test_coarse_fallbacks);
   tcase_add_test (tc, test_element_is_the_engine);
+  tcase_add_test (tc, test_prior_homography);
   tcase_add_test (tc, test_bad_frames);
   tcase_add_test (tc, test_bad_control);
   tcase_add_test (tc, test_control_cache);

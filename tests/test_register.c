@@ -107,6 +107,32 @@ main (void)
   check_accurate ("homography prior", &res, ht);
   gr_register_result_clear (&res);
 
+  /* a frame turned by 30 degrees at scale 1.1: an offset prior cannot start it, its
+   * homography (4 px off) can */
+  {
+    GrPlaneF turned = { 0 };
+    double ht2[9], hc2[9];
+    rt_make_frame (30.0, 1.1, 200.0, 150.0, 9, &turned, ht2);
+    const double tp[9] = { 1, 0, 0.5, 0, 1, 0.5, 0, 0, 1 };
+    const double tm[9] = { 1, 0, -0.5, 0, 1, -0.5, 0, 0, 1 };
+    double t[9];
+    gr_mat3_mul (tp, ht2, t);
+    gr_mat3_mul (t, tm, hc2);
+    hc2[2] += 4.0 * hc2[8];
+    hc2[5] += 2.0 * hc2[8];
+    CHECK (gr_register_set_frame (r, &p, &turned, false, GR_BINS_MINMAX, 8, 0, 0, err,
+            sizeof err) == GR_OK, "set_frame: %s", err);
+    memset (&prior, 0, sizeof prior);
+    prior.has_prior = true;
+    memcpy (prior.h, hc2, sizeof hc2);
+    res = run_ok (r, &p, &prior);
+    check_accurate ("turned, homography", &res, ht2);
+    gr_register_result_clear (&res);
+    CHECK (gr_register_set_frame (r, &p, &frame, false, GR_BINS_MINMAX, 8, 0, 0, err,
+            sizeof err) == GR_OK, "set_frame: %s", err);
+    gr_plane_clear (&turned);
+  }
+
   /* no prior: the full search */
   memset (&prior, 0, sizeof prior);
   prior.search = true;
