@@ -877,16 +877,18 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
           2, 256, DEFAULT_LEVELS, rw_ready));
   g_object_class_install_property (gobject_class, PROP_MAX_KEYPOINTS,
       g_param_spec_int ("max-keypoints", "Maximum keypoints",
-          "Keypoints per frame at most (Shi-Tomasi corners spread by an 8x6 grid)",
+          "Keypoints per frame at most (Shi-Tomasi corners spread over the frame by an "
+          "8x6 grid)",
           1, 1000000, DEFAULT_MAX_KEYPOINTS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_TEMPLATE_SIZE,
       g_param_spec_int ("template-size", "Template size",
-          "Side of the square template around each keypoint (odd)", 3,
+          "Side of the square template around each keypoint, in frame pixels (odd)", 3,
           GR_NMI_SPARSE_MAX_TEMPLATE, DEFAULT_TEMPLATE_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_WINDOW_SIZE,
       g_param_spec_int ("window-size", "Window size",
           "Side of the control window searched around each prediction in the first "
-          "pass (odd, >= template-size): (window - template + 1)^2 offsets", 3,
+          "pass, in control pixels (odd, >= template-size): (window - template + 1)^2 "
+          "offsets", 3,
           GR_NMI_SPARSE_MAX_WINDOW, DEFAULT_WINDOW_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_REFINE,
       g_param_spec_boolean ("refine", "Refine",
@@ -895,7 +897,7 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
           DEFAULT_REFINE, rw_playing));
   g_object_class_install_property (gobject_class, PROP_REFINE_WINDOW,
       g_param_spec_int ("refine-window", "Refine window",
-          "Window side of the second pass (odd, >= template-size)", 3,
+          "Window side of the second pass, in control pixels (odd, >= template-size)", 3,
           GR_NMI_SPARSE_MAX_WINDOW, DEFAULT_REFINE_WINDOW, rw_ready));
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
