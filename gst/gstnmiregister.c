@@ -542,8 +542,7 @@ draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer
     .inlier = res->inlier,
     .n_matches = res->n_matches,
     .has_transform = m->has_transform,
-    .has_prior = isfinite (m->prior_x) && isfinite (m->prior_y) &&
-        m->prior_scale > 0.0,
+    .has_prior = res->has_prior,
     .doubtful = (m->flags & (GST_NMI_REGISTER_FLAG_LOW_INLIERS |
             GST_NMI_REGISTER_FLAG_POOR_SPREAD |
             GST_NMI_REGISTER_FLAG_REFINE_FAILED)) != 0,
@@ -552,12 +551,10 @@ draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer
     memcpy (d.frame_to_control, m->frame_to_control, sizeof d.frame_to_control);
     memcpy (d.frame_to_control_index, res->h_index, sizeof d.frame_to_control_index);
   }
-  if (d.has_prior) {
-    const double p[9] = { m->prior_scale, 0, m->prior_x, 0, m->prior_scale,
-      m->prior_y, 0, 0, 1
-    };
-    memcpy (d.prior, p, sizeof p);
-  }
+  /* the prior the engine started from: an offset and scale, or nmilocalize's full
+   * homography */
+  if (d.has_prior)
+    memcpy (d.prior, res->prior, sizeof d.prior);
   if (s->overlay == GST_NMI_REGISTER_OVERLAY_META) {
     GstVideoOverlayComposition *comp = gst_nmi_register_overlay_render (&d);
     if (!comp)
