@@ -4,7 +4,9 @@
 #include "localize.h"
 #include "fit.h"
 #include "image.h"
+#include "keypoints.h"
 #include "nmi_dense.h"
+#include "nmi_sparse.h"
 #include "peak.h"
 
 #include <math.h>
@@ -12,6 +14,9 @@
 #include <string.h>
 
 #define MAX_LEVELS 40
+/* grey levels of the 11 x 11 templates: with 121 samples, 256 levels put nearly every
+ * pixel in its own joint bin and every offset scores alike */
+#define REFINE_LEVELS 16
 #define SCALE_STEP 1.2599210498948732   /* 2^(1/3): coarse scale steps */
 
 /* The control at one search scale: downscaled, binned, resident in its own engine
@@ -269,6 +274,29 @@ typedef struct {
   unsigned peak_flags;
 } Hypo;
 
+/* Bilinear value of a packed plane at pixel-index (x, y); false (value 0) outside or
+ * when a neighbour is masked. */
+static bool
+sample_bilinear (const GrPlaneF *p, double x, double y, float *value)
+{
+  const int w = p->width, h = p->height;
+  *value = 0.0f;
+  if (!(x >= -1e-9 && y >= -1e-9 && x <= w - 1 + 1e-9 && y <= h - 1 + 1e-9))
+    return false;
+  int x0 = (int) floor (x), y0 = (int) floor (y);
+  x0 = x0 > w - 2 ? (w > 1 ? w - 2 : 0) : x0;
+  y0 = y0 > h - 2 ? (h > 1 ? h - 2 : 0) : y0;
+  const int x1 = x0 + (w > 1), y1 = y0 + (h > 1);
+  if (p->mask && !(p->mask[(size_t) y0 * w + x0] && p->mask[(size_t) y0 * w + x1]
+          && p->mask[(size_t) y1 * w + x0] && p->mask[(size_t) y1 * w + x1]))
+    return false;
+  const double fx = x - x0, fy = y - y0;
+  const float *r0 = p->data + (size_t) y0 * p->stride, *r1 = p->data + (size_t) y1 * p->stride;
+  *value = (float) ((1 - fy) * ((1 - fx) * r0[x0] + fx * r0[x1])
+      + fy * ((1 - fx) * r1[x0] + fx * r1[x1]));
+  return true;
+}
+
 /* Rotates the small frame by `heading` (clockwise) into its bounding box: bilinear,
  * a pixel valid only when its four neighbours are.  rot: small-frame index ->
  * template index. */
@@ -291,25 +319,9 @@ rotate_frame (const GrPlaneF *sf, double heading, GrPlaneF *tpl, double rot[9])
     for (int i = 0; i < tw; i++) {
       /* inverse rotation: template index -> small-frame index */
       const double di = i - tcx, dj = j - tcy;
-      const double x = scx + c * di + s * dj, y = scy - s * di + c * dj;
       const size_t o = (size_t) j * tw + i;
-      tpl->data[o] = 0.0f;
-      tpl->mask[o] = 0;
-      if (x < -1e-9 || y < -1e-9 || x > sw - 1 + 1e-9 || y > sh - 1 + 1e-9)
-        continue;
-      int x0 = (int) floor (x), y0 = (int) floor (y);
-      x0 = x0 > sw - 2 ? (sw > 1 ? sw - 2 : 0) : x0;
-      y0 = y0 > sh - 2 ? (sh > 1 ? sh - 2 : 0) : y0;
-      const int x1 = x0 + (sw > 1), y1 = y0 + (sh > 1);
-      const double fx = x - x0, fy = y - y0;
-      const size_t i00 = (size_t) y0 * sf->stride + x0, i01 = (size_t) y0 * sf->stride + x1;
-      const size_t i10 = (size_t) y1 * sf->stride + x0, i11 = (size_t) y1 * sf->stride + x1;
-      if (sf->mask && !(sf->mask[(size_t) y0 * sw + x0] && sf->mask[(size_t) y0 * sw + x1]
-              && sf->mask[(size_t) y1 * sw + x0] && sf->mask[(size_t) y1 * sw + x1]))
-        continue;
-      tpl->data[o] = (float) ((1 - fy) * ((1 - fx) * sf->data[i00] + fx * sf->data[i01])
-          + fy * ((1 - fx) * sf->data[i10] + fx * sf->data[i11]));
-      tpl->mask[o] = 1;
+      tpl->mask[o] = sample_bilinear (sf, scx + c * di + s * dj, scy - s * di + c * dj,
+          &tpl->data[o]);
     }
   return true;
 }
@@ -470,18 +482,28 @@ better (const Hypo *a, const Hypo *b)
   return isfinite (a->score) && (!isfinite (b->score) || a->score > b->score);
 }
 
+/* The arguments every run needs: an engine with a control, a frame, outputs. */
+static bool
+engine_ready (const GrLocalize *loc, const GrPlaneF *frame, bool outputs, char *errbuf,
+    size_t errlen)
+{
+  if (!loc || !plane_ok (frame) || !outputs) {
+    gr_set_err (errbuf, errlen, "bad frame (size, stride or pointer) or output");
+    return false;
+  }
+  if (!loc->control.data) {
+    gr_set_err (errbuf, errlen, "no control image set");
+    return false;
+  }
+  return true;
+}
+
 GrStatus
 gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *prior,
     const GrLocalizeParams *params, GrLocalizeResult *out, char *errbuf, size_t errlen)
 {
-  if (!loc || !plane_ok (frame) || !out) {
-    gr_set_err (errbuf, errlen, "frame: bad size, stride or pointer");
+  if (!engine_ready (loc, frame, out != NULL, errbuf, errlen))
     return GR_ERR_INVALID;
-  }
-  if (!loc->control.data) {
-    gr_set_err (errbuf, errlen, "no control image set");
-    return GR_ERR_INVALID;
-  }
   GrLocalizeParams p;
   if (params)
     p = *params;
@@ -665,5 +687,241 @@ gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *
       fabs (log (out->scale / prior->scale)) > log (1.0 + 3.0 * prior->scale_sigma))
     flags |= GR_LOCALIZE_IMPLAUSIBLE;
   out->flags = flags;
+  return GR_OK;
+}
+
+/* ------------------------------------------------------------------ refinement */
+
+void
+gr_refine_params_init (GrRefineParams *p)
+{
+  p->iterations = 3;
+  p->spacing = 12;
+  p->template_size = 11;
+  p->window_size = 41;
+  p->threshold = 1.0;
+  p->min_inliers = 12;
+}
+
+/* One warp-match-fit round on level L with the frame prefiltered to fp (fpx, fpy:
+ * prefiltered px per frame px).  On success h is replaced by the fit. */
+static GrStatus
+refine_round (const Level *L, GrNmiSparse *sp, const GrPlaneF *fp, double fpx, double fpy,
+    const GrRefineParams *p, int window, double h[9], GrRefineResult *res, char *errbuf,
+    size_t errlen)
+{
+  double hinv[9];
+  if (!gr_mat3_inverse (h, hinv))
+    return GR_OK;
+  /* the footprint's bounding box on the level */
+  double bx0 = INFINITY, by0 = INFINITY, bx1 = -INFINITY, by1 = -INFINITY;
+  const double fw = fp->width / fpx, fh = fp->height / fpy;
+  const double cu[4] = { 0, fw, fw, 0 }, cv[4] = { 0, 0, fh, fh };
+  for (int k = 0; k < 4; k++) {
+    double x, y;
+    if (!gr_fit_apply (h, cu[k], cv[k], &x, &y))
+      return GR_OK;
+    bx0 = fmin (bx0, x * L->sx - 0.5);
+    bx1 = fmax (bx1, x * L->sx - 0.5);
+    by0 = fmin (by0, y * L->sy - 0.5);
+    by1 = fmax (by1, y * L->sy - 0.5);
+  }
+  const int x0 = (int) fmax (0.0, floor (bx0)), y0 = (int) fmax (0.0, floor (by0));
+  const int x1 = (int) fmin (L->w - 1, ceil (bx1)), y1 = (int) fmin (L->h - 1, ceil (by1));
+  const int ww = x1 - x0 + 1, wh = y1 - y0 + 1;
+  if (ww < p->template_size || wh < p->template_size || (double) ww * wh > 6e7)
+    return GR_OK;
+  GrPlaneF warp;
+  if (!gr_plane_alloc (&warp, ww, wh, true))
+    return GR_ERR_NOMEM;
+  /* level index -> control corner -> frame corner -> prefiltered index */
+#pragma omp parallel for schedule(static)
+  for (int j = 0; j < wh; j++)
+    for (int i = 0; i < ww; i++) {
+      double u, v;
+      const size_t o = (size_t) j * ww + i;
+      warp.mask[o] = gr_fit_apply (hinv, (x0 + i + 0.5) / L->sx, (y0 + j + 0.5) / L->sy,
+          &u, &v) && sample_bilinear (fp, u * fpx - 0.5, v * fpy - 0.5, &warp.data[o]);
+    }
+  uint8_t *wb = malloc ((size_t) ww * wh);
+  const int T = p->template_size, half = T / 2;
+  const int maxn = (ww / p->spacing + 1) * (wh / p->spacing + 1);
+  int32_t *xy = malloc (sizeof (int32_t) * 2 * (size_t) maxn);
+  GrNmiSparseQuery *q = malloc (sizeof *q * (size_t) maxn);
+  uint8_t *tp = malloc ((size_t) maxn * T * T), *tm = malloc ((size_t) maxn * T * T);
+  GrNmiSparseMatch *m = malloc (sizeof *m * (size_t) maxn);
+  double *src = malloc (sizeof (double) * 2 * (size_t) maxn);
+  double *dst = malloc (sizeof (double) * 2 * (size_t) maxn);
+  GrStatus st = GR_OK;
+  if (!wb || !xy || !q || !tp || !tm || !m || !src || !dst) {
+    st = GR_ERR_NOMEM;
+    goto out;
+  }
+  if (gr_plane_count_valid (&warp) == 0 || to_levels (&warp, REFINE_LEVELS, wb) != GR_OK)
+    goto out;
+  /* corners of the warped frame (textured places match; flat ones wander), about one
+   * per spacing x spacing cell, whose template is wholly valid */
+  int n = 0;
+  GrKeypointParams kp;
+  gr_keypoint_params_init (&kp);
+  kp.max_keypoints = maxn;
+  kp.grid_cols = ww / (4 * p->spacing) > 1 ? ww / (4 * p->spacing) : 1;
+  kp.grid_rows = wh / (4 * p->spacing) > 1 ? wh / (4 * p->spacing) : 1;
+  kp.nms_radius = p->spacing / 2 > 1 ? p->spacing / 2 : 1;
+  kp.margin = half;
+  GrKeypoint *kps = malloc (sizeof *kps * (size_t) maxn);
+  const int nk = kps ? gr_keypoints_detect (&warp, &kp, kps, maxn) : -1;
+  for (int k = 0; k < nk; k++) {
+    const int i = (int) lroundf (kps[k].x), j = (int) lroundf (kps[k].y);
+    const int cx = x0 + i, cy = y0 + j;
+    if (L->mask && !L->mask[(size_t) cy * L->w + cx])
+      continue;
+    xy[2 * n] = i;
+    xy[2 * n + 1] = j;
+    q[n].x = cx;
+    q[n].y = cy;
+    n++;
+  }
+  free (kps);
+  if (nk < 0) {
+    st = GR_ERR_NOMEM;
+    goto out;
+  }
+  GrImage8 wi = { wb, (size_t) ww, warp.mask, (size_t) ww, ww, wh };
+  if (n < 4 || gr_nmi_sparse_cut_templates (&wi, T, xy, n, tp, tm) != GR_OK)
+    goto out;
+  GrNmiSparseParams sp_p;
+  gr_nmi_sparse_params_init (&sp_p);
+  sp_p.template_size = T;
+  sp_p.window_size = window;
+  st = gr_nmi_sparse_run (sp, &sp_p, tp, tm, q, n, m, NULL, errbuf, errlen);
+  if (st != GR_OK)
+    goto out;
+  int nc = 0;
+  for (int k = 0; k < n; k++) {
+    if (m[k].flags & (GR_NMI_SPARSE_NO_SCORE | GR_NMI_SPARSE_AT_BORDER | GR_NMI_SPARSE_FLAT))
+      continue;
+    /* the template centre in frame corner coordinates, and its match on the control */
+    double u, v;
+    if (!gr_fit_apply (hinv, (q[k].x + 0.5) / L->sx, (q[k].y + 0.5) / L->sy, &u, &v))
+      continue;
+    src[2 * nc] = u;
+    src[2 * nc + 1] = v;
+    dst[2 * nc] = (q[k].x + m[k].dx + 0.5) / L->sx;
+    dst[2 * nc + 1] = (q[k].y + m[k].dy + 0.5) / L->sy;
+    nc++;
+  }
+  res->matches = nc;
+  GrFitParams fpar;
+  gr_fit_params_init (&fpar, GR_MODEL_HOMOGRAPHY);
+  fpar.threshold = p->threshold / L->sx;
+  GrFit fit;
+  const GrFitResult fr = nc >= p->min_inliers ?
+      gr_fit_robust (src, dst, NULL, nc, &fpar, &fit, NULL) : GR_FIT_TOO_FEW;
+  if (fr == GR_FIT_OK && fit.inliers >= p->min_inliers) {
+    memcpy (h, fit.h, sizeof fit.h);
+    res->inliers = fit.inliers;
+    res->rms = fit.rms * L->sx;
+  } else {
+    res->inliers = 0;
+  }
+out:
+  gr_plane_clear (&warp);
+  free (wb);
+  free (xy);
+  free (q);
+  free (tp);
+  free (tm);
+  free (m);
+  free (src);
+  free (dst);
+  return st;
+}
+
+GrStatus
+gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coarse[9],
+    const GrRefineParams *params, GrRefineResult *out, char *errbuf, size_t errlen)
+{
+  if (!engine_ready (loc, frame, h_coarse && out, errbuf, errlen))
+    return GR_ERR_INVALID;
+  GrRefineParams p;
+  if (params)
+    p = *params;
+  else
+    gr_refine_params_init (&p);
+  if (p.template_size < 3 || p.template_size > GR_NMI_SPARSE_MAX_TEMPLATE ||
+      !(p.template_size & 1) || p.window_size < p.template_size ||
+      p.window_size > GR_NMI_SPARSE_MAX_WINDOW || !(p.window_size & 1) || p.spacing < 1 ||
+      p.iterations < 1 || !(p.threshold > 0)) {
+    gr_set_err (errbuf, errlen, "bad refine parameters");
+    return GR_ERR_INVALID;
+  }
+  memset (out, 0, sizeof *out);
+  memcpy (out->h, h_coarse, sizeof out->h);
+  out->rms = NAN;
+  double heading, scale;
+  if (!gr_homography_heading_scale (h_coarse, 0.5 * frame->width, 0.5 * frame->height,
+          &heading, &scale) || !(scale > 0)) {
+    out->flags = GR_REFINE_LOW_INLIERS | GR_PLAUSIBLE_NOT_FINITE;
+    return GR_OK;
+  }
+  /* the coarser of the two grids: the control level whose pixel is about a frame
+   * pixel when the control is finer, the full control otherwise */
+  int q = (int) lround (4.0 * log2 (1.0 / scale));
+  q = q > 0 ? 0 : (q < -60 ? -60 : q);
+  GrStatus st = GR_OK;
+  Level *L = get_level (loc, q, REFINE_LEVELS, &st, errbuf, errlen);
+  if (!L)
+    return st;
+  out->work_scale = L->sx;
+  /* the frame area-downscaled when it is finer than that grid */
+  GrPlaneF fp;
+  memset (&fp, 0, sizeof fp);
+  const double pf = scale * L->sx;
+  if (pf < 1.0)
+    st = gr_plane_downscale (frame, pf, &fp);
+  else if (!plane_copy (frame, &fp))
+    st = GR_ERR_NOMEM;
+  if (st != GR_OK)
+    return st;
+  GrNmiSparse *sp = gr_nmi_sparse_new (loc->backend, loc->device, &st, errbuf, errlen);
+  if (sp) {
+    gr_nmi_sparse_set_threads (sp, loc->threads);
+    GrImage8 ci = { L->bins, (size_t) L->w, L->mask, (size_t) L->w, L->w, L->h };
+    st = gr_nmi_sparse_set_control (sp, &ci, errbuf, errlen);
+  }
+  double h[9];
+  memcpy (h, h_coarse, sizeof h);
+  bool fitted = false;
+  for (int it = 0; it < p.iterations && sp && st == GR_OK; it++) {
+    const int window = it == 0 ? p.window_size :
+        (p.window_size < 21 ? p.window_size : (21 > p.template_size ? 21 : p.template_size));
+    GrRefineResult r = { .rms = NAN };
+    double hn[9];
+    memcpy (hn, h, sizeof hn);
+    st = refine_round (L, sp, &fp, (double) fp.width / frame->width,
+        (double) fp.height / frame->height, &p, window, hn, &r, errbuf, errlen);
+    if (st != GR_OK || r.inliers < p.min_inliers)
+      break;
+    memcpy (h, hn, sizeof h);
+    out->matches = r.matches;
+    out->inliers = r.inliers;
+    out->rms = r.rms;
+    fitted = true;
+  }
+  gr_nmi_sparse_free (sp);
+  gr_plane_clear (&fp);
+  if (st != GR_OK)
+    return st;
+  for (int i = 0; i < 9; i++)
+    out->h[i] = h[i] / h[8];
+  if (!fitted)
+    out->flags |= GR_REFINE_LOW_INLIERS;
+  GrPlausibleParams pp;
+  gr_plausible_params_init (&pp);
+  pp.expected_scale = scale;
+  pp.has_heading = true;
+  pp.heading_deg = heading;
+  out->flags |= gr_fit_check_plausible (out->h, frame->width, frame->height, &pp, NULL);
   return GR_OK;
 }

@@ -120,6 +120,43 @@ GrStatus gr_localize_run (GrLocalize *loc, const GrPlaneF *frame,
     const GrLocalizePrior *prior, const GrLocalizeParams *params,
     GrLocalizeResult *out, char *errbuf, size_t errlen);
 
+/* ---- Fine registration from a coarse result: the frame is warped onto the control's
+ * grid at the coarser of the two resolutions (the control area-downscaled when it is
+ * finer, the frame when it is), templates on a regular grid of the warped frame are
+ * matched by sparse NMI (nmi_sparse.h) in windows around their predicted places, and
+ * a homography is fitted (LO-RANSAC, fit.h); repeated from the new estimate, with a
+ * shrinking window.  The result is checked by gr_fit_check_plausible against the
+ * coarse scale and heading. */
+typedef struct {
+  int iterations;          /* warp-match-fit rounds (3) */
+  int spacing;             /* grid step of the templates in the warped frame, px (12) */
+  int template_size;       /* odd, 3 .. 15 (11) */
+  int window_size;         /* first round's window, odd (41); later rounds 21 */
+  double threshold;        /* RANSAC inlier threshold, working-grid px (1.0) */
+  int min_inliers;         /* fewer: LOW_INLIERS (12) */
+} GrRefineParams;
+
+void gr_refine_params_init (GrRefineParams *p);
+
+typedef enum {
+  GR_REFINE_LOW_INLIERS = 1 << 8,     /* too few consistent matches: h is the input */
+  /* bits 0..5: GrPlausibleFlags of the result (fit.h) */
+} GrRefineFlags;
+
+typedef struct {
+  double h[9];             /* frame -> control homography, pixel-corner, h[8] = 1 */
+  int matches, inliers;
+  double rms;              /* of the fit, working-grid px (not an accuracy measure) */
+  double work_scale;       /* working grid px per control px */
+  unsigned flags;          /* GrRefineFlags | GrPlausibleFlags */
+} GrRefineResult;
+
+/* Refines h_coarse (frame -> control, pixel-corner) against the control set on loc.
+ * backend of the sparse engine: loc's. */
+GrStatus gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame,
+    const double h_coarse[9], const GrRefineParams *params, GrRefineResult *out,
+    char *errbuf, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

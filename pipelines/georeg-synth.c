@@ -8,7 +8,8 @@
  *       [--noise SIGMA] [--rotation-max DEG] [--scale-min S] [--scale-max S]
  *       [--perspective P] [--nodata-border FRAC] [--border-kind KIND]
  *       [--format gray8|gray16|rgba] [--margin PX] [--control-nodata auto|none|V]
- *       [--nodata-min-area PX] [--supersample N]
+ *       [--nodata-min-area PX] [--supersample N] [--tilt-max DEG] [--focal PX]
+ *       [--k1 K] [--k2 K] [--p1 P] [--p2 P]
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "synth.h"
@@ -237,6 +238,7 @@ cmd_frames (int argc, char **argv)
   gint64 seed = 1;
   gdouble noise = 0.0, rot_max = 0.0, scale_min = 1.0, scale_max = 1.0, persp = 0.0;
   gdouble border = 0.0, margin = 0.0;
+  gdouble tilt_max = 0.0, focal = 0.0, k1 = 0.0, k2 = 0.0, p1 = 0.0, p2 = 0.0;
   GOptionEntry entries[] = {
     { "control", 'c', 0, G_OPTION_ARG_FILENAME, &control, "control image (PNG/JPEG + "
       "world file, or any GDAL raster when built with GDAL)", "PATH" },
@@ -280,6 +282,17 @@ cmd_frames (int argc, char **argv)
       "smaller than this many pixels stay valid (default 64)", "PX" },
     { "supersample", 0, 0, G_OPTION_ARG_INT, &supersample, "samples per frame pixel "
       "per axis; 0 = ceil(scale) (default)", "N" },
+    { "tilt-max", 0, 0, G_OPTION_ARG_DOUBLE, &tilt_max, "camera pitch and roll each "
+      "uniform in [-DEG, DEG], 0..60: frames are tilted pinhole views of the flat "
+      "control (heading = the rotation, scale = ground resolution at nadir); writes "
+      "camera.csv (default 0)", "DEG" },
+    { "focal", 0, 0, G_OPTION_ARG_DOUBLE, &focal, "camera focal length in frame pixels "
+      "(default: the frame width)", "PX" },
+    { "k1", 0, 0, G_OPTION_ARG_DOUBLE, &k1, "Brown-Conrady radial k1 of the camera's "
+      "lens (default 0)", "K" },
+    { "k2", 0, 0, G_OPTION_ARG_DOUBLE, &k2, "radial k2 (default 0)", "K" },
+    { "p1", 0, 0, G_OPTION_ARG_DOUBLE, &p1, "tangential p1 (default 0)", "P" },
+    { "p2", 0, 0, G_OPTION_ARG_DOUBLE, &p2, "tangential p2 (default 0)", "P" },
     { NULL }
   };
   GOptionContext *ctx = g_option_context_new ("- cut synthetic drone frames with truth");
@@ -312,6 +325,12 @@ cmd_frames (int argc, char **argv)
     return fail ("frames: need 0 < --scale-min <= --scale-max <= 64");
   if (!(persp >= 0 && persp < 1))
     return fail ("frames: --perspective must be in [0, 1)");
+  if (!(tilt_max >= 0 && tilt_max <= 60) || !(focal >= 0))
+    return fail ("frames: --tilt-max must be in 0..60 and --focal >= 0");
+  const gboolean use_camera = tilt_max > 0 || k1 != 0 || k2 != 0 || p1 != 0 || p2 != 0;
+  if (use_camera && persp > 0)
+    return fail ("frames: --perspective and the camera (--tilt-max, --k1, ...) exclude "
+        "each other: the camera's tilt is its perspective");
   if (!(border >= 0 && border <= 0.5))
     return fail ("frames: --nodata-border must be in 0..0.5");
   if (!(margin >= 0))
@@ -499,7 +518,7 @@ cmd_frames (int argc, char **argv)
   int rc = 0;
   float *dist = NULL;
   char *path = NULL;
-  FILE *csv = NULL;
+  FILE *csv = NULL, *cam_csv = NULL;
   if (g_mkdir_with_parents (outdir, 0755) != 0) {
     rc = fail ("frames: cannot create folder '%s'", outdir);
     goto done;
@@ -534,6 +553,16 @@ cmd_frames (int argc, char **argv)
     goto done;
   }
   gr_synth_truth_write_header (csv);
+  if (use_camera) {
+    g_free (path);
+    path = g_build_filename (outdir, "camera.csv", NULL);
+    cam_csv = fopen (path, "w");
+    if (!cam_csv) {
+      rc = fail ("frames: cannot write '%s'", path);
+      goto done;
+    }
+    gr_synth_camera_write_header (cam_csv);
+  }
 
   GrSynthTone tone;
   gr_synth_tone_init (&tone, (GrSynthToneKind) tone_kind, gr_synth_seed_mix (seed, 0x746f6e65));
@@ -544,6 +573,7 @@ cmd_frames (int argc, char **argv)
     GrSynthRng rng;
     gr_synth_rng_init (&rng, fseed);
     GrSynthPose pose;
+    GrSynthCamera cam;
     double hm[9];
     bool placed = false;
     GrPlaneF cut[3];
@@ -562,7 +592,20 @@ cmd_frames (int argc, char **argv)
       }
       pose.centre_x = gr_synth_rng_range (&rng, 0, CW - 1);
       pose.centre_y = gr_synth_rng_range (&rng, 0, CH - 1);
-      gr_synth_pose_homography (&pose, width, height, hm);
+      if (use_camera) {
+        /* a tilted pinhole with a lens aimed at the pose's centre */
+        cam = (GrSynthCamera) { .aim_x = pose.centre_x, .aim_y = pose.centre_y,
+          .heading_deg = pose.rotation_deg, .scale = pose.scale, .focal = focal,
+          .lens = { k1, k2, 0.0, p1, p2 } };
+        if (tilt_max > 0) {
+          cam.pitch_deg = gr_synth_rng_range (&rng, -tilt_max, tilt_max);
+          cam.roll_deg = gr_synth_rng_range (&rng, -tilt_max, tilt_max);
+        }
+        if (!gr_synth_camera_homography (&cam, width, height, hm))
+          continue;
+      } else {
+        gr_synth_pose_homography (&pose, width, height, hm);
+      }
       ss = supersample > 0 ? supersample : (int) ceil (pose.scale - 1e-9);
       if (ss < 1)
         ss = 1;
@@ -575,7 +618,8 @@ cmd_frames (int argc, char **argv)
       /* cut every source band and confirm the footprint is wholly valid */
       bool ok = true;
       for (int k = 0; k < nwant && ok; k++) {
-        if (gr_synth_cut (srcp[k], hm, width, height, ss, &cut[k]) != GR_OK) {
+        if ((use_camera ? gr_synth_cut_camera (srcp[k], &cam, width, height, ss, &cut[k])
+                : gr_synth_cut (srcp[k], hm, width, height, ss, &cut[k])) != GR_OK) {
           rc = fail ("frames: out of memory cutting frame %d", i);
           goto done;
         }
@@ -658,8 +702,14 @@ cmd_frames (int argc, char **argv)
       goto done;
     }
     GrSynthTruth t;
-    gr_synth_truth_from_pose (&t, i, name, &pose, width, height,
-        ctl.has_geo ? ctl.geo : NULL);
+    if (use_camera) {
+      gr_synth_truth_from_camera (&t, i, name, &cam, width, height,
+          ctl.has_geo ? ctl.geo : NULL);
+      gr_synth_camera_write_row (cam_csv, i, name, &cam, width);
+    } else {
+      gr_synth_truth_from_pose (&t, i, name, &pose, width, height,
+          ctl.has_geo ? ctl.geo : NULL);
+    }
     gr_synth_truth_write_row (csv, &t);
   }
   if (fclose (csv) != 0) {
@@ -668,6 +718,12 @@ cmd_frames (int argc, char **argv)
     goto done;
   }
   csv = NULL;
+  if (cam_csv && fclose (cam_csv) != 0) {
+    cam_csv = NULL;
+    rc = fail ("frames: writing camera.csv failed");
+    goto done;
+  }
+  cam_csv = NULL;
   {
     char fb[32];
     if (fbk == FB_NIR)
@@ -689,6 +745,8 @@ cmd_frames (int argc, char **argv)
 done:
   if (csv)
     fclose (csv);
+  if (cam_csv)
+    fclose (cam_csv);
   g_free (path);
   free (dist);
   free_rasters (src, nsrc);

@@ -1521,19 +1521,21 @@ gr_synth_border_kind_name (GrSynthBorderKind kind)
 
 /* ------------------------------------------------------------------ truth */
 
-void
-gr_synth_truth_from_pose (GrSynthTruth *t, int index, const char *file,
-    const GrSynthPose *pose, int width, int height, const double *geo)
+/* The truth of a frame whose pixel-index -> control mapping is h (the pinhole part
+ * for a camera; gr_synth_camera_apply gives the exact mapping with its lens). */
+static void
+truth_from_homography (GrSynthTruth *t, int index, const char *file, const double h[9],
+    double rotation_deg, double scale, int width, int height, const double *geo)
 {
   memset (t, 0, sizeof (*t));
   t->index = index;
   snprintf (t->file, sizeof (t->file), "%s", file ? file : "");
-  gr_synth_pose_homography (pose, width, height, t->h);
+  memcpy (t->h, h, sizeof (t->h));
   gr_synth_homography_apply (t->h, 0, 0, &t->x, &t->y);
   gr_synth_homography_apply (t->h, 0.5 * (width - 1), 0.5 * (height - 1), &t->centre_x,
       &t->centre_y);
-  t->rotation_deg = pose->rotation_deg;
-  t->scale = pose->scale;
+  t->rotation_deg = rotation_deg;
+  t->scale = scale;
   if (geo) {
     double px = t->centre_x + 0.5, py = t->centre_y + 0.5;
     t->map_x = geo[0] + px * geo[1] + py * geo[2];
@@ -1541,6 +1543,28 @@ gr_synth_truth_from_pose (GrSynthTruth *t, int index, const char *file,
   } else {
     t->map_x = t->map_y = NAN;
   }
+}
+
+void
+gr_synth_truth_from_pose (GrSynthTruth *t, int index, const char *file,
+    const GrSynthPose *pose, int width, int height, const double *geo)
+{
+  double h[9];
+  gr_synth_pose_homography (pose, width, height, h);
+  truth_from_homography (t, index, file, h, pose->rotation_deg, pose->scale, width, height,
+      geo);
+}
+
+bool
+gr_synth_truth_from_camera (GrSynthTruth *t, int index, const char *file,
+    const GrSynthCamera *cam, int width, int height, const double *geo)
+{
+  double h[9];
+  if (!gr_synth_camera_homography (cam, width, height, h))
+    return false;
+  truth_from_homography (t, index, file, h, cam->heading_deg, cam->scale, width, height,
+      geo);
+  return true;
 }
 
 static const char *const truth_header =
@@ -1562,6 +1586,29 @@ put_double (FILE *f, double v)
     fputc (',', f);
     put_exact (f, v, "");
   }
+}
+
+static const char *const camera_header =
+    "index,file,heading_deg,pitch_deg,roll_deg,scale,focal,k1,k2,k3,p1,p2";
+
+void
+gr_synth_camera_write_header (FILE *f)
+{
+  fprintf (f, "%s\n", camera_header);
+}
+
+void
+gr_synth_camera_write_row (FILE *f, int index, const char *file, const GrSynthCamera *cam,
+    int width)
+{
+  fprintf (f, "%d,%s", index, file);
+  const double v[10] = { cam->heading_deg, cam->pitch_deg, cam->roll_deg, cam->scale,
+    cam->focal > 0 ? cam->focal : width, cam->lens.k1, cam->lens.k2, cam->lens.k3,
+    cam->lens.p1, cam->lens.p2
+  };
+  for (int k = 0; k < 10; k++)
+    put_double (f, v[k]);
+  fputc ('\n', f);
 }
 
 void

@@ -287,6 +287,19 @@ typedef struct {
 void gr_synth_truth_from_pose (GrSynthTruth *t, int index, const char *file,
     const GrSynthPose *pose, int width, int height, const double *geo);
 
+/* The truth of a camera frame: h is the pinhole homography (the exact mapping adds
+ * the lens: gr_synth_camera_apply), rotation_deg the heading.  false when the camera
+ * is refused (gr_synth_camera_homography). */
+bool gr_synth_truth_from_camera (GrSynthTruth *t, int index, const char *file,
+    const GrSynthCamera *cam, int width, int height, const double *geo);
+
+/* camera.csv, beside truth.csv when frames come through a camera: header
+ * "index,file,heading_deg,pitch_deg,roll_deg,scale,focal,k1,k2,k3,p1,p2" (focal in
+ * frame pixels, lens on coordinates normalized by it, principal point at the centre). */
+void gr_synth_camera_write_header (FILE *f);
+void gr_synth_camera_write_row (FILE *f, int index, const char *file,
+    const GrSynthCamera *cam, int width);
+
 /* CSV: header "index,file,x,y,centre_x,centre_y,rotation_deg,scale,h00,h01,h02,h10,
  * h11,h12,h20,h21,h22,map_x,map_y", then one row per frame; doubles in the shortest
  * of %.15g .. %.17g that reads back bit-exact; "nan" without geo.  File names must

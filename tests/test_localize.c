@@ -226,9 +226,63 @@ test_localize_frames (PriorKind kind, int frames, double smin, double smax, uint
   gr_synth_image_free (&img);
 }
 
+/* Bad input: clear errors or documented flags, never a crash. */
+static void
+test_bad_input (void)
+{
+  GrStatus st;
+  char e[256] = "";
+  GrLocalize *loc = gr_localize_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
+  CHECK (loc && gr_localize_backend (loc) == GR_BACKEND_CPU, "new: %s", e);
+  GrPlaneF f;
+  gr_synth_plane_alloc (&f, 64, 48, true);
+  for (int i = 0; i < 64 * 48; i++)
+    f.data[i] = (float) (i % 7);
+  GrLocalizeResult r;
+  GrRefineResult rr;
+  double h[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
+  CHECK (gr_localize_run (loc, &f, NULL, NULL, &r, e, sizeof e) == GR_ERR_INVALID &&
+      strstr (e, "no control"), "no control: %s", e);
+  CHECK (gr_localize_refine (loc, &f, h, NULL, &rr, e, sizeof e) == GR_ERR_INVALID,
+      "refine without control");
+  GrSynthImage img;
+  make_control (&img, 200, 150, 5, 0.0);
+  GrPlaneF red = gr_synth_image_plane (&img, 0);
+  CHECK (gr_localize_set_control (loc, &red, e, sizeof e) == GR_OK, "%s", e);
+  CHECK (gr_localize_run (loc, NULL, NULL, NULL, &r, e, sizeof e) == GR_ERR_INVALID,
+      "NULL frame");
+  GrLocalizeParams lp;
+  gr_localize_params_init (&lp);
+  lp.levels = 1;
+  CHECK (gr_localize_run (loc, &f, NULL, &lp, &r, e, sizeof e) == GR_ERR_INVALID,
+      "bad params");
+  /* a wholly masked frame: a flag, no position */
+  memset (f.mask, 0, 64 * 48);
+  CHECK (gr_localize_run (loc, &f, NULL, NULL, &r, e, sizeof e) == GR_OK &&
+      r.flags == GR_LOCALIZE_NO_VALID_PIXELS && isnan (r.x) && isnan (r.h[0]),
+      "masked frame: flags 0x%x", r.flags);
+  /* a frame far larger than the control at the only scale allowed: no overlap */
+  memset (f.mask, 1, 64 * 48);
+  lp.levels = 32;
+  lp.scale_min = lp.scale_max = 40.0;
+  CHECK (gr_localize_run (loc, &f, NULL, &lp, &r, e, sizeof e) == GR_OK &&
+      (r.flags & GR_LOCALIZE_NO_OVERLAP) && isnan (r.x), "too large: flags 0x%x", r.flags);
+  /* refine from a non-finite or collapsed start: flagged, not an error */
+  h[0] = NAN;
+  CHECK (gr_localize_refine (loc, &f, h, NULL, &rr, e, sizeof e) == GR_OK &&
+      (rr.flags & GR_REFINE_LOW_INLIERS), "NAN start: 0x%x", rr.flags);
+  const double sliver[9] = { 0.001, 0, 10, 0, 0.001, 10, 0, 0, 1 };
+  CHECK (gr_localize_refine (loc, &f, sliver, NULL, &rr, e, sizeof e) == GR_OK &&
+      (rr.flags & GR_REFINE_LOW_INLIERS), "sliver start: 0x%x", rr.flags);
+  gr_synth_plane_free (&f);
+  gr_synth_image_free (&img);
+  gr_localize_free (loc);
+}
+
 int
 main (void)
 {
+  test_bad_input ();
   test_overlap_bias ();
   test_localize_frames (PRIOR_FULL, 4, 0.5, 2.0, 11);
   test_localize_frames (PRIOR_POSITION, 2, 0.7, 1.4, 12);

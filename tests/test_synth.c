@@ -859,9 +859,80 @@ test_tool (void)
     gr_raster_clear (&fr);
     g_free (fp);
   }
+  free (rows);
+
+  /* through a tilted camera with a lens, any heading: camera.csv rows re-cut the frames */
+  char *cout = tpath ("tool/camera");
+  args = g_strdup_printf ("frames --control '%s' --out '%s' --count 3 --width 96 "
+      "--height 64 --seed 5 --control-band 2 --rotation-max 180 --scale-min 0.6 "
+      "--scale-max 1.6 --tilt-max 15 --focal 110 --k1 -0.12 --k2 0.02 --p1 0.001 "
+      "--margin 2 > /dev/null", ctl, cout);
+  CHECK (run_tool (tool, args) == 0, "georeg-synth frames through a camera failed");
+  g_free (args);
+  char *ccsv = g_build_filename (cout, "camera.csv", NULL);
+  FILE *cf = fopen (ccsv, "r");
+  CHECK (cf != NULL, "camera.csv missing");
+  char line[1024];
+  int crows = 0;
+  if (cf && fgets (line, sizeof line, cf))
+    CHECK (strncmp (line, "index,file,heading_deg,pitch_deg", 32) == 0, "header %s", line);
+  while (cf && st == GR_OK && fgets (line, sizeof line, cf)) {
+    int idx;
+    char name[256];
+    GrSynthCamera cam = { 0 };
+    double k3;
+    if (sscanf (line, "%d,%255[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &idx, name,
+            &cam.heading_deg, &cam.pitch_deg, &cam.roll_deg, &cam.scale, &cam.focal,
+            &cam.lens.k1, &cam.lens.k2, &k3, &cam.lens.p1, &cam.lens.p2) != 12) {
+      CHECK (0, "camera.csv row: %s", line);
+      continue;
+    }
+    crows++;
+    CHECK (fabs (cam.pitch_deg) <= 15 && fabs (cam.roll_deg) <= 15 && cam.focal == 110 &&
+        cam.lens.k1 == -0.12, "row %d: camera out of the asked ranges", idx);
+    /* the aim point: truth.csv's centre (the principal point is the frame centre) */
+    GrSynthTruth *tr = NULL;
+    int tn = 0;
+    char *tcsv = g_build_filename (cout, "truth.csv", NULL);
+    CHECK (gr_synth_truth_read_csv (tcsv, &tr, &tn, e, sizeof e) == GR_OK && tn == 3,
+        "camera truth.csv: %s", e);
+    g_free (tcsv);
+    if (!tr || idx >= tn) {
+      free (tr);
+      continue;
+    }
+    cam.aim_x = tr[idx].centre_x;
+    cam.aim_y = tr[idx].centre_y;
+    free (tr);
+    char *fp = g_build_filename (cout, name, NULL);
+    GrRaster fr;
+    GrPlaneF ref;
+    if (gr_raster_load (fp, 0, &fr, e, sizeof e) == GR_OK) {
+      const int ss = (int) ceil (cam.scale - 1e-9);
+      CHECK (gr_synth_cut_camera (&cb.plane, &cam, 96, 64, ss, &ref) == GR_OK, "re-cut");
+      int nbad = 0;
+      for (int k = 0; k < 96 * 64; k++)
+        nbad += !ref.mask[k] || fabsf (ref.data[k] - fr.plane.data[k]) > 0.51f;
+      CHECK (nbad == 0, "camera frame %d: %d pixels differ from the camera re-cut", idx,
+          nbad);
+      gr_synth_plane_free (&ref);
+      gr_raster_clear (&fr);
+    } else {
+      CHECK (0, "camera frame %d: %s", idx, e);
+    }
+    g_free (fp);
+  }
+  if (cf)
+    fclose (cf);
+  CHECK (crows == 3, "camera.csv: %d rows", crows);
+  args = g_strdup_printf ("frames --control '%s' --out '%s' --tilt-max 5 --perspective 0.1 "
+      "2> /dev/null", ctl, cout);
+  CHECK (run_tool (tool, args) != 0, "perspective with a camera must fail");
+  g_free (args);
+  g_free (ccsv);
+  g_free (cout);
   if (st == GR_OK)
     gr_raster_clear (&cb);
-  free (rows);
 
   /* errors: nonzero exit with a message */
   args = g_strdup_printf ("frames --control '%s/missing.png' --out '%s' 2> /dev/null",
