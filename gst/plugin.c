@@ -11,6 +11,9 @@
 #include "gstpointsetenc.h"
 #include "gstlandmarkshoot.h"
 #include "gstfeaturematch.h"
+#if GR_HAVE_GDAL
+#include "gstgeoregexport.h"
+#endif
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -23,6 +26,9 @@ plugin_init (GstPlugin * plugin)
   ret |= GST_ELEMENT_REGISTER (pointsetenc, plugin);
   ret |= GST_ELEMENT_REGISTER (landmarkshoot, plugin);
   ret |= GST_ELEMENT_REGISTER (featurematch, plugin);
+#if GR_HAVE_GDAL
+  ret |= GST_ELEMENT_REGISTER (georegexport, plugin);
+#endif
 
   return ret;
 }
