@@ -15,6 +15,7 @@
 #include <glib/gstdio.h>
 
 #include "gstgeoregexport.h"
+#include "gstgeoregfootprint.h"
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
 #include "fit.h"
@@ -105,126 +106,6 @@ gst_georeg_export_geotiff_format_get_type (void)
     g_once_init_leave (&type, g_enum_register_static ("GstGeoregExportGeoTiffFormat",
             values));
   return type;
-}
-
-gchar *
-gst_georeg_register_flag_names (guint flags)
-{
-  static const char *const names[] = { "no-coarse", "coarse-unusable", "initial-offset",
-    "full-search", "too-few-keypoints", "too-few-matches", "windows-clipped", "degenerate",
-    "no-consensus", "low-inliers", "poor-spread", "refine-failed"
-  };
-  GString *s = g_string_new (NULL);
-  for (guint i = 0; i < 32; i++) {
-    if (!(flags & (1u << i)))
-      continue;
-    if (s->len)
-      g_string_append_c (s, ',');
-    if (i < G_N_ELEMENTS (names))
-      g_string_append (s, names[i]);
-    else
-      g_string_append_printf (s, "bit-%u", i);
-  }
-  return g_string_free (s, FALSE);
-}
-
-static const char *
-localize_flag_name (guint bit)
-{
-  static const char *const names[] = { "no-valid-pixels", "no-overlap", "at-border",
-    "ambiguous", "no-second-peak"
-  };
-  return bit < G_N_ELEMENTS (names) ? names[bit] : "unknown";
-}
-
-/* The frame's size from its transform: H maps (w, h) onto the footprint's third
- * corner, so the inverse gives it back (any caps, no video info needed). */
-static gboolean
-frame_size_from_meta (const GstNmiRegisterMeta * m, double *w, double *h)
-{
-  double inv[9];
-  return gr_mat3_inverse (m->frame_to_control, inv)
-      && gr_fit_apply (inv, m->footprint_control[4], m->footprint_control[5], w, h)
-      && *w > 0 && *h > 0;
-}
-
-/* Control pixel corners -> map -> (lon, lat); FALSE when PROJ fails. */
-static gboolean
-control_to_lonlat (GrGeoRef * g, double px, double py, double *mx, double *my, double *lon,
-    double *lat)
-{
-  gr_georef_pixel_to_map (g, px, py, mx, my);
-  *lon = *mx;
-  *lat = *my;
-  return gr_georef_map_to_lonlat (g, lon, lat, 1);
-}
-
-/* Fills f from the metas; names and strings it points to are owned by the caller. */
-static void
-build_footprint (GstGeoregExport * self, GstBuffer * buf, GrFootprint * f,
-    gchar ** flag_names)
-{
-  GstNmiRegisterMeta *rm = gst_buffer_get_nmi_register_meta (buf);
-  GstNmiLocalizeMeta *lm = gst_buffer_get_nmi_localize_meta (buf);
-  f->frame = self->frame;
-  f->timestamp_ns = GST_BUFFER_PTS_IS_VALID (buf) ? (gint64) GST_BUFFER_PTS (buf) : -1;
-  f->crs = gr_georef_crs_name (self->georef);
-  f->rms_px = f->heading_deg = f->gsd_m = NAN;
-  f->centre_lon = f->centre_lat = f->centre_x = f->centre_y = NAN;
-  for (int i = 0; i < 4; i++)
-    f->corner_lon[i] = f->corner_lat[i] = f->corner_x[i] = f->corner_y[i] = NAN;
-  f->quality = "failed";
-
-  if (rm) {
-    f->flags = rm->flags;
-    *flag_names = gst_georeg_register_flag_names (rm->flags);
-    f->inliers = rm->inliers;
-    f->rms_px = rm->rms;
-  } else if (lm) {
-    f->flags = lm->flags;
-    GString *s = g_string_new (NULL);
-    for (guint i = 0; i < 32; i++)
-      if (lm->flags & (1u << i))
-        g_string_append_printf (s, "%s%s", s->len ? "," : "", localize_flag_name (i));
-    *flag_names = g_string_free (s, FALSE);
-  }
-
-  double w, h;
-  if (rm && rm->has_transform && frame_size_from_meta (rm, &w, &h)) {
-    const double *H = rm->frame_to_control;
-    /* every corner in front of the camera (w > 0), or the footprint is no polygon */
-    gboolean ok = TRUE;
-    const double cx4[4] = { 0, w, w, 0 }, cy4[4] = { 0, 0, h, h };
-    for (int i = 0; i < 4; i++)
-      ok = ok && H[6] * cx4[i] + H[7] * cy4[i] + H[8] > 0;
-    for (int i = 0; i < 4 && ok; i++)
-      ok = control_to_lonlat (self->georef, rm->footprint_control[2 * i],
-          rm->footprint_control[2 * i + 1], &f->corner_x[i], &f->corner_y[i],
-          &f->corner_lon[i], &f->corner_lat[i]);
-    double cx, cy, tx, ty, tlon, tlat;
-    ok = ok && gr_fit_apply (H, w / 2, h / 2, &cx, &cy)
-        && control_to_lonlat (self->georef, cx, cy, &f->centre_x, &f->centre_y,
-        &f->centre_lon, &f->centre_lat)
-        && gr_fit_apply (H, w / 2, 0, &tx, &ty)
-        && control_to_lonlat (self->georef, tx, ty, &tx, &ty, &tlon, &tlat);
-    if (ok) {
-      f->geometry = 2;
-      /* the frame's up direction: from its centre to the middle of its top edge */
-      f->heading_deg = gr_geo_bearing_deg (f->centre_lon, f->centre_lat, tlon, tlat);
-      f->gsd_m = sqrt (gr_geo_area_m2 (f->corner_lon, f->corner_lat, 4) / (w * h));
-      const guint doubt = GST_NMI_REGISTER_FLAG_LOW_INLIERS |
-          GST_NMI_REGISTER_FLAG_POOR_SPREAD | GST_NMI_REGISTER_FLAG_REFINE_FAILED;
-      f->quality = (rm->flags & doubt) ? "doubtful" : "registered";
-      return;
-    }
-  }
-  /* no footprint: the coarse centre, when the localization has one */
-  if (lm && isfinite (lm->center_x) && isfinite (lm->center_y)
-      && control_to_lonlat (self->georef, lm->center_x, lm->center_y, &f->centre_x,
-          &f->centre_y, &f->centre_lon, &f->centre_lat)) {
-    f->geometry = 1;
-    f->quality = "coarse";
-  }
 }
 
 /* 8-bit interleaved copy of a mapped video frame: gray (1 channel) for gray and YUV
@@ -343,7 +224,7 @@ gst_georeg_export_transform_ip (GstBaseTransform * bt, GstBuffer * buf)
   if (self->source_pattern)
     source = g_strdup_printf (self->source_pattern, (unsigned long long) self->frame);
   GrFootprint f = { 0 };
-  build_footprint (self, buf, &f, &flag_names);
+  gst_georeg_footprint_from_buffer (self->georef, buf, self->frame, &f, &flag_names);
   f.file = source;
   f.flag_names = flag_names ? flag_names : "";
   GstFlowReturn ret = GST_FLOW_OK;

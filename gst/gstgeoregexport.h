@@ -27,9 +27,6 @@ typedef enum {
 
 GST_ELEMENT_REGISTER_DECLARE (georegexport);
 
-/* The registration flags in words, comma-separated (docs/nmiregister.md's names). */
-gchar *gst_georeg_register_flag_names (guint flags);
-
 G_END_DECLS
 
 #endif
