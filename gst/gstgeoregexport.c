@@ -296,12 +296,6 @@ gst_georeg_export_start (GstBaseTransform * bt)
   self->frame = 0;
   self->geotiffs = 0;
 
-  if (!control || !*control) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("No control image given."),
-        ("Set control-location to the georeferenced control the frames were registered "
-            "on."));
-    goto done;
-  }
   if (source && *source) {
     /* the pattern is printf'd with a guint64: allow one integer conversion only, then
      * rewrite it with G_GUINT64_FORMAT's length */
@@ -325,17 +319,10 @@ gst_georeg_export_start (GstBaseTransform * bt)
     }
     self->source_pattern = g_string_free (p, FALSE);
   }
-  GrStatus st = gr_georef_open (control, crs, &self->georef, err, sizeof err);
-  if (st != GR_OK) {
-    if (st == GR_ERR_IO)
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("Could not open the control '%s'.",
-              control), ("%s", err));
-    else
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("The control '%s' has no usable "
-              "georeference.", control), ("%s", err));
+  self->georef = gst_georeg_open_control_georef (GST_ELEMENT (self), control, crs);
+  if (!self->georef)
     goto done;
-  }
-  GST_INFO_OBJECT (self, "control CRS %s", gr_georef_crs_name (self->georef));
+  GrStatus st;
   if ((json && *json) || (csv && *csv)) {
     st = gr_footprint_writer_open (json, form, csv, &self->writer, err, sizeof err);
     if (st != GR_OK) {

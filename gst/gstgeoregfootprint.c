@@ -129,3 +129,27 @@ gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 fr
   }
 }
 
+
+GrGeoRef *
+gst_georeg_open_control_georef (GstElement * element, const gchar * control,
+    const gchar * crs)
+{
+  char err[1024];
+  GrGeoRef *g = NULL;
+  if (!control || !*control) {
+    GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND, ("No control image given."),
+        ("Set control-location to the georeferenced control the frames were registered "
+            "on."));
+    return NULL;
+  }
+  GrStatus st = gr_georef_open (control, crs, &g, err, sizeof err);
+  if (st == GR_ERR_IO)
+    GST_ELEMENT_ERROR (element, RESOURCE, OPEN_READ, ("Could not open the control '%s'.",
+            control), ("%s", err));
+  else if (st != GR_OK)
+    GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS, ("The control '%s' has no usable "
+            "georeference.", control), ("%s", err));
+  else
+    GST_INFO_OBJECT (element, "control CRS %s", gr_georef_crs_name (g));
+  return g;
+}

@@ -25,6 +25,12 @@ gchar *gst_georeg_register_flag_names (guint flags);
 void gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 frame,
     GrFootprint * f, gchar ** flag_names);
 
+/* The georeference of the control (path, optional CRS string), or NULL after posting
+ * a RESOURCE error on element that names the file and the reason (no control given,
+ * cannot open, no geotransform or CRS). */
+GrGeoRef *gst_georeg_open_control_georef (GstElement * element, const gchar * control,
+    const gchar * crs);
+
 G_END_DECLS
 
 #endif

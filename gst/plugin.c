@@ -13,6 +13,7 @@
 #include "gstfeaturematch.h"
 #if GR_HAVE_GDAL
 #include "gstgeoregexport.h"
+#include "gstgeoregklvenc.h"
 #endif
 
 static gboolean
@@ -28,6 +29,7 @@ plugin_init (GstPlugin * plugin)
   ret |= GST_ELEMENT_REGISTER (featurematch, plugin);
 #if GR_HAVE_GDAL
   ret |= GST_ELEMENT_REGISTER (georegexport, plugin);
+  ret |= GST_ELEMENT_REGISTER (georegklvenc, plugin);
 #endif
 
   return ret;

@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "geo.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,7 +258,9 @@ gr_georef_open (const char *path, const char *crs, GrGeoRef **out, char *errbuf,
   if (st != GR_OK)
     goto fail;
   if (!ds && !have_geo) {
-    gr_set_err (errbuf, errlen, "'%s': cannot open: %s", path, CPLGetLastErrorMsg ());
+    struct stat sb;
+    gr_set_err (errbuf, errlen, "'%s': cannot open: %s", path, stat (path, &sb) != 0 ?
+        strerror (errno) : CPLGetLastErrorMsg ());
     st = GR_ERR_IO;
     goto fail;
   }
