@@ -167,3 +167,42 @@ georeg_buffer_get_match_pairs (GstBuffer * buffer, guint64 * frame, guint * n_ke
   *pairs = a;
   return TRUE;
 }
+
+/* The custom meta is registered on first use by whichever side (application or plugin)
+ * gets there first. */
+static const gchar SOURCE_META[] = "GeoregSourceMeta";
+
+static void
+source_meta_register (void)
+{
+  static gsize done = 0;
+  if (g_once_init_enter (&done)) {
+    /* no tags: every element (transforms included) keeps it */
+    static const gchar *no_tags[] = { NULL };
+    if (!gst_meta_get_info (SOURCE_META))
+      gst_meta_register_custom (SOURCE_META, no_tags, NULL, NULL, NULL);
+    g_once_init_leave (&done, 1);
+  }
+}
+
+void
+georeg_buffer_set_source_location (GstBuffer * buffer, const gchar * location)
+{
+  g_return_if_fail (GST_IS_BUFFER (buffer) && gst_buffer_is_writable (buffer));
+  source_meta_register ();
+  GstCustomMeta *m = gst_buffer_get_custom_meta (buffer, SOURCE_META);
+  if (!m)
+    m = gst_buffer_add_custom_meta (buffer, SOURCE_META);
+  if (m)
+    gst_structure_set (gst_custom_meta_get_structure (m), "location", G_TYPE_STRING,
+        location, NULL);
+}
+
+const gchar *
+georeg_buffer_get_source_location (GstBuffer * buffer)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  source_meta_register ();
+  GstCustomMeta *m = gst_buffer_get_custom_meta (buffer, SOURCE_META);
+  return m ? gst_structure_get_string (gst_custom_meta_get_structure (m), "location") : NULL;
+}

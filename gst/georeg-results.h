@@ -196,6 +196,25 @@ const gdouble *georeg_match_pair_get_homography (const GeoregMatchPair * p);
 gboolean georeg_buffer_get_match_pairs (GstBuffer * buffer, guint64 * frame,
     guint * n_keypoints, GPtrArray ** pairs);
 
+/**
+ * georeg_buffer_set_source_location:
+ * @buffer: (transfer none): a writable frame
+ * @location: the file the frame was read from (a photo, a video)
+ *
+ * Tags the frame with its source file (a GstCustomMeta named "GeoregSourceMeta",
+ * structure field "location"), for georegexport's `file` field and GeoTIFF names.
+ */
+void georeg_buffer_set_source_location (GstBuffer * buffer, const gchar * location);
+
+/**
+ * georeg_buffer_get_source_location:
+ * @buffer: a frame
+ *
+ * Returns: (transfer none) (nullable): the source file set by
+ * georeg_buffer_set_source_location(), or %NULL
+ */
+const gchar *georeg_buffer_get_source_location (GstBuffer * buffer);
+
 G_END_DECLS
 
 #endif

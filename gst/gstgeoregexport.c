@@ -16,6 +16,7 @@
 
 #include "gstgeoregexport.h"
 #include "gstgeoregfootprint.h"
+#include "georeg-results.h"
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
 #include "fit.h"
@@ -221,7 +222,10 @@ gst_georeg_export_transform_ip (GstBaseTransform * bt, GstBuffer * buf)
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (bt);
   gchar *source = NULL, *flag_names = NULL;
-  if (self->source_pattern)
+  const gchar *tagged = georeg_buffer_get_source_location (buf);
+  if (tagged)
+    source = g_strdup (tagged);
+  else if (self->source_pattern)
     source = g_strdup_printf (self->source_pattern, (unsigned long long) self->frame);
   GrFootprint f = { 0 };
   gst_georeg_footprint_from_buffer (self->georef, buf, self->frame, &f, &flag_names);
@@ -276,6 +280,8 @@ source_pattern_ok (const gchar * p)
   }
   return conversions <= 1;
 }
+
+static gboolean gst_georeg_export_stop (GstBaseTransform * bt);
 
 static gboolean
 gst_georeg_export_start (GstBaseTransform * bt)
@@ -338,6 +344,9 @@ gst_georeg_export_start (GstBaseTransform * bt)
   }
   ok = TRUE;
 done:
+  /* a failed start gets no stop: release what was opened */
+  if (!ok)
+    gst_georeg_export_stop (bt);
   g_free (control);
   g_free (crs);
   g_free (json);
@@ -510,7 +519,8 @@ gst_georeg_export_class_init (GstGeoregExportClass * klass)
       g_param_spec_string ("source-location", "Source file names",
           "File name of each frame, for the 'file' field and the GeoTIFF names: a pattern "
           "with the frame number, as multifilesrc's location (e.g. frames/frame_%04d.png); "
-          "NULL = unknown", NULL, rw));
+          "a name tagged on the frame (georeg_buffer_set_source_location) wins; NULL = "
+          "unknown", NULL, rw));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);

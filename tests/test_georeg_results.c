@@ -122,6 +122,20 @@ GST_START_TEST (test_matches)
 }
 GST_END_TEST;
 
+GST_START_TEST (test_source_location)
+{
+  GstBuffer *b = gst_buffer_new_allocate (NULL, 16, NULL);
+  fail_unless (georeg_buffer_get_source_location (b) == NULL);
+  georeg_buffer_set_source_location (b, "a/IMG_1.JPG");
+  georeg_buffer_set_source_location (b, "b/IMG_2.JPG");
+  fail_unless_equals_string (georeg_buffer_get_source_location (b), "b/IMG_2.JPG");
+  GstBuffer *c = gst_buffer_copy (b);
+  gst_buffer_unref (b);
+  fail_unless_equals_string (georeg_buffer_get_source_location (c), "b/IMG_2.JPG");
+  gst_buffer_unref (c);
+}
+GST_END_TEST;
+
 static Suite *
 georeg_results_suite (void)
 {
@@ -131,6 +145,7 @@ georeg_results_suite (void)
   tcase_add_test (tc, test_registration);
   tcase_add_test (tc, test_localization);
   tcase_add_test (tc, test_matches);
+  tcase_add_test (tc, test_source_location);
   return s;
 }
 

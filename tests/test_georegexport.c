@@ -28,6 +28,7 @@ main (void)
 
 #include "georeg-meta.h"
 #include "raster.h"
+#include "georeg-results.h"
 
 #include "gis_test_util.h"
 
@@ -125,7 +126,10 @@ GST_START_TEST (test_geojson_footprints)
   GstNmiRegisterMeta *rm = gst_buffer_add_nmi_register_meta (b);
   rm->flags = GST_NMI_REGISTER_FLAG_NO_CONSENSUS;
   gst_buffer_unref (gst_harness_push_and_pull (h, b));
-  gst_buffer_unref (gst_harness_push_and_pull (h, frame_cut (H)));
+  /* a name tagged on the frame wins over the pattern */
+  b = frame_cut (H);
+  georeg_buffer_set_source_location (b, "photos/DJI_0042.JPG");
+  gst_buffer_unref (gst_harness_push_and_pull (h, b));
   gst_harness_teardown (h);
 
   f = features_of (json, FALSE);
@@ -158,7 +162,8 @@ GST_START_TEST (test_geojson_footprints)
   fail_unless (strstr (f[0], "| registered | shots/IMG_0000.JPG |") != NULL, "%s", f[0]);
   fail_unless (strstr (f[1], "| doubtful | shots/IMG_0001.JPG |") != NULL, "%s", f[1]);
   fail_unless (g_str_has_prefix (f[2], "Point 1") && strstr (f[2], "| coarse |"), "%s", f[2]);
-  fail_unless (g_str_has_prefix (f[3], "none 0") && strstr (f[3], "| failed |"), "%s", f[3]);
+  fail_unless (g_str_has_prefix (f[3], "none 0") && strstr (f[3], "| failed | "
+          "photos/DJI_0042.JPG |"), "%s", f[3]);
   /* heading: the frame's up direction against true north, from the truth's lon/lat */
   {
     double cx, cy, tx, ty, clon, clat, tlon, tlat;

@@ -60,8 +60,9 @@ GST_START_TEST (test_values)
   GST_BUFFER_DURATION (b) = 200 * GST_MSECOND;
   GstBuffer *out = gst_harness_push_and_pull (h, b);
   GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
-  fail_unless (caps && gst_caps_is_equal (caps,
-          gst_caps_from_string ("meta/x-klv, parsed=(boolean)true")) == TRUE);
+  GstCaps *want = gst_caps_from_string ("meta/x-klv, parsed=(boolean)true");
+  fail_unless (caps && gst_caps_is_equal (caps, want));
+  gst_caps_unref (want);
   gst_caps_unref (caps);
   fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 10 * GST_SECOND);
   fail_unless_equals_uint64 (GST_BUFFER_DURATION (out), 200 * GST_MSECOND);
@@ -138,7 +139,11 @@ GST_START_TEST (test_cost_4k)
   }
   const double ms = (g_get_monotonic_time () - t0) / 1e3 / n;
   printf ("georegklvenc: %.4f ms per 4K frame (push + pull through the harness)\n", ms);
+#if defined(__SANITIZE_ADDRESS__)
+  printf ("(instrumented build: the 1 ms budget is checked in normal builds only)\n");
+#else
   fail_unless (ms < 1.0, "%.3f ms per frame", ms);
+#endif
   gst_buffer_unref (frame);
   gst_harness_teardown (h);
 }
