@@ -206,3 +206,41 @@ georeg_buffer_get_source_location (GstBuffer * buffer)
   GstCustomMeta *m = gst_buffer_get_custom_meta (buffer, SOURCE_META);
   return m ? gst_structure_get_string (gst_custom_meta_get_structure (m), "location") : NULL;
 }
+
+static gchar *
+flags_to_string (guint flags, const char *const *names, guint n)
+{
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < 32; i++) {
+    if (!(flags & (1u << i)))
+      continue;
+    if (s->len)
+      g_string_append_c (s, ',');
+    if (i < n)
+      g_string_append (s, names[i]);
+    else
+      g_string_append_printf (s, "bit-%u", i);
+  }
+  return g_string_free (s, FALSE);
+}
+
+gchar *
+georeg_register_flags_to_string (guint flags)
+{
+  /* bit order of GstNmiRegisterFlags (nmiregister-meta.h) */
+  static const char *const names[] = { "no-coarse", "coarse-unusable", "initial-offset",
+    "full-search", "too-few-keypoints", "too-few-matches", "windows-clipped", "degenerate",
+    "no-consensus", "low-inliers", "poor-spread", "refine-failed"
+  };
+  return flags_to_string (flags, names, G_N_ELEMENTS (names));
+}
+
+gchar *
+georeg_localize_flags_to_string (guint flags)
+{
+  /* bit order of GstNmiLocalizeFlags (georeg-meta.h) */
+  static const char *const names[] = { "no-valid-pixels", "no-overlap", "at-border",
+    "ambiguous", "no-second-peak"
+  };
+  return flags_to_string (flags, names, G_N_ELEMENTS (names));
+}

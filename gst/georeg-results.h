@@ -197,6 +197,23 @@ gboolean georeg_buffer_get_match_pairs (GstBuffer * buffer, guint64 * frame,
     guint * n_keypoints, GPtrArray ** pairs);
 
 /**
+ * georeg_register_flags_to_string:
+ * @flags: GstNmiRegisterFlags bits
+ *
+ * Returns: (transfer full): the flags in words, comma-separated ("low-inliers,
+ * poor-spread"; unknown bits as "bit-N"; "" for none)
+ */
+gchar *georeg_register_flags_to_string (guint flags);
+
+/**
+ * georeg_localize_flags_to_string:
+ * @flags: GstNmiLocalizeFlags bits
+ *
+ * Returns: (transfer full): the flags in words, comma-separated
+ */
+gchar *georeg_localize_flags_to_string (guint flags);
+
+/**
  * georeg_buffer_set_source_location:
  * @buffer: (transfer none): a writable frame
  * @location: the file the frame was read from (a photo, a video)

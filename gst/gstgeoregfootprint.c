@@ -9,36 +9,7 @@
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
 #include "fit.h"
-
-gchar *
-gst_georeg_register_flag_names (guint flags)
-{
-  static const char *const names[] = { "no-coarse", "coarse-unusable", "initial-offset",
-    "full-search", "too-few-keypoints", "too-few-matches", "windows-clipped", "degenerate",
-    "no-consensus", "low-inliers", "poor-spread", "refine-failed"
-  };
-  GString *s = g_string_new (NULL);
-  for (guint i = 0; i < 32; i++) {
-    if (!(flags & (1u << i)))
-      continue;
-    if (s->len)
-      g_string_append_c (s, ',');
-    if (i < G_N_ELEMENTS (names))
-      g_string_append (s, names[i]);
-    else
-      g_string_append_printf (s, "bit-%u", i);
-  }
-  return g_string_free (s, FALSE);
-}
-
-static const char *
-localize_flag_name (guint bit)
-{
-  static const char *const names[] = { "no-valid-pixels", "no-overlap", "at-border",
-    "ambiguous", "no-second-peak"
-  };
-  return bit < G_N_ELEMENTS (names) ? names[bit] : "unknown";
-}
+#include "georeg-results.h"
 
 /* The frame's size from its transform: H maps (w, h) onto the footprint's third
  * corner, so the inverse gives it back (any caps, no video info needed). */
@@ -79,16 +50,12 @@ gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 fr
 
   if (rm) {
     f->flags = rm->flags;
-    *flag_names = gst_georeg_register_flag_names (rm->flags);
+    *flag_names = georeg_register_flags_to_string (rm->flags);
     f->inliers = rm->inliers;
     f->rms_px = rm->rms;
   } else if (lm) {
     f->flags = lm->flags;
-    GString *s = g_string_new (NULL);
-    for (guint i = 0; i < 32; i++)
-      if (lm->flags & (1u << i))
-        g_string_append_printf (s, "%s%s", s->len ? "," : "", localize_flag_name (i));
-    *flag_names = g_string_free (s, FALSE);
+*flag_names = georeg_localize_flags_to_string (lm->flags);
   }
 
   double w, h;

@@ -13,9 +13,6 @@
 
 G_BEGIN_DECLS
 
-/* The registration flags in words, comma-separated (docs/nmiregister.md's names). */
-gchar *gst_georeg_register_flag_names (guint flags);
-
 /* Fills f (every field) from buf's metas: geometry 2 (footprint) when the
  * registration has a transform that keeps every corner in front of the camera, 1
  * (centre only) from a localization, else 0; quality "registered", "doubtful" (low

@@ -111,19 +111,21 @@ progress (gboolean tty, guint done, guint total, const char *name, const char *w
   }
 }
 
-/* Adds each flag name of `flags` to the counts. */
+/* Adds each flag of `flags` that explains a doubtful or failed result to the counts
+ * (not the informational windows-clipped, initial-offset, full-search). */
 static void
 count_reasons (GHashTable *counts, guint flags)
 {
-  static const char *const names[] = { "no-coarse", "coarse-unusable", "initial-offset",
-    "full-search", "too-few-keypoints", "too-few-matches", "windows-clipped", "degenerate",
-    "no-consensus", "low-inliers", "poor-spread", "refine-failed"
-  };
-  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
-    if (flags & (1u << i) && i != 6 && i != 2 && i != 3) {
-      guint n = GPOINTER_TO_UINT (g_hash_table_lookup (counts, names[i]));
-      g_hash_table_insert (counts, (gpointer) names[i], GUINT_TO_POINTER (n + 1));
-    }
+  const guint info = GST_NMI_REGISTER_FLAG_WINDOWS_CLIPPED |
+      GST_NMI_REGISTER_FLAG_INITIAL_OFFSET | GST_NMI_REGISTER_FLAG_FULL_SEARCH;
+  gchar *text = georeg_register_flags_to_string (flags & ~info);
+  gchar **names = g_strsplit (text, ",", -1);
+  for (gchar **n = names; *n && **n; n++) {
+    guint c = GPOINTER_TO_UINT (g_hash_table_lookup (counts, *n));
+    g_hash_table_insert (counts, g_strdup (*n), GUINT_TO_POINTER (c + 1));
+  }
+  g_strfreev (names);
+  g_free (text);
 }
 
 static gchar *
@@ -220,8 +222,8 @@ main (int argc, char **argv)
   const guint total = g_strv_length (photos);
   const gboolean tty = isatty (fileno (stderr));
   guint registered = 0, doubtful = 0, failed = 0, unreadable = 0, done = 0;
-  GHashTable *doubt_reasons = g_hash_table_new (g_str_hash, g_str_equal);
-  GHashTable *fail_reasons = g_hash_table_new (g_str_hash, g_str_equal);
+  GHashTable *doubt_reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  GHashTable *fail_reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   GString *unreadable_list = g_string_new (NULL);
   for (guint i = 0; i < total && status == 0; i++) {
     const char *path = photos[i];

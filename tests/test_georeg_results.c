@@ -136,6 +136,25 @@ GST_START_TEST (test_source_location)
 }
 GST_END_TEST;
 
+GST_START_TEST (test_flag_names)
+{
+  gchar *t = georeg_register_flags_to_string (GST_NMI_REGISTER_FLAG_LOW_INLIERS |
+      GST_NMI_REGISTER_FLAG_NO_COARSE | (1u << 20));
+  fail_unless_equals_string (t, "no-coarse,low-inliers,bit-20");
+  g_free (t);
+  t = georeg_register_flags_to_string (GST_NMI_REGISTER_FLAG_REFINE_FAILED);
+  fail_unless_equals_string (t, "refine-failed");
+  g_free (t);
+  t = georeg_register_flags_to_string (0);
+  fail_unless_equals_string (t, "");
+  g_free (t);
+  t = georeg_localize_flags_to_string (GST_NMI_LOCALIZE_FLAG_NO_SECOND_PEAK |
+      GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS);
+  fail_unless_equals_string (t, "no-valid-pixels,no-second-peak");
+  g_free (t);
+}
+GST_END_TEST;
+
 static Suite *
 georeg_results_suite (void)
 {
@@ -146,6 +165,7 @@ georeg_results_suite (void)
   tcase_add_test (tc, test_localization);
   tcase_add_test (tc, test_matches);
   tcase_add_test (tc, test_source_location);
+  tcase_add_test (tc, test_flag_names);
   return s;
 }
 
