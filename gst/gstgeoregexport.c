@@ -23,6 +23,8 @@
 #include "geo.h"
 #include "geojson.h"
 #include "geotiff.h"
+#include "footprint_plot.h"
+#include "raster.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_georeg_export_debug);
 #define GST_CAT_DEFAULT gst_georeg_export_debug
@@ -38,6 +40,7 @@ enum {
   PROP_GEOTIFF_FORMAT,
   PROP_MAX_GEOTIFF_PIXELS,
   PROP_SOURCE_LOCATION,
+  PROP_PICTURE_LOCATION,
 };
 
 #define DEFAULT_MAX_GEOTIFF_PIXELS (64u * 1024u * 1024u)
@@ -47,7 +50,7 @@ struct _GstGeoregExport {
 
   /* properties (object lock; read at start) */
   gchar *control_location, *crs, *geojson_location, *csv_location, *geotiff_dir;
-  gchar *source_location;
+  gchar *source_location, *picture_location;
   GstGeoregExportGeoJsonForm geojson_form;
   GstGeoregExportGeoTiffFormat geotiff_format;
   guint64 max_geotiff_pixels;
@@ -63,6 +66,12 @@ struct _GstGeoregExport {
   gboolean have_vinfo;
   guint64 frame;
   guint geotiffs;
+  /* the picture: its path (copy taken at start), the control's luminance, and every
+   * footprint so far in control pixels */
+  gchar *picture;
+  GrRaster picture_control;
+  GArray *plotted;              /* GrPlotFootprint */
+  gboolean picture_stale;       /* footprints added since the last write */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -217,6 +226,58 @@ write_geotiff (GstGeoregExport * self, GstBuffer * buf, const gchar * source)
   return ok;
 }
 
+/* Keeps the frame's footprint (control pixels) for the picture. */
+static void
+remember_footprint (GstGeoregExport * self, GstBuffer * buf, const GrFootprint * f)
+{
+  GrPlotFootprint p;
+  const GstNmiRegisterMeta *rm = gst_buffer_get_nmi_register_meta (buf);
+  const GstNmiLocalizeMeta *lm = gst_buffer_get_nmi_localize_meta (buf);
+  if (f->geometry == 2 && rm) {
+    for (int i = 0; i < 4; i++) {
+      p.x[i] = rm->footprint_control[2 * i];
+      p.y[i] = rm->footprint_control[2 * i + 1];
+    }
+    p.kind = g_str_equal (f->quality, "registered") ? GR_PLOT_REGISTERED : GR_PLOT_FLAGGED;
+  } else if (f->geometry == 1 && lm) {
+    p.x[0] = lm->center_x;
+    p.y[0] = lm->center_y;
+    p.kind = GR_PLOT_POINT;
+  } else {
+    return;
+  }
+  g_array_append_val (self->plotted, p);
+  self->picture_stale = TRUE;
+}
+
+/* Writes the picture when footprints were added since the last write. */
+static gboolean
+write_picture (GstGeoregExport * self)
+{
+  if (!self->plotted || !self->picture_stale)
+    return TRUE;
+  char err[512];
+  GrStatus st = gr_footprint_plot_png (self->picture, &self->picture_control.plane,
+      (const GrPlotFootprint *) self->plotted->data, self->plotted->len, 1600, err,
+      sizeof err);
+  self->picture_stale = FALSE;
+  if (st != GR_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write '%s'.", self->picture),
+        ("%s", err));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+gst_georeg_export_sink_event (GstBaseTransform * bt, GstEvent * event)
+{
+  GstGeoregExport *self = GST_GEOREG_EXPORT (bt);
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS)
+    write_picture (self);
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (bt, event);
+}
+
 static GstFlowReturn
 gst_georeg_export_transform_ip (GstBaseTransform * bt, GstBuffer * buf)
 {
@@ -233,6 +294,8 @@ gst_georeg_export_transform_ip (GstBaseTransform * bt, GstBuffer * buf)
   f.flag_names = flag_names ? flag_names : "";
   GstFlowReturn ret = GST_FLOW_OK;
   char err[512];
+  if (self->plotted)
+    remember_footprint (self, buf, &f);
   if (self->writer && gr_footprint_writer_add (self->writer, &f, err, sizeof err) != GR_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write the footprints."), ("%s",
             err));
@@ -292,6 +355,8 @@ gst_georeg_export_start (GstBaseTransform * bt)
   gchar *json = g_strdup (self->geojson_location), *csv = g_strdup (self->csv_location);
   self->tiff_dir = self->geotiff_dir && *self->geotiff_dir ? g_strdup (self->geotiff_dir) : NULL;
   gchar *source = g_strdup (self->source_location);
+  self->picture = self->picture_location && *self->picture_location ?
+      g_strdup (self->picture_location) : NULL;
   GrGeoJsonForm form = self->geojson_form == GST_GEOREG_EXPORT_GEOJSON_SEQUENCE ?
       GR_GEOJSON_SEQUENCE : GR_GEOJSON_COLLECTION;
   self->cog = self->geotiff_format == GST_GEOREG_EXPORT_GEOTIFF_COG;
@@ -337,6 +402,16 @@ gst_georeg_export_start (GstBaseTransform * bt)
       goto done;
     }
   }
+  if (self->picture) {
+    /* the control's luminance as the picture's background */
+    GrStatus pst = gr_raster_load (control, 0, &self->picture_control, err, sizeof err);
+    if (pst != GR_OK) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("Could not read the control '%s' for "
+              "the picture.", control), ("%s", err));
+      goto done;
+    }
+    self->plotted = g_array_new (FALSE, FALSE, sizeof (GrPlotFootprint));
+  }
   if (self->tiff_dir && g_mkdir_with_parents (self->tiff_dir, 0755) != 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("Could not create the folder '%s'.",
             self->tiff_dir), GST_ERROR_SYSTEM);
@@ -359,6 +434,13 @@ static gboolean
 gst_georeg_export_stop (GstBaseTransform * bt)
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (bt);
+  /* a pipeline stopped without EOS still gets its picture */
+  write_picture (self);
+  if (self->plotted)
+    g_array_free (self->plotted, TRUE);
+  self->plotted = NULL;
+  gr_raster_clear (&self->picture_control);
+  g_clear_pointer (&self->picture, g_free);
   gr_footprint_writer_close (self->writer);
   self->writer = NULL;
   gr_georef_free (self->georef);
@@ -409,6 +491,10 @@ gst_georeg_export_set_property (GObject * object, guint prop_id, const GValue * 
       g_free (self->source_location);
       self->source_location = g_value_dup_string (value);
       break;
+    case PROP_PICTURE_LOCATION:
+      g_free (self->picture_location);
+      self->picture_location = g_value_dup_string (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   }
@@ -449,6 +535,9 @@ gst_georeg_export_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_SOURCE_LOCATION:
       g_value_set_string (value, self->source_location);
       break;
+    case PROP_PICTURE_LOCATION:
+      g_value_set_string (value, self->picture_location);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   }
@@ -465,6 +554,7 @@ gst_georeg_export_finalize (GObject * object)
   g_free (self->csv_location);
   g_free (self->geotiff_dir);
   g_free (self->source_location);
+  g_free (self->picture_location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -522,6 +612,12 @@ gst_georeg_export_class_init (GstGeoregExportClass * klass)
           "a name tagged on the frame (georeg_buffer_set_source_location) wins; NULL = "
           "unknown", NULL, rw));
 
+  g_object_class_install_property (gobject_class, PROP_PICTURE_LOCATION,
+      g_param_spec_string ("picture-location", "Footprint picture",
+          "Draw the footprints over the control (gray) as a PNG, registered frames in "
+          "green, flagged ones in red (a cross where only a coarse position exists); "
+          "written at end of stream; NULL = none", NULL, rw));
+
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Georegistration export",
@@ -534,6 +630,7 @@ gst_georeg_export_class_init (GstGeoregExportClass * klass)
   bt_class->set_caps = GST_DEBUG_FUNCPTR (gst_georeg_export_set_caps);
   bt_class->start = GST_DEBUG_FUNCPTR (gst_georeg_export_start);
   bt_class->stop = GST_DEBUG_FUNCPTR (gst_georeg_export_stop);
+  bt_class->sink_event = GST_DEBUG_FUNCPTR (gst_georeg_export_sink_event);
   bt_class->transform_ip_on_passthrough = TRUE;
 
   gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_EXPORT_GEOJSON_FORM, 0);

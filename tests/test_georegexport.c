@@ -89,8 +89,9 @@ export_harness (const char *props)
 GST_START_TEST (test_geojson_footprints)
 {
   gchar *json = tmp_path ("fp.geojson"), *csv = tmp_path ("fp.csv");
+  gchar *png = tmp_path ("fp.png");
   gchar *props = g_strdup_printf ("geojson-location=%s csv-location=%s "
-      "source-location=shots/IMG_%%04d.JPG", json, csv);
+      "source-location=shots/IMG_%%04d.JPG picture-location=%s", json, csv, png);
   GstHarness *h = export_harness (props);
   g_free (props);
 
@@ -197,6 +198,27 @@ GST_START_TEST (test_geojson_footprints)
   fail_unless (strstr (rows[3], ",no-consensus,coarse,") != NULL, "%s", rows[3]);
   g_strfreev (rows);
   g_free (text);
+  /* the picture: the control's size, registered outline green, doubtful red */
+  GDALDatasetH ds = GDALOpen (png, GA_ReadOnly);
+  fail_unless (ds != NULL && GDALGetRasterXSize (ds) == CW && GDALGetRasterYSize (ds) == CH
+      && GDALGetRasterCount (ds) == 3);
+  for (int k = 0; k < 2; k++) {
+    double mx, my;
+    apply (k == 0 ? H : H2, FW / 2.0, 0, &mx, &my);   /* middle of the top edge */
+    guint8 rgb[3];
+    for (int b = 0; b < 3; b++)
+      fail_unless (GDALRasterIO (GDALGetRasterBand (ds, b + 1), GF_Read, (int) mx, (int) my,
+              1, 1, &rgb[b], 1, 1, GDT_Byte, 0, 0) == CE_None);
+    if (k == 0)
+      fail_unless (rgb[1] > 150 && rgb[0] < 100, "registered edge %u %u %u", rgb[0], rgb[1],
+          rgb[2]);
+    else
+      fail_unless (rgb[0] > 150 && rgb[1] < 100, "flagged edge %u %u %u", rgb[0], rgb[1],
+          rgb[2]);
+  }
+  GDALClose (ds);
+  g_unlink (png);
+  g_free (png);
   g_unlink (json);
   g_unlink (csv);
   g_free (json);
