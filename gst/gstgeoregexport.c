@@ -41,6 +41,8 @@ enum {
   PROP_MAX_GEOTIFF_PIXELS,
   PROP_SOURCE_LOCATION,
   PROP_PICTURE_LOCATION,
+  PROP_MOSAIC_LOCATION,
+  PROP_MOSAIC_EVERY,
 };
 
 #define DEFAULT_MAX_GEOTIFF_PIXELS (64u * 1024u * 1024u)
@@ -50,7 +52,8 @@ struct _GstGeoregExport {
 
   /* properties (object lock; read at start) */
   gchar *control_location, *crs, *geojson_location, *csv_location, *geotiff_dir;
-  gchar *source_location, *picture_location;
+  gchar *source_location, *picture_location, *mosaic_location;
+  guint mosaic_every_prop;
   GstGeoregExportGeoJsonForm geojson_form;
   GstGeoregExportGeoTiffFormat geotiff_format;
   guint64 max_geotiff_pixels;
@@ -72,6 +75,11 @@ struct _GstGeoregExport {
   GrRaster picture_control;
   GArray *plotted;              /* GrPlotFootprint */
   gboolean picture_stale;       /* footprints added since the last write */
+  /* the mosaic (NULL = none) */
+  GrMosaic *mosaic;
+  gchar *mosaic_path;
+  guint mosaic_every, mosaic_added;
+  gboolean mosaic_stale;
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -176,7 +184,23 @@ geotiff_path (GstGeoregExport * self, const gchar * source)
   return path;
 }
 
-/* FALSE on a write error (element error posted). */
+/* Writes the mosaic now; FALSE on a write error (element error posted). */
+static gboolean
+write_mosaic (GstGeoregExport * self)
+{
+  char err[512];
+  self->mosaic_stale = FALSE;
+  if (gr_mosaic_write (self->mosaic, self->mosaic_path, self->georef, self->cog, err,
+          sizeof err) != GR_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write '%s'.", self->mosaic_path),
+        ("%s", err));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The frame as a GeoTIFF and into the mosaic.  FALSE on a write error (element error
+ * posted). */
 static gboolean
 write_geotiff (GstGeoregExport * self, GstBuffer * buf, const gchar * source)
 {
@@ -206,23 +230,39 @@ write_geotiff (GstGeoregExport * self, GstBuffer * buf, const gchar * source)
     return TRUE;
   }
   GrFrame8 frame = { pix, w, h, channels, (size_t) w * channels };
-  gchar *path = geotiff_path (self, source);
   char err[512];
-  GrStatus st = gr_geotiff_write_frame (path, self->georef, &frame, rm->frame_to_control,
-      self->cog, self->max_pixels, err, sizeof err);
-  g_free (pix);
   gboolean ok = TRUE;
-  if (st == GR_ERR_INVALID) {
-    /* a transform that places the frame nowhere sensible: documented, not fatal */
-    GST_ELEMENT_WARNING (self, STREAM, FAILED, ("No GeoTIFF for frame %" G_GUINT64_FORMAT
-            ": %s.", self->frame, err), (NULL));
-  } else if (st != GR_OK) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write '%s'.", path), ("%s", err));
-    ok = FALSE;
-  } else {
-    self->geotiffs++;
+  if (self->tiff_dir) {
+    gchar *path = geotiff_path (self, source);
+    GrStatus st = gr_geotiff_write_frame (path, self->georef, &frame, rm->frame_to_control,
+        self->cog, self->max_pixels, err, sizeof err);
+    if (st == GR_ERR_INVALID) {
+      /* a transform that places the frame nowhere sensible: documented, not fatal */
+      GST_ELEMENT_WARNING (self, STREAM, FAILED, ("No GeoTIFF for frame %" G_GUINT64_FORMAT
+              ": %s.", self->frame, err), (NULL));
+    } else if (st != GR_OK) {
+      GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write '%s'.", path), ("%s",
+              err));
+      ok = FALSE;
+    } else {
+      self->geotiffs++;
+    }
+    g_free (path);
   }
-  g_free (path);
+  if (ok && self->mosaic) {
+    GrStatus st = gr_mosaic_add (self->mosaic, &frame, rm->frame_to_control, err, sizeof err);
+    if (st == GR_OK) {
+      self->mosaic_added++;
+      if (self->mosaic_every && self->mosaic_added % self->mosaic_every == 0)
+        ok = write_mosaic (self);
+      else
+        self->mosaic_stale = TRUE;
+    } else {
+      GST_ELEMENT_WARNING (self, STREAM, FAILED, ("Frame %" G_GUINT64_FORMAT " left out of "
+              "the mosaic: %s.", self->frame, err), (NULL));
+    }
+  }
+  g_free (pix);
   return ok;
 }
 
@@ -273,8 +313,11 @@ static gboolean
 gst_georeg_export_sink_event (GstBaseTransform * bt, GstEvent * event)
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (bt);
-  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS)
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS) {
     write_picture (self);
+    if (self->mosaic && self->mosaic_stale)
+      write_mosaic (self);
+  }
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (bt, event);
 }
 
@@ -301,7 +344,8 @@ gst_georeg_export_transform_ip (GstBaseTransform * bt, GstBuffer * buf)
             err));
     ret = GST_FLOW_ERROR;
   }
-  if (ret == GST_FLOW_OK && self->tiff_dir && !write_geotiff (self, buf, source))
+  if (ret == GST_FLOW_OK && (self->tiff_dir || self->mosaic)
+      && !write_geotiff (self, buf, source))
     ret = GST_FLOW_ERROR;
   self->frame++;
   g_free (source);
@@ -357,6 +401,13 @@ gst_georeg_export_start (GstBaseTransform * bt)
   gchar *source = g_strdup (self->source_location);
   self->picture = self->picture_location && *self->picture_location ?
       g_strdup (self->picture_location) : NULL;
+  self->mosaic_path = self->mosaic_location && *self->mosaic_location ?
+      g_strdup (self->mosaic_location) : NULL;
+  self->mosaic_every = self->mosaic_every_prop;
+  self->mosaic_added = 0;
+  self->mosaic_stale = FALSE;
+  if (self->mosaic_path)
+    self->mosaic = gr_mosaic_new ((gsize) self->max_geotiff_pixels);
   GrGeoJsonForm form = self->geojson_form == GST_GEOREG_EXPORT_GEOJSON_SEQUENCE ?
       GR_GEOJSON_SEQUENCE : GR_GEOJSON_COLLECTION;
   self->cog = self->geotiff_format == GST_GEOREG_EXPORT_GEOTIFF_COG;
@@ -434,8 +485,13 @@ static gboolean
 gst_georeg_export_stop (GstBaseTransform * bt)
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (bt);
-  /* a pipeline stopped without EOS still gets its picture */
+  /* a pipeline stopped without EOS still gets its picture and mosaic */
   write_picture (self);
+  if (self->mosaic && self->mosaic_stale)
+    write_mosaic (self);
+  gr_mosaic_free (self->mosaic);
+  self->mosaic = NULL;
+  g_clear_pointer (&self->mosaic_path, g_free);
   if (self->plotted)
     g_array_free (self->plotted, TRUE);
   self->plotted = NULL;
@@ -495,6 +551,13 @@ gst_georeg_export_set_property (GObject * object, guint prop_id, const GValue * 
       g_free (self->picture_location);
       self->picture_location = g_value_dup_string (value);
       break;
+    case PROP_MOSAIC_LOCATION:
+      g_free (self->mosaic_location);
+      self->mosaic_location = g_value_dup_string (value);
+      break;
+    case PROP_MOSAIC_EVERY:
+      self->mosaic_every_prop = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   }
@@ -538,6 +601,12 @@ gst_georeg_export_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_PICTURE_LOCATION:
       g_value_set_string (value, self->picture_location);
       break;
+    case PROP_MOSAIC_LOCATION:
+      g_value_set_string (value, self->mosaic_location);
+      break;
+    case PROP_MOSAIC_EVERY:
+      g_value_set_uint (value, self->mosaic_every_prop);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   }
@@ -555,6 +624,7 @@ gst_georeg_export_finalize (GObject * object)
   g_free (self->geotiff_dir);
   g_free (self->source_location);
   g_free (self->picture_location);
+  g_free (self->mosaic_location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -618,6 +688,16 @@ gst_georeg_export_class_init (GstGeoregExportClass * klass)
           "green, flagged ones in red (a cross where only a coarse position exists); "
           "written at end of stream; NULL = none", NULL, rw));
 
+  g_object_class_install_property (gobject_class, PROP_MOSAIC_LOCATION,
+      g_param_spec_string ("mosaic-location", "Mosaic GeoTIFF",
+          "Write a growing mosaic of the registered frames here (GeoTIFF on the control's "
+          "grid, the newest frame on top, alpha 0 where no frame has data), rewritten "
+          "every mosaic-every frames and at end of stream; NULL = none", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_MOSAIC_EVERY,
+      g_param_spec_uint ("mosaic-every", "Mosaic period",
+          "Rewrite the mosaic after this many registered frames (0 = only at end of "
+          "stream)", 0, G_MAXUINT, 10, rw));
+
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Georegistration export",
@@ -643,5 +723,6 @@ static void
 gst_georeg_export_init (GstGeoregExport * self)
 {
   self->max_geotiff_pixels = DEFAULT_MAX_GEOTIFF_PIXELS;
+  self->mosaic_every_prop = 10;
   gst_base_transform_set_passthrough (GST_BASE_TRANSFORM (self), TRUE);
 }

@@ -108,34 +108,17 @@ gr_warp_frame (const GrFrame8 *f, const double H[9], long x0, long y0, int width
   }
 }
 
-GrStatus
-gr_geotiff_write_frame (const char *path, const GrGeoRef *geo, const GrFrame8 *frame,
-    const double H[9], bool cog, size_t max_pixels, char *errbuf, size_t errlen)
+/* Writes width x height pixels of `colours` + 1 (alpha) interleaved bands, whose
+ * top-left pixel is (x0, y0) of geo's grid, as a GeoTIFF with geo's CRS. */
+static GrStatus
+write_window (const char *path, const GrGeoRef *geo, const uint8_t *pix, long x0, long y0,
+    int width, int height, int colours, bool cog, char *errbuf, size_t errlen)
 {
-  if (!path || !geo || !frame || !frame->pix || !H
-      || !(frame->channels == 1 || frame->channels == 3 || frame->channels == 4)) {
-    gr_set_err (errbuf, errlen, "gr_geotiff_write_frame: bad argument");
-    return GR_ERR_INVALID;
-  }
-  long x0, y0;
-  int width, height;
-  GrStatus st = gr_warp_window (H, frame->width, frame->height, max_pixels, &x0, &y0, &width,
-      &height, errbuf, errlen);
-  if (st != GR_OK)
-    return st;
-  const int colours = frame->channels == 1 ? 1 : 3, bands = colours + 1;
-  uint8_t *out = malloc ((size_t) width * height * bands);
-  if (!out) {
-    gr_set_err (errbuf, errlen, "'%s': out of memory for %d x %d pixels", path, width, height);
-    return GR_ERR_NOMEM;
-  }
-  gr_warp_frame (frame, H, x0, y0, width, height, out);
-
+  const int bands = colours + 1;
   GDALAllRegister ();
   GDALDatasetH mem = GDALCreate (GDALGetDriverByName ("MEM"), "", width, height, bands,
       GDT_Byte, NULL);
   if (!mem) {
-    free (out);
     gr_set_err (errbuf, errlen, "'%s': GDAL MEM dataset: %s", path, CPLGetLastErrorMsg ());
     return GR_ERR_NOMEM;
   }
@@ -155,12 +138,11 @@ gr_geotiff_write_frame (const char *path, const GrGeoRef *geo, const GrFrame8 *f
   CPLErr e = CE_None;
   for (int b = 0; b < bands && e == CE_None; b++) {
     GDALRasterBandH band = GDALGetRasterBand (mem, b + 1);
-    e = GDALRasterIO (band, GF_Write, 0, 0, width, height, out + b, width, height, GDT_Byte,
-        bands, (GSpacing) width * bands);
+    e = GDALRasterIO (band, GF_Write, 0, 0, width, height, (uint8_t *) pix + b, width, height,
+        GDT_Byte, bands, (GSpacing) width * bands);
     GDALSetRasterColorInterpretation (band, b == colours ? GCI_AlphaBand : colours == 1 ?
         GCI_GrayIndex : (GDALColorInterp) (GCI_RedBand + b));
   }
-  free (out);
   GDALDriverH drv = cog ? GDALGetDriverByName ("COG") : NULL;
   char **opts = NULL;
   opts = CSLSetNameValue (opts, "COMPRESS", "DEFLATE");
@@ -182,4 +164,145 @@ gr_geotiff_write_frame (const char *path, const GrGeoRef *geo, const GrFrame8 *f
   }
   GDALClose (ds);
   return GR_OK;
+}
+
+GrStatus
+gr_geotiff_write_frame (const char *path, const GrGeoRef *geo, const GrFrame8 *frame,
+    const double H[9], bool cog, size_t max_pixels, char *errbuf, size_t errlen)
+{
+  if (!path || !geo || !frame || !frame->pix || !H
+      || !(frame->channels == 1 || frame->channels == 3 || frame->channels == 4)) {
+    gr_set_err (errbuf, errlen, "gr_geotiff_write_frame: bad argument");
+    return GR_ERR_INVALID;
+  }
+  long x0, y0;
+  int width, height;
+  GrStatus st = gr_warp_window (H, frame->width, frame->height, max_pixels, &x0, &y0, &width,
+      &height, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  const int colours = frame->channels == 1 ? 1 : 3;
+  uint8_t *out = malloc ((size_t) width * height * (colours + 1));
+  if (!out) {
+    gr_set_err (errbuf, errlen, "'%s': out of memory for %d x %d pixels", path, width, height);
+    return GR_ERR_NOMEM;
+  }
+  gr_warp_frame (frame, H, x0, y0, width, height, out);
+  st = write_window (path, geo, out, x0, y0, width, height, colours, cog, errbuf, errlen);
+  free (out);
+  return st;
+}
+
+/* ---- mosaic */
+
+struct GrMosaic {
+  int colours;                  /* 1 or 3, from the first frame; 0 = empty */
+  size_t max_pixels;
+  long x0, y0;                  /* the canvas's top-left pixel on the control's grid */
+  int width, height;
+  uint8_t *pix;                 /* colours + 1 interleaved */
+};
+
+GrMosaic *
+gr_mosaic_new (size_t max_pixels)
+{
+  GrMosaic *m = calloc (1, sizeof *m);
+  if (m)
+    m->max_pixels = max_pixels;
+  return m;
+}
+
+void
+gr_mosaic_free (GrMosaic *m)
+{
+  if (!m)
+    return;
+  free (m->pix);
+  free (m);
+}
+
+GrStatus
+gr_mosaic_add (GrMosaic *m, const GrFrame8 *frame, const double H[9], char *errbuf,
+    size_t errlen)
+{
+  if (!m || !frame || !frame->pix || !H
+      || !(frame->channels == 1 || frame->channels == 3 || frame->channels == 4)) {
+    gr_set_err (errbuf, errlen, "gr_mosaic_add: bad argument");
+    return GR_ERR_INVALID;
+  }
+  long fx0, fy0;
+  int fw, fh;
+  GrStatus st = gr_warp_window (H, frame->width, frame->height, m->max_pixels, &fx0, &fy0,
+      &fw, &fh, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  const int fc = frame->channels == 1 ? 1 : 3;
+  if (!m->colours)
+    m->colours = fc;
+  /* grow the canvas to the union of the windows */
+  const long nx0 = m->pix ? (fx0 < m->x0 ? fx0 : m->x0) : fx0;
+  const long ny0 = m->pix ? (fy0 < m->y0 ? fy0 : m->y0) : fy0;
+  const long nx1 = m->pix ? (fx0 + fw > m->x0 + m->width ? fx0 + fw : m->x0 + m->width) :
+      fx0 + fw;
+  const long ny1 = m->pix ? (fy0 + fh > m->y0 + m->height ? fy0 + fh : m->y0 + m->height) :
+      fy0 + fh;
+  const double area = (double) (nx1 - nx0) * (double) (ny1 - ny0);
+  if (area > (double) m->max_pixels) {
+    gr_set_err (errbuf, errlen, "the mosaic would cover %ld x %ld map pixels (limit %zu "
+        "pixels)", nx1 - nx0, ny1 - ny0, m->max_pixels);
+    return GR_ERR_INVALID;
+  }
+  const int ob = m->colours + 1;
+  if (!m->pix || nx0 != m->x0 || ny0 != m->y0 || nx1 - nx0 != m->width
+      || ny1 - ny0 != m->height) {
+    const int nw = (int) (nx1 - nx0), nh = (int) (ny1 - ny0);
+    uint8_t *np = calloc ((size_t) nw * nh, (size_t) ob);
+    if (!np)
+      return GR_ERR_NOMEM;
+    for (int j = 0; m->pix && j < m->height; j++)
+      memcpy (np + (((size_t) (j + m->y0 - ny0)) * nw + (size_t) (m->x0 - nx0)) * ob,
+          m->pix + (size_t) j * m->width * ob, (size_t) m->width * ob);
+    free (m->pix);
+    m->pix = np;
+    m->x0 = nx0;
+    m->y0 = ny0;
+    m->width = nw;
+    m->height = nh;
+  }
+  uint8_t *w = malloc ((size_t) fw * fh * (fc + 1));
+  if (!w)
+    return GR_ERR_NOMEM;
+  gr_warp_frame (frame, H, fx0, fy0, fw, fh, w);
+  /* the newest frame on top, where it has data */
+#pragma omp parallel for schedule(static)
+  for (int j = 0; j < fh; j++)
+    for (int i = 0; i < fw; i++) {
+      const uint8_t *s = w + ((size_t) j * fw + i) * (fc + 1);
+      if (!s[fc])
+        continue;
+      uint8_t *d = m->pix + (((size_t) (j + fy0 - m->y0)) * m->width + (size_t) (i + fx0 - m->x0))
+          * ob;
+      if (m->colours == fc) {
+        memcpy (d, s, (size_t) fc);
+      } else if (m->colours == 1) {
+        d[0] = (uint8_t) lrint (0.299 * s[0] + 0.587 * s[1] + 0.114 * s[2]);
+      } else {
+        d[0] = d[1] = d[2] = s[0];
+      }
+      d[m->colours] = 255;
+    }
+  free (w);
+  return GR_OK;
+}
+
+GrStatus
+gr_mosaic_write (const GrMosaic *m, const char *path, const GrGeoRef *geo, bool cog,
+    char *errbuf, size_t errlen)
+{
+  if (!m || !m->pix || !path || !geo) {
+    gr_set_err (errbuf, errlen, "gr_mosaic_write: empty mosaic");
+    return GR_ERR_INVALID;
+  }
+  return write_window (path, geo, m->pix, m->x0, m->y0, m->width, m->height, m->colours, cog,
+      errbuf, errlen);
 }

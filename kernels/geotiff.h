@@ -44,6 +44,23 @@ GrStatus gr_geotiff_write_frame (const char *path, const GrGeoRef *geo, const Gr
     const double frame_to_control[9], bool cog, size_t max_pixels, char *errbuf,
     size_t errlen);
 
+/* A growing mosaic of registered frames on the control's grid: the canvas covers the
+ * union of the frames' windows (at most max_pixels), the newest frame on top; gray
+ * or RGB after the first frame, alpha 0 where no frame has data. */
+typedef struct GrMosaic GrMosaic;
+
+GrMosaic *gr_mosaic_new (size_t max_pixels);
+void gr_mosaic_free (GrMosaic *m);
+
+/* Adds a frame through frame_to_control.  GR_ERR_INVALID (the mosaic unchanged) for a
+ * transform that places it nowhere, or when the canvas would exceed max_pixels. */
+GrStatus gr_mosaic_add (GrMosaic *m, const GrFrame8 *frame, const double frame_to_control[9],
+    char *errbuf, size_t errlen);
+
+/* Writes the mosaic as a GeoTIFF (COG or tiled GTiff) with geo's CRS. */
+GrStatus gr_mosaic_write (const GrMosaic *m, const char *path, const GrGeoRef *geo, bool cog,
+    char *errbuf, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

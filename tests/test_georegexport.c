@@ -351,6 +351,69 @@ GST_START_TEST (test_geotiff)
 }
 GST_END_TEST;
 
+GST_START_TEST (test_mosaic)
+{
+  gchar *mos = tmp_path ("mosaic.tif");
+  gchar *props = g_strdup_printf ("mosaic-location=%s mosaic-every=1 geotiff-format=gtiff",
+      mos);
+  GstHarness *h = export_harness (props);
+  g_free (props);
+  double H1[9], H2[9];
+  similarity (1.0, 8.0, 150, 120, H1);
+  similarity (1.0, -5.0, 250, 170, H2);
+  int sizes[2][2];
+  for (int k = 0; k < 2; k++) {
+    GstBuffer *b = frame_cut (k ? H2 : H1);
+    add_register_meta (b, k ? H2 : H1, 0);
+    gst_buffer_unref (gst_harness_push_and_pull (h, b));
+    /* rewritten after every frame (mosaic-every=1) */
+    GDALDatasetH ds = GDALOpen (mos, GA_ReadOnly);
+    fail_unless (ds != NULL, "no mosaic after frame %d", k);
+    sizes[k][0] = GDALGetRasterXSize (ds);
+    sizes[k][1] = GDALGetRasterYSize (ds);
+    GDALClose (ds);
+  }
+  gst_harness_teardown (h);
+  fail_unless (sizes[1][0] > sizes[0][0] && sizes[1][1] > sizes[0][1], "the mosaic grows");
+  GDALDatasetH ds = GDALOpen (mos, GA_ReadOnly);
+  const int w = GDALGetRasterXSize (ds), hh = GDALGetRasterYSize (ds);
+  double gt[6];
+  GDALGetGeoTransform (ds, gt);
+  const double fx = (gt[0] - control.geo[0]) / control.geo[1];
+  const double fy = (gt[3] - control.geo[3]) / control.geo[5];
+  fail_unless (fabs (fx - lround (fx)) < 1e-6 && fabs (fy - lround (fy)) < 1e-6);
+  guint8 *img = g_new (guint8, (gsize) w * hh), *alpha = g_new (guint8, (gsize) w * hh);
+  fail_unless (GDALRasterIO (GDALGetRasterBand (ds, 1), GF_Read, 0, 0, w, hh, img, w, hh,
+          GDT_Byte, 0, 0) == CE_None);
+  fail_unless (GDALRasterIO (GDALGetRasterBand (ds, 2), GF_Read, 0, 0, w, hh, alpha, w, hh,
+          GDT_Byte, 0, 0) == CE_None);
+  GDALClose (ds);
+  /* both frames' centres are covered; the whole mosaic lines up with the control */
+  for (int k = 0; k < 2; k++) {
+    double cx, cy;
+    apply (k ? H2 : H1, FW / 2.0, FH / 2.0, &cx, &cy);
+    const long i = (long) cx - lround (fx), j = (long) cy - lround (fy);
+    fail_unless (i >= 0 && j >= 0 && i < w && j < hh && alpha[j * w + i] == 255,
+        "frame %d's centre not in the mosaic", k);
+  }
+  const double c0 = correlation (img, alpha, w, hh, lround (fx), lround (fy), 0, 0);
+  fail_unless (c0 > 0.95, "mosaic correlation %f", c0);
+  for (int dy = -1; dy <= 1; dy++)
+    for (int dx = -1; dx <= 1; dx++)
+      if (dx || dy)
+        fail_unless (c0 >= correlation (img, alpha, w, hh, lround (fx), lround (fy), dx, dy));
+  gchar *cmd = g_strdup_printf ("gdalinfo %s", mos);
+  gchar *info = run_capture (cmd);
+  fail_unless (info && strstr (info, "ID[\"EPSG\",32617]"), "gdalinfo: %s", info);
+  g_free (info);
+  g_free (cmd);
+  g_free (img);
+  g_free (alpha);
+  g_unlink (mos);
+  g_free (mos);
+}
+GST_END_TEST;
+
 GST_START_TEST (test_bad_transforms)
 {
   gchar *json = tmp_path ("bad.geojson"), *dir = tmp_path ("badtiffs");
@@ -456,6 +519,7 @@ georegexport_suite (void)
   tcase_add_test (tc, test_geojson_footprints);
   tcase_add_test (tc, test_geojson_sequence);
   tcase_add_test (tc, test_geotiff);
+  tcase_add_test (tc, test_mosaic);
   tcase_add_test (tc, test_bad_transforms);
   tcase_add_test (tc, test_bad_setup);
   return s;
