@@ -43,6 +43,7 @@ enum {
   PROP_PICTURE_LOCATION,
   PROP_MOSAIC_LOCATION,
   PROP_MOSAIC_EVERY,
+  PROP_POST_MESSAGES,
 };
 
 #define DEFAULT_MAX_GEOTIFF_PIXELS (64u * 1024u * 1024u)
@@ -54,6 +55,7 @@ struct _GstGeoregExport {
   gchar *control_location, *crs, *geojson_location, *csv_location, *geotiff_dir;
   gchar *source_location, *picture_location, *mosaic_location;
   guint mosaic_every_prop;
+  gboolean post_messages;
   GstGeoregExportGeoJsonForm geojson_form;
   GstGeoregExportGeoTiffFormat geotiff_format;
   guint64 max_geotiff_pixels;
@@ -309,6 +311,37 @@ write_picture (GstGeoregExport * self)
   return TRUE;
 }
 
+/* The frame's result on the map as an element message: plain fields only (no arrays),
+ * so bindings read them without python3-gst-1.0. */
+static void
+post_result (GstGeoregExport * self, const GrFootprint * f)
+{
+  GstStructure *st = gst_structure_new ("georegexport",
+      "frame", G_TYPE_UINT64, (guint64) f->frame,
+      "file", G_TYPE_STRING, f->file,
+      "quality", G_TYPE_STRING, f->quality,
+      "flags", G_TYPE_UINT, f->flags,
+      "flag-names", G_TYPE_STRING, f->flag_names,
+      "crs", G_TYPE_STRING, gr_georef_crs_name (self->georef),
+      "epsg", G_TYPE_INT, gr_georef_epsg (self->georef),
+      "has-footprint", G_TYPE_BOOLEAN, f->geometry == 2,
+      "center-lon", G_TYPE_DOUBLE, f->centre_lon,
+      "center-lat", G_TYPE_DOUBLE, f->centre_lat,
+      "heading", G_TYPE_DOUBLE, f->heading_deg,
+      "gsd", G_TYPE_DOUBLE, f->gsd_m, NULL);
+  static const char *const corner[4] = { "tl", "tr", "br", "bl" };
+  for (int i = 0; i < 4; i++) {
+    gchar *lon = g_strdup_printf ("%s-lon", corner[i]), *lat = g_strdup_printf ("%s-lat",
+        corner[i]);
+    gst_structure_set (st, lon, G_TYPE_DOUBLE, f->corner_lon[i], lat, G_TYPE_DOUBLE,
+        f->corner_lat[i], NULL);
+    g_free (lon);
+    g_free (lat);
+  }
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), st));
+}
+
 static gboolean
 gst_georeg_export_sink_event (GstBaseTransform * bt, GstEvent * event)
 {
@@ -344,6 +377,11 @@ gst_georeg_export_transform_ip (GstBaseTransform * bt, GstBuffer * buf)
             err));
     ret = GST_FLOW_ERROR;
   }
+  GST_OBJECT_LOCK (self);
+  const gboolean post = self->post_messages;
+  GST_OBJECT_UNLOCK (self);
+  if (post)
+    post_result (self, &f);
   if (ret == GST_FLOW_OK && (self->tiff_dir || self->mosaic)
       && !write_geotiff (self, buf, source))
     ret = GST_FLOW_ERROR;
@@ -558,6 +596,9 @@ gst_georeg_export_set_property (GObject * object, guint prop_id, const GValue * 
     case PROP_MOSAIC_EVERY:
       self->mosaic_every_prop = g_value_get_uint (value);
       break;
+    case PROP_POST_MESSAGES:
+      self->post_messages = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   }
@@ -606,6 +647,9 @@ gst_georeg_export_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_MOSAIC_EVERY:
       g_value_set_uint (value, self->mosaic_every_prop);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, self->post_messages);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -698,6 +742,13 @@ gst_georeg_export_class_init (GstGeoregExportClass * klass)
           "Rewrite the mosaic after this many registered frames (0 = only at end of "
           "stream)", 0, G_MAXUINT, 10, rw));
 
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post a georegexport element message per frame: the control's CRS (crs, epsg), "
+          "quality, flags, centre and corner longitudes/latitudes in degrees (WGS84), "
+          "heading in degrees, GSD in metres", TRUE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Georegistration export",
@@ -724,5 +775,6 @@ gst_georeg_export_init (GstGeoregExport * self)
 {
   self->max_geotiff_pixels = DEFAULT_MAX_GEOTIFF_PIXELS;
   self->mosaic_every_prop = 10;
+  self->post_messages = TRUE;
   gst_base_transform_set_passthrough (GST_BASE_TRANSFORM (self), TRUE);
 }

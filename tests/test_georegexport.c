@@ -95,6 +95,8 @@ GST_START_TEST (test_geojson_footprints)
   GstHarness *h = export_harness (props);
   g_free (props);
 
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
   double H[9];
   const double scale = 1.25, angle = 12.0;
   similarity (scale, angle, 200, 150, H);
@@ -102,6 +104,24 @@ GST_START_TEST (test_geojson_footprints)
   add_register_meta (b, H, 0);
   GST_BUFFER_PTS (b) = 200 * GST_MSECOND;
   gst_buffer_unref (gst_harness_push_and_pull (h, b));
+  /* the message: the CRS and the corners in degrees, as plain fields */
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT);
+  fail_unless (msg != NULL);
+  const GstStructure *ms = gst_message_get_structure (msg);
+  gint epsg = 0;
+  double tl_lon = NAN, tl_lat = NAN, tlon, tlat, tpx, tpy;
+  fail_unless (gst_structure_has_name (ms, "georegexport"));
+  fail_unless (gst_structure_get_int (ms, "epsg", &epsg) && epsg == 32617);
+  fail_unless_equals_string (gst_structure_get_string (ms, "crs"), "EPSG:32617");
+  fail_unless_equals_string (gst_structure_get_string (ms, "quality"), "registered");
+  fail_unless (gst_structure_get_double (ms, "tl-lon", &tl_lon)
+      && gst_structure_get_double (ms, "tl-lat", &tl_lat));
+  apply (H, 0, 0, &tpx, &tpy);
+  truth_lonlat (tpx, tpy, &tlon, &tlat);
+  fail_unless (metres (tlon, tlat, tl_lon, tl_lat) < 1e-3, "message corner");
+  gst_message_unref (msg);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
 
   /* valid after one frame: the file parses, ogrinfo reads it as WGS84 */
   gchar **f = features_of (json, FALSE);
