@@ -11,7 +11,8 @@ pkgs=(build-essential meson ninja-build pkg-config libglib2.0-dev
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
       libgdal-dev libpng-dev libjpeg-dev
       libopencv-dev    # test-only (matcher_opencv); already pulled in by plugins-bad-dev
-      valgrind)        # test-only (suite valgrind: tests/run-valgrind.sh)
+      valgrind         # test-only (suite valgrind: tests/run-valgrind.sh)
+      crossbuild-essential-arm64 qemu-user)  # test-only: tests/run-aarch64.sh
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
