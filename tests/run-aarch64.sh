@@ -9,9 +9,10 @@
 # installed or removed) and unpacked into a sysroot, build-aarch64-sysroot/.  (Installing
 # them multiarch is not possible next to the amd64 -dev packages: the gir1.2-* packages
 # they depend on are not co-installable, and apt would remove amd64 -dev packages.)
-# The sysroot is named to meson by a second cross file written here, next to
-# tests/cross/aarch64-linux-gnu.ini.  -fno-tree-loop-vectorize: Debian 12's aarch64 gcc
-# 12.2 stops with an internal compiler error (vect_transform_reduction, at -O2 and -O3)
+# The sysroot is named to meson by a second cross file written into it
+# (meson-cross.ini, beside tests/cross/aarch64-linux-gnu.ini).
+# -fno-tree-loop-vectorize: Debian 12's aarch64 gcc 12.2 stops with an internal
+# compiler error (vect_transform_reduction, at -O2 and -O3)
 # on loops of tests/test_raster.c and tests/test_shoot.c (the kernels' SIMD code uses
 # explicit vector types and is not affected).  Everything is built (the element tests
 # too: a compile check); the tests below run.
@@ -73,7 +74,7 @@ fi
 
 libdirs="$sysroot/usr/lib/aarch64-linux-gnu:$sysroot/lib/aarch64-linux-gnu"
 mkdir -p "$build"
-cat > "$build-sysroot.ini" <<EOF
+cat > "$sysroot/meson-cross.ini" <<EOF
 # written by tests/run-aarch64.sh
 [properties]
 sys_root = '$sysroot'
@@ -90,7 +91,7 @@ exe_wrapper = ['qemu-aarch64', '-L', '/usr/aarch64-linux-gnu', '-E', 'LD_LIBRARY
 EOF
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" --cross-file tests/cross/aarch64-linux-gnu.ini \
-      --cross-file "$build-sysroot.ini" -Dcuda=disabled -Dgdal=disabled \
+      --cross-file "$sysroot/meson-cross.ini" -Dcuda=disabled -Dgdal=disabled \
       --buildtype=release || fail "meson setup (cross)"
 fi
 ninja -C "$build" || fail "cross build"
