@@ -27,6 +27,7 @@
 #include "fit.h"
 #include "keypoints.h"
 #include "matcher.h"
+#include "pairfit.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_feature_match_debug);
 #define GST_CAT_DEFAULT gst_feature_match_debug
@@ -478,90 +479,49 @@ gst_feature_match_sink_event (GstBaseTransform * trans, GstEvent * event)
 
 /* ------------------------------------------------------------------ per frame */
 
-/* d(H x)/dx at (x, y) */
-static void
-homography_jacobian (const double h[9], double x, double y, double J[4])
+/* The robust, sub-pixel refined homographies of the frame's pairs: all pairs and all
+ * their refinements at once on every core (kernels/pairfit.h), each pair with its own
+ * seed, so the results do not depend on the thread count.  fit_of[i]: the held frame
+ * of m->pairs[i]. */
+static GrStatus
+fit_pairs (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame ** fit_of,
+    GstFeatureMatchMeta * m)
 {
-  const double w = h[6] * x + h[7] * y + h[8];
-  const double u = h[0] * x + h[1] * y + h[2], v = h[3] * x + h[4] * y + h[5];
-  J[0] = (h[0] * w - u * h[6]) / (w * w);
-  J[1] = (h[1] * w - u * h[7]) / (w * w);
-  J[2] = (h[3] * w - v * h[6]) / (w * w);
-  J[3] = (h[4] * w - v * h[7]) / (w * w);
-}
-
-/* The robust fit of one pair, refined.  pairs: m x 2 (this, earlier). */
-static void
-fit_pair (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame * e,
-    const gint32 * pairs, gint m, GstFeatureMatchPair * out, guint64 seed)
-{
-  double *src = g_new (double, 4 * (gsize) m), *dst = src + 2 * m;
-  guint8 *inl = g_new0 (guint8, m);
-  for (gint i = 0; i < m; i++) {
-    src[2 * i] = kp[pairs[2 * i]].x;
-    src[2 * i + 1] = kp[pairs[2 * i]].y;
-    dst[2 * i] = e->kp[pairs[2 * i + 1]].x;
-    dst[2 * i + 1] = e->kp[pairs[2 * i + 1]].y;
+  const gint n = (gint) m->n_pairs;
+  if (n == 0)
+    return GR_OK;
+  GrPairFitJob *jobs = g_new0 (GrPairFitJob, n);
+  GrPairFitResult *res = g_new0 (GrPairFitResult, n);
+  for (gint i = 0; i < n; i++) {
+    jobs[i].kp = fit_of[i]->kp;
+    jobs[i].patches = fit_of[i]->patches;
+    jobs[i].pairs = m->pairs[i].pairs;
+    jobs[i].m = (gint) m->pairs[i].matches;
+    jobs[i].seed = self->frame_count * 1000003u + fit_of[i]->index;
+    res[i].inlier = m->pairs[i].inlier;
   }
-  GrFitParams fp;
-  gr_fit_params_init (&fp, GR_MODEL_HOMOGRAPHY);
-  fp.threshold = FIT_THRESHOLD;
-  fp.seed = seed;
-  GrFit fit;
-  if (m < MIN_FIT_POINTS ||
-      gr_fit_robust (src, dst, NULL, m, &fp, &fit, inl) != GR_FIT_OK ||
-      fit.inliers < MIN_FIT_POINTS) {
-    g_free (src);
-    g_free (inl);
-    return;
-  }
-  memcpy (out->h, fit.h, sizeof out->h);
-  out->rms = fit.rms;
-  out->inliers = fit.inliers;
-  out->flags |= GST_FEATURE_MATCH_PAIR_HOMOGRAPHY;
-  memcpy (out->inlier, inl, m);
-
-  /* sub-pixel refinement of the inliers against the earlier frame's patches */
-  double *rs = g_new (double, 4 * (gsize) m), *rd = rs + 2 * m;
-  gint *idx = g_new (gint, m);
-  gint nr = 0;
-  for (gint i = 0; i < m; i++) {
-    if (!inl[i])
+  GrPairFitParams pp;
+  gr_pairfit_params_init (&pp);
+  pp.fit_threshold = FIT_THRESHOLD;
+  pp.refit_threshold = REFIT_THRESHOLD;
+  pp.min_ncc = REFINE_MIN_NCC;
+  pp.min_points = MIN_FIT_POINTS;
+  const GrStatus st = gr_pairfit_run (self->view, gr_features_scratch (self->features),
+      kp, jobs, n, &pp, res);
+  for (gint i = 0; st == GR_OK && i < n; i++) {
+    GstFeatureMatchPair *out = &m->pairs[i];
+    if (!(res[i].flags & GR_PAIRFIT_HOMOGRAPHY))
       continue;
-    double J[4], x, y, ncc;
-    const gint w = pairs[2 * i + 1];
-    homography_jacobian (fit.h, src[2 * i], src[2 * i + 1], J);
-    if (!gr_fit_apply (fit.h, src[2 * i], src[2 * i + 1], &x, &y))
-      continue;
-    if (!gr_patch_refine (self->view, gr_features_scratch (self->features),
-            (float) src[2 * i],
-            (float) src[2 * i + 1], e->patches + (gsize) w * GR_PATCH_BYTES, &e->kp[w],
-            J, &x, &y, &ncc) || ncc < REFINE_MIN_NCC)
-      continue;
-    rs[2 * nr] = src[2 * i];
-    rs[2 * nr + 1] = src[2 * i + 1];
-    rd[2 * nr] = x;
-    rd[2 * nr + 1] = y;
-    idx[nr++] = i;
+    memcpy (out->h, res[i].h, sizeof out->h);
+    out->rms = res[i].rms;
+    out->inliers = res[i].inliers;
+    out->flags |= GST_FEATURE_MATCH_PAIR_HOMOGRAPHY;
+    if (res[i].flags & GR_PAIRFIT_REFINED)
+      out->flags |= GST_FEATURE_MATCH_PAIR_REFINED;
   }
-  guint8 *rinl = g_new0 (guint8, MAX (nr, 1));
-  GrFit f2;
-  fp.threshold = REFIT_THRESHOLD;
-  if (nr >= MIN_FIT_POINTS && gr_fit_robust (rs, rd, NULL, nr, &fp, &f2, rinl) ==
-      GR_FIT_OK && f2.inliers >= MIN_FIT_POINTS) {
-    memcpy (out->h, f2.h, sizeof out->h);
-    out->rms = f2.rms;
-    out->inliers = f2.inliers;
-    out->flags |= GST_FEATURE_MATCH_PAIR_REFINED;
-    memset (out->inlier, 0, m);
-    for (gint r = 0; r < nr; r++)
-      out->inlier[idx[r]] = rinl[r];
-  }
-  g_free (rinl);
-  g_free (rs);
-  g_free (idx);
-  g_free (src);
-  g_free (inl);
+  g_free (jobs);
+  g_free (res);
+  return st;
 }
 
 static void
@@ -747,14 +707,17 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     boff += e->n;
   }
   g_free (pairs);
-  const gint npairs = (gint) m->n_pairs;
-#pragma omp parallel for schedule (dynamic, 1) if (npairs > 1)
-  for (gint i = 0; i < npairs; i++) {
-    GstFeatureMatchPair *pr = &m->pairs[i];
-    fit_pair (self, kp, fit_of[i], pr->pairs, (gint) pr->matches, pr,
-        self->frame_count * 1000003u + fit_of[i]->index);
-  }
+  const GrStatus fst = fit_pairs (self, kp, fit_of, m);
   g_free (fit_of);
+  if (fst != GR_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("The pair fits failed (%s).",
+            gr_status_string (fst)), (NULL));
+    g_free (kp);
+    g_free (desc);
+    g_free (patches);
+    g_free (xy);
+    return GST_FLOW_ERROR;
+  }
 
   if (self->records) {
     Record *r = g_new0 (Record, 1);

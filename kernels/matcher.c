@@ -358,9 +358,10 @@ tile_top2 (const float *const *qrow, const float *qn2, const float *dT,
   }
 }
 
-/* The canonical result of one (query, image) pair: a full float64 scan. */
-static int32_t
-exact_pair (const float *q, const float *rows, int64_t n, int k, double rr)
+/* The canonical two smallest distances of q among n rows (a full float64 scan, ties
+ * to the lower index); returns the winner (-1 when n = 0). */
+static int64_t
+exact_top2 (const float *q, const float *rows, int64_t n, int k, double *d1o, double *d2o)
 {
   double d1 = INFINITY, d2 = INFINITY;
   int64_t w = -1;
@@ -374,6 +375,17 @@ exact_pair (const float *q, const float *rows, int64_t n, int k, double rr)
       d2 = d;
     }
   }
+  *d1o = d1;
+  *d2o = d2;
+  return w;
+}
+
+/* The canonical result of one (query, image) pair. */
+static int32_t
+exact_pair (const float *q, const float *rows, int64_t n, int k, double rr)
+{
+  double d1, d2;
+  const int64_t w = exact_top2 (q, rows, n, k, &d1, &d2);
   return (n >= 2 && d1 < rr * d2) ? (int32_t) w : -1;
 }
 
@@ -499,6 +511,10 @@ struct GrMatcher {
   int64_t qimg_cap;
   int32_t *view;            /* CPU backend: the results of gr_matcher_add_view */
   int64_t view_cap;
+  GrMatch *sparse;          /* the results of gr_matcher_match_all_sparse */
+  int64_t sparse_cap;
+  int32_t *slab;            /* CPU backend: one slab of the sparse form's matrix */
+  int64_t slab_cap;
 #if GR_HAVE_CUDA
   GrMatcherCuda *cuda;
 #endif
@@ -558,6 +574,8 @@ gr_matcher_free (GrMatcher *mt)
   free (mt->sizes);
   free (mt->qimg);
   free (mt->view);
+  free (mt->sparse);
+  free (mt->slab);
   free (mt);
 }
 
@@ -622,15 +640,15 @@ check_common (const GrMatcher *mt, int k, float ratio, char *errbuf, size_t errl
   return GR_OK;
 }
 
-GrStatus
-gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *offsets,
-    int m, float ratio, int32_t *out, GrMatchStats *stats, char *errbuf, size_t errlen)
+/* The batch forms' argument checks. */
+static GrStatus
+batch_check (const GrMatcher *mt, const float *desc, int k, const int64_t *offsets,
+    int m, float ratio, bool have_out, char *errbuf, size_t errlen)
 {
-  const double t0 = now_ms ();
   GrStatus st = check_common (mt, k, ratio, errbuf, errlen);
   if (st != GR_OK)
     return st;
-  if (m < 0 || !offsets || (m > 0 && !out)) {
+  if (m < 0 || !offsets || (m > 0 && !have_out)) {
     gr_set_err (errbuf, errlen, "bad image count, offsets or output");
     return GR_ERR_INVALID;
   }
@@ -659,6 +677,45 @@ gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *of
         (double) GR_MATCHER_MAX_ABS);
     return GR_ERR_INVALID;
   }
+  return GR_OK;
+}
+
+/* CPU backend: the batch's images into mt->batch, each query's image into mt->qimg. */
+static GrStatus
+cpu_batch_load (GrMatcher *mt, const float *desc, int k, const int64_t *offsets, int m,
+    char *errbuf, size_t errlen)
+{
+  CpuDb *db = &mt->batch;
+  const int64_t n = offsets[m];
+  cpudb_clear (db);
+  db->k = k;
+  if (mt->qimg_cap < n) {
+    free (mt->qimg);
+    mt->qimg = malloc (sizeof (int32_t) * n);
+    mt->qimg_cap = mt->qimg ? n : 0;
+    if (!mt->qimg)
+      return GR_ERR_NOMEM;
+  }
+  for (int i = 0; i < m; i++) {
+    if (cpudb_append (db, desc + offsets[i] * k, offsets[i + 1] - offsets[i]) != GR_OK) {
+      gr_set_err (errbuf, errlen, "out of memory");
+      return GR_ERR_NOMEM;
+    }
+    for (int64_t j = offsets[i]; j < offsets[i + 1]; j++)
+      mt->qimg[j] = i;
+  }
+  return GR_OK;
+}
+
+GrStatus
+gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *offsets,
+    int m, float ratio, int32_t *out, GrMatchStats *stats, char *errbuf, size_t errlen)
+{
+  const double t0 = now_ms ();
+  GrStatus st = batch_check (mt, desc, k, offsets, m, ratio, out != NULL, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  const int64_t n = offsets[m];
   const double rr = (double) ratio * (double) ratio;
   GrMatchStats s = { 0 };
   s.pairs = (int64_t) m * n;
@@ -675,24 +732,10 @@ gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *of
   }
 #endif
   {
+    st = cpu_batch_load (mt, desc, k, offsets, m, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
     CpuDb *db = &mt->batch;
-    cpudb_clear (db);
-    db->k = k;
-    if (mt->qimg_cap < n) {
-      free (mt->qimg);
-      mt->qimg = malloc (sizeof (int32_t) * n);
-      mt->qimg_cap = mt->qimg ? n : 0;
-      if (!mt->qimg)
-        return GR_ERR_NOMEM;
-    }
-    for (int i = 0; i < m; i++) {
-      if (cpudb_append (db, desc + offsets[i] * k, offsets[i + 1] - offsets[i]) != GR_OK) {
-        gr_set_err (errbuf, errlen, "out of memory");
-        return GR_ERR_NOMEM;
-      }
-      for (int64_t j = offsets[i]; j < offsets[i + 1]; j++)
-        mt->qimg[j] = i;
-    }
     const double t1 = now_ms ();
     CpuJob J = { db, 0, m, db->imgs[0].row, n, mt->qimg, out, n, rr,
       (mt->debug & GR_MATCHER_DEBUG_FORCE_EXACT) != 0, mt->threads
@@ -708,6 +751,157 @@ gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *of
     s.kernel_ms = now_ms () - t1;
   }
 done:
+  s.elapsed_ms = now_ms () - t0;
+  if (stats)
+    *stats = s;
+  return GR_OK;
+}
+
+#define SPARSE_CHUNK 4096       /* queries per compaction task */
+#define CPU_SLAB_ENTRIES (1ll << 24)  /* (image, query) entries per slab: 64 MB */
+
+/* CPU backend of the sparse form: slabs of images through cpu_run, each compacted in
+ * parallel (tasks of SPARSE_CHUNK queries of one image: counted, offsets by a prefix
+ * sum, then filled, so the order is the matrix's whatever the threads). */
+static GrStatus
+cpu_sparse (GrMatcher *mt, int m, int64_t n, double rr, int64_t *count,
+    GrMatchStats *s, char *errbuf, size_t errlen)
+{
+  const CpuDb *db = &mt->batch;
+  const int k = db->k;
+  int64_t srows64 = CPU_SLAB_ENTRIES / n > 0 ? CPU_SLAB_ENTRIES / n : 1;
+  if (mt->debug & GR_MATCHER_DEBUG_SMALL_SLAB)
+    srows64 = 3;
+  const int srows = srows64 < m ? (int) srows64 : m;
+  const int64_t chunks = (n + SPARSE_CHUNK - 1) / SPARSE_CHUNK;
+  const int64_t ntask = chunks * srows;
+  if (mt->slab_cap < (int64_t) srows * n) {
+    free (mt->slab);
+    mt->slab = malloc (sizeof (int32_t) * (size_t) srows * n);
+    mt->slab_cap = mt->slab ? (int64_t) srows * n : 0;
+  }
+  int64_t *toff = malloc (sizeof (int64_t) * (ntask + 1));
+  if (!mt->slab || !toff) {
+    free (toff);
+    gr_set_err (errbuf, errlen, "out of memory");
+    return GR_ERR_NOMEM;
+  }
+  const int threads = mt->threads > 0 ? mt->threads : omp_get_max_threads ();
+  const int64_t qrow0 = db->imgs[0].row;
+  int64_t total = 0;
+  for (int i0 = 0; i0 < m; i0 += srows) {
+    const int i1 = i0 + srows < m ? i0 + srows : m;
+    CpuJob J = { db, i0, i1, qrow0, n, mt->qimg, mt->slab, n, rr,
+      (mt->debug & GR_MATCHER_DEBUG_FORCE_EXACT) != 0, mt->threads
+    };
+    const int64_t r = cpu_run (&J);
+    if (r < 0) {
+      free (toff);
+      gr_set_err (errbuf, errlen, "out of memory");
+      return GR_ERR_NOMEM;
+    }
+    s->rechecked += r;
+    const int64_t nt = chunks * (i1 - i0);
+#pragma omp parallel for schedule (static) num_threads (threads)
+    for (int64_t t = 0; t < nt; t++) {
+      const int32_t *o = mt->slab + (t / chunks) * n;
+      const int64_t q0 = (t % chunks) * SPARSE_CHUNK;
+      const int64_t q1 = q0 + SPARSE_CHUNK < n ? q0 + SPARSE_CHUNK : n;
+      int64_t c = 0;
+      for (int64_t q = q0; q < q1; q++)
+        c += o[q] >= 0;
+      toff[t + 1] = c;
+    }
+    toff[0] = total;
+    for (int64_t t = 0; t < nt; t++)
+      toff[t + 1] += toff[t];
+    if (toff[nt] + 1 > mt->sparse_cap) {
+      const int64_t cap = toff[nt] + toff[nt] / 2 + 1024;
+      GrMatch *b = realloc (mt->sparse, sizeof (GrMatch) * (size_t) cap);
+      if (!b) {
+        free (toff);
+        gr_set_err (errbuf, errlen, "out of memory");
+        return GR_ERR_NOMEM;
+      }
+      mt->sparse = b;
+      mt->sparse_cap = cap;
+    }
+#pragma omp parallel for schedule (dynamic, 1) num_threads (threads)
+    for (int64_t t = 0; t < nt; t++) {
+      const int i = i0 + (int) (t / chunks);
+      const int32_t *o = mt->slab + (t / chunks) * n;
+      const CpuImg *im = &db->imgs[i];
+      const float *rows = fbuf_at (&db->desc, im->row * k);
+      const int64_t q0 = (t % chunks) * SPARSE_CHUNK;
+      const int64_t q1 = q0 + SPARSE_CHUNK < n ? q0 + SPARSE_CHUNK : n;
+      GrMatch *e = mt->sparse + toff[t];
+      for (int64_t q = q0; q < q1; q++) {
+        if (o[q] < 0)
+          continue;
+        double d1, d2;
+        exact_top2 (fbuf_at (&db->desc, (qrow0 + q) * k), rows, im->n, k, &d1, &d2);
+        e->query = q;
+        e->image = i;
+        e->match = o[q];
+        e->d1 = (float) sqrt (d1);
+        e->d2 = (float) sqrt (d2);
+        e++;
+      }
+    }
+    total = toff[nt];
+  }
+  free (toff);
+  *count = total;
+  return GR_OK;
+}
+
+GrStatus
+gr_matcher_match_all_sparse (GrMatcher *mt, const float *desc, int k,
+    const int64_t *offsets, int m, float ratio, const GrMatch **matches, int64_t *count,
+    GrMatchStats *stats, char *errbuf, size_t errlen)
+{
+  const double t0 = now_ms ();
+  GrStatus st = batch_check (mt, desc, k, offsets, m, ratio, matches && count, errbuf,
+      errlen);
+  if (st != GR_OK)
+    return st;
+  if (!matches || !count) {
+    gr_set_err (errbuf, errlen, "no output pointers");
+    return GR_ERR_INVALID;
+  }
+  const int64_t n = offsets[m];
+  const double rr = (double) ratio * (double) ratio;
+  GrMatchStats s = { 0 };
+  s.pairs = (int64_t) m * n;
+  *count = 0;
+  *matches = NULL;
+  int64_t total = 0;
+  if (m == 0 || n == 0)
+    goto done;
+#if GR_HAVE_CUDA
+  if (mt->backend == GR_BACKEND_CUDA) {
+    st = gr_matcher_cuda_match_all_sparse (mt->cuda, desc, k, offsets, m, rr, mt->debug,
+        &mt->sparse, &mt->sparse_cap, &total, &s, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+    goto done;
+  }
+#endif
+  {
+    st = cpu_batch_load (mt, desc, k, offsets, m, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+    const double t1 = now_ms ();
+    st = cpu_sparse (mt, m, n, rr, &total, &s, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+    for (int i = 0; i < m; i++)
+      s.candidates += (int64_t) mt->batch.imgs[i].pn * n;
+    s.kernel_ms = now_ms () - t1;
+  }
+done:
+  *matches = mt->sparse;
+  *count = total;
   s.elapsed_ms = now_ms () - t0;
   if (stats)
     *stats = s;

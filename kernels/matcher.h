@@ -73,6 +73,33 @@ GrStatus gr_matcher_match_all (GrMatcher *mt, const float *desc, int k,
     const int64_t *offsets, int m, float ratio, int32_t *out, GrMatchStats *stats,
     char *errbuf, size_t errlen);
 
+/* ---- Sparse batch form: what a stitcher consumes.  The kept entries of
+ * gr_matcher_match_all's matrix (the entries >= 0: the very same ones, on both
+ * backends), without the m x n matrix ever existing in host or device memory: the
+ * images are matched in slabs of a bounded number of (image, query) entries (CPU:
+ * 2^24, 64 MB; CUDA: 2^26, 256 MB of device memory), each slab compacted where it was
+ * computed (CUDA: on the device, so only the
+ * list crosses to the host).  Order: the matrix's row-major order, image ascending,
+ * then query ascending (so each image's matches are one contiguous run: a CSR by
+ * image).  d1, d2: the L2 distances (square roots of the canonical squared distances
+ * of the header comment, rounded to float) of j to its nearest and second-nearest
+ * descriptor in image i, as the exact float64 search finds them (whatever settled the
+ * pair); so d1 / d2 < ratio holds for every entry.  Cost beyond the dense form: one
+ * canonical scan of image i per kept entry (CUDA: a warp each).
+ * *matches points at a buffer the matcher owns, valid until the next match_all,
+ * match_all_sparse, add, add_view, reset or free of this matcher; *count entries.
+ * Arguments as gr_matcher_match_all's. */
+typedef struct {
+  int64_t query;      /* descriptor j (0 .. n - 1) */
+  int32_t image;      /* image i (never j's own) */
+  int32_t match;      /* j's nearest neighbour within image i (0 .. n_i - 1) */
+  float d1, d2;       /* L2 distances to the nearest and second-nearest of image i */
+} GrMatch;
+
+GrStatus gr_matcher_match_all_sparse (GrMatcher *mt, const float *desc, int k,
+    const int64_t *offsets, int m, float ratio, const GrMatch **matches, int64_t *count,
+    GrMatchStats *stats, char *errbuf, size_t errlen);
+
 /* ---- Incremental form: the matcher holds images (their descriptors stay resident:
  * in device memory for CUDA) and matches each new image against them, both ways.
  *
@@ -122,6 +149,8 @@ typedef enum {
   GR_MATCHER_DEBUG_ONE_STREAM = 1 << 2,   /* CUDA, incremental form: run the two
                                              directions one after the other on one
                                              stream (default: concurrently on two) */
+  GR_MATCHER_DEBUG_SMALL_SLAB = 1 << 3,   /* sparse form: slabs of 3 images, so that
+                                             the slab boundaries are crossed */
 } GrMatcherDebug;
 void gr_matcher_set_debug (GrMatcher *mt, unsigned flags);
 

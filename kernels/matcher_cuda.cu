@@ -35,6 +35,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include <math.h>
 #include <stdint.h>
@@ -51,6 +53,8 @@
 #define BN 64                   /* candidates per chunk (and the image padding) */
 #define NT 128                  /* threads per CTA */
 #define LIST_CAP (1u << 22)     /* re-check queue entries per launch */
+#define SLAB_ENTRIES (1ll << 26)  /* sparse form: (image, query) entries per slab */
+#define SPARSE_NT 256           /* threads of the compaction kernels */
 
 /* ---- error helpers ---------------------------------------------------------- */
 
@@ -468,11 +472,12 @@ match_kernel (const MatchParams p)
 
 /* ---- exact re-check: a warp per queued pair ------------------------------------- */
 
+/* the canonical two smallest distances of q among image im's rows, a warp together
+ * (ties to the lower index); every lane gets the result */
 __device__ __forceinline__ void
-exact_pair_warp (const MatchParams &p, long long R, int ti, int lane)
+exact_top2_warp (const MatchParams &p, const float *q, const ImgInfo &im, int lane,
+    double *d1o, double *d2o, int *i1o)
 {
-  const ImgInfo im = p.imgs[ti];
-  const float *q = p.db.f32 + R * p.k;
   double d1 = __longlong_as_double (0x7ff0000000000000ll), d2 = d1;
   int i1 = 0x7fffffff;
   for (int c = lane; c < im.n; c += 32) {
@@ -497,6 +502,18 @@ exact_pair_warp (const MatchParams &p, long long R, int ti, int lane)
       i1 = oi1;
     }
   }
+  *d1o = d1;
+  *d2o = d2;
+  *i1o = i1;
+}
+
+__device__ __forceinline__ void
+exact_pair_warp (const MatchParams &p, long long R, int ti, int lane)
+{
+  const ImgInfo im = p.imgs[ti];
+  double d1, d2;
+  int i1;
+  exact_top2_warp (p, p.db.f32 + R * p.k, im, lane, &d1, &d2, &i1);
   if (lane == 0) {
     const unsigned gq = p.db.rowglob[R];
     const long long oi = (long long) ti * p.ld + (long long) (unsigned) (gq - p.qbase);
@@ -538,6 +555,71 @@ sweep_kernel (const MatchParams p)
   }
 }
 
+/* ---- sparse output: compaction of a slab of the matrix on the device ------------- */
+
+/* kept entries (>= 0) of each slab row (an image against every query) */
+__global__ void
+sparse_count_kernel (const int *__restrict__ slab, long long n, long long *__restrict__ cnt)
+{
+  typedef cub::BlockReduce<long long, SPARSE_NT> Reduce;
+  __shared__ typename Reduce::TempStorage tmp;
+  const int *row = slab + (long long) blockIdx.x * n;
+  long long c = 0;
+  for (long long q = threadIdx.x; q < n; q += SPARSE_NT)
+    c += row[q] >= 0;
+  const long long tot = Reduce (tmp).Sum (c);
+  if (threadIdx.x == 0)
+    cnt[blockIdx.x] = tot;
+}
+
+/* the kept entries of each row at its offset, in query order (a block scan per chunk) */
+__global__ void
+sparse_fill_kernel (const int *__restrict__ slab, long long n, int img0,
+    const long long *__restrict__ off, GrMatch *__restrict__ out)
+{
+  typedef cub::BlockScan<int, SPARSE_NT> Scan;
+  __shared__ typename Scan::TempStorage tmp;
+  const int *row = slab + (long long) blockIdx.x * n;
+  long long base = off[blockIdx.x];
+  for (long long q0 = 0; q0 < n; q0 += SPARSE_NT) {
+    const long long q = q0 + threadIdx.x;
+    const int v = q < n ? row[q] : -1;
+    int pos, tot;
+    Scan (tmp).ExclusiveSum (v >= 0 ? 1 : 0, pos, tot);
+    if (v >= 0) {
+      GrMatch e;
+      e.query = q;
+      e.image = img0 + (int) blockIdx.x;
+      e.match = v;
+      e.d1 = e.d2 = 0.f;
+      out[base + pos] = e;
+    }
+    base += tot;
+    __syncthreads ();           /* tmp is reused */
+  }
+}
+
+/* the canonical d1, d2 of each kept entry: a warp each (p.imgs: the whole table) */
+__global__ void
+sparse_dist_kernel (const MatchParams p, GrMatch *ent, long long count)
+{
+  const int lane = threadIdx.x & 31;
+  const long long warps = (long long) gridDim.x * (blockDim.x >> 5);
+  for (long long e = (long long) blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+      e < count; e += warps) {
+    const long long qj = ent[e].query;
+    const ImgInfo im = p.imgs[ent[e].image];
+    const long long R = p.qlist[qj];
+    double d1, d2;
+    int i1;
+    exact_top2_warp (p, p.db.f32 + R * p.k, im, lane, &d1, &d2, &i1);
+    if (lane == 0) {
+      ent[e].d1 = (float) sqrt (d1);
+      ent[e].d2 = (float) sqrt (d2);
+    }
+  }
+}
+
 /* ---- host side ---------------------------------------------------------------- */
 
 struct DevDb {
@@ -576,6 +658,12 @@ struct GrMatcherCuda {
   size_t qlist_cap;
   int *d_out;
   size_t out_cap;
+  long long *d_rowcnt;          /* sparse form: per slab row, kept count then offset */
+  size_t rowcnt_cap;
+  long long *h_rowcnt;          /* pinned */
+  size_t hrowcnt_cap;
+  GrMatch *d_sparse;            /* sparse form: one slab's entries */
+  size_t sparse_cap;
   unsigned long long *d_list;
   unsigned *d_count;
   unsigned *h_count;            /* pinned, 2 */
@@ -804,6 +892,10 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
   cudaFree (c->d_tab);
   cudaFree (c->d_qlist);
   cudaFree (c->d_out);
+  cudaFree (c->d_rowcnt);
+  cudaFree (c->d_sparse);
+  if (c->h_rowcnt)
+    cudaFreeHost (c->h_rowcnt);
   cudaFree (c->d_list);
   cudaFree (c->d_count);
   if (c->h_count)
@@ -930,10 +1022,11 @@ launch_sweep (GrMatcherCuda *c, DevDb *db, MatchParams p, char *errbuf, size_t e
   return GR_OK;
 }
 
-extern "C" GrStatus
-gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, double rr, unsigned debug, int32_t *out,
-    GrMatchStats *stats, char *errbuf, size_t errlen)
+/* The batch forms' first half: the image table, the upload and the prep of every
+ * image into c->bdb (c->d_qlist: query -> padded row).  *rows_out: padded rows. */
+static GrStatus
+batch_setup (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets, int m,
+    long long *rows_out, int *max_pn_out, char *errbuf, size_t errlen)
 {
   CK (cudaSetDevice (c->device), "cudaSetDevice");
   const long long n = offsets[m];
@@ -976,7 +1069,6 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   CK (gr_cuda_grow (&c->d_tab, &c->tab_cap, (size_t) m, 16), "cudaMalloc (image table)");
   CK (gr_cuda_grow (&c->d_qlist, &c->qlist_cap, (size_t) n, 16),
       "cudaMalloc (query list)");
-  CK (gr_cuda_grow (&c->d_out, &c->out_cap, (size_t) m * n, 16), "cudaMalloc (output)");
   cudaStream_t s = c->stream;
   CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
           cudaMemcpyHostToDevice, s), "descriptor upload");
@@ -985,46 +1077,167 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   st = launch_prep (c, db, 0, m, max_pn, c->d_qlist, errbuf, errlen);
   if (st != GR_OK)
     return st;
+  *rows_out = rows;
+  *max_pn_out = max_pn;
+  return GR_OK;
+}
+
+/* The matrix rows of images [i0, i1) into c->d_out (row i - i0, n queries each), the
+ * re-checks included: on return (synchronized) the slab is final.  *rechecked grows by
+ * the queued pairs.  (The callers' events ev0 .. ev1 span an overflow sweep too.) */
+static GrStatus
+batch_slab (GrMatcherCuda *c, int i0, int i1, long long n, int max_pn, double rr,
+    unsigned debug, long long *rechecked, char *errbuf, size_t errlen)
+{
+  DevDb *db = &c->bdb;
+  cudaStream_t s = c->stream;
   CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
-  CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
   MatchParams p;
   memset (&p, 0, sizeof p);
   p.qlist = c->d_qlist;
   p.qr0 = 0;
   p.nq = (int) n;
-  p.imgs = c->d_tab;
-  p.nimg = m;
+  p.imgs = c->d_tab + i0;
+  p.nimg = i1 - i0;
   p.out = c->d_out;
   p.ld = n;
   p.qbase = 0;
   p.self_skip = 1;
   p.rr = rr;
-  st = launch_match (c, c->stream, db, p, 0, max_pn, debug, errbuf, errlen);
+  GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
   if (st != GR_OK)
     return st;
-  CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
   CK (cudaMemcpyAsync (c->h_count, c->d_count, sizeof (unsigned), cudaMemcpyDeviceToHost,
           s), "cudaMemcpy (count)");
   CK (cudaStreamSynchronize (s), "match kernels");
-  float ms = 0.f;
-  CK (cudaEventElapsedTime (&ms, c->ev0, c->ev1), "cudaEventElapsedTime");
   const unsigned pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
+  *rechecked += c->h_count[0];
   if (c->h_count[0] > pcap) {
-    const double t0 = now_ms ();
     p.keymask = 0;
     st = launch_sweep (c, db, p, errbuf, errlen);
     if (st != GR_OK)
       return st;
     CK (cudaStreamSynchronize (s), "sweep kernel");
-    ms += (float) (now_ms () - t0);
   }
-  CK (cudaMemcpyAsync (out, c->d_out, (size_t) m * n * sizeof (int32_t),
-          cudaMemcpyDeviceToHost, s), "cudaMemcpy (output)");
-  CK (cudaStreamSynchronize (s), "output download");
-  stats->rechecked = c->h_count[0];
+  return GR_OK;
+}
+
+/* the batch forms' stats: device time between ev0 and ev1 */
+static GrStatus
+batch_stats (GrMatcherCuda *c, long long rows, long long n, long long rechecked,
+    GrMatchStats *stats, char *errbuf, size_t errlen)
+{
+  float ms = 0.f;
+  CK (cudaEventElapsedTime (&ms, c->ev0, c->ev1), "cudaEventElapsedTime");
+  stats->rechecked = rechecked;
   stats->candidates = rows * n;
   stats->kernel_ms = ms;
   return GR_OK;
+}
+
+extern "C" GrStatus
+gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
+    const int64_t *offsets, int m, double rr, unsigned debug, int32_t *out,
+    GrMatchStats *stats, char *errbuf, size_t errlen)
+{
+  long long rows;
+  int max_pn;
+  GrStatus st = batch_setup (c, desc, k, offsets, m, &rows, &max_pn, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  const long long n = offsets[m];
+  cudaStream_t s = c->stream;
+  CK (gr_cuda_grow (&c->d_out, &c->out_cap, (size_t) m * n, 16), "cudaMalloc (output)");
+  CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
+  long long rechecked = 0;
+  st = batch_slab (c, 0, m, n, max_pn, rr, debug, &rechecked, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  CK (cudaMemcpyAsync (out, c->d_out, (size_t) m * n * sizeof (int32_t),
+          cudaMemcpyDeviceToHost, s), "cudaMemcpy (output)");
+  CK (cudaStreamSynchronize (s), "output download");
+  return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
+}
+
+extern "C" GrStatus
+gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
+    const int64_t *offsets, int m, double rr, unsigned debug, GrMatch **buf,
+    int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf, size_t errlen)
+{
+  long long rows;
+  int max_pn;
+  GrStatus st = batch_setup (c, desc, k, offsets, m, &rows, &max_pn, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  const long long n = offsets[m];
+  long long srows = SLAB_ENTRIES / n > 0 ? SLAB_ENTRIES / n : 1;
+  if (debug & GR_MATCHER_DEBUG_SMALL_SLAB)
+    srows = 3;
+  if (srows > m)
+    srows = m;
+  cudaStream_t s = c->stream;
+  CK (gr_cuda_grow (&c->d_out, &c->out_cap, (size_t) srows * n, 16),
+      "cudaMalloc (slab)");
+  CK (gr_cuda_grow (&c->d_rowcnt, &c->rowcnt_cap, (size_t) srows + 1, 16),
+      "cudaMalloc (slab counts)");
+  CK (grow_pinned (&c->h_rowcnt, &c->hrowcnt_cap, (size_t) srows + 1),
+      "cudaMallocHost (slab counts)");
+  MatchParams pd;               /* the distance kernel's view: the whole table */
+  memset (&pd, 0, sizeof pd);
+  pd.db = c->bdb.d;
+  pd.k = c->bdb.k;
+  pd.qlist = c->d_qlist;
+  pd.imgs = c->d_tab;
+  CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
+  long long rechecked = 0, total = 0;
+  for (int i0 = 0; i0 < m; i0 += (int) srows) {
+    const int i1 = i0 + srows < m ? i0 + (int) srows : m;
+    const int nr = i1 - i0;
+    st = batch_slab (c, i0, i1, n, max_pn, rr, debug, &rechecked, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+    sparse_count_kernel<<<nr, SPARSE_NT, 0, s>>> (c->d_out, n, c->d_rowcnt);
+    CK (cudaGetLastError (), "sparse count kernel launch");
+    CK (cudaMemcpyAsync (c->h_rowcnt, c->d_rowcnt, (size_t) nr * sizeof (long long),
+            cudaMemcpyDeviceToHost, s), "cudaMemcpy (slab counts)");
+    CK (cudaStreamSynchronize (s), "sparse count kernel");
+    long long kept = 0;
+    for (int r = 0; r < nr; r++) {
+      const long long cr = c->h_rowcnt[r];
+      c->h_rowcnt[r] = kept;
+      kept += cr;
+    }
+    if (kept == 0)
+      continue;
+    if (total + kept > *cap) {
+      const long long ncap = total + kept + (total + kept) / 2 + 1024;
+      GrMatch *nb = (GrMatch *) realloc (*buf, sizeof (GrMatch) * (size_t) ncap);
+      if (!nb) {
+        gr_set_err (errbuf, errlen, "out of host memory");
+        return GR_ERR_NOMEM;
+      }
+      *buf = nb;
+      *cap = ncap;
+    }
+    CK (gr_cuda_grow (&c->d_sparse, &c->sparse_cap, (size_t) kept, 1024),
+        "cudaMalloc (sparse entries)");
+    CK (cudaMemcpyAsync (c->d_rowcnt, c->h_rowcnt, (size_t) nr * sizeof (long long),
+            cudaMemcpyHostToDevice, s), "cudaMemcpy (slab offsets)");
+    sparse_fill_kernel<<<nr, SPARSE_NT, 0, s>>> (c->d_out, n, i0, c->d_rowcnt,
+        c->d_sparse);
+    CK (cudaGetLastError (), "sparse fill kernel launch");
+    sparse_dist_kernel<<<c->nsm * 8, 256, 0, s>>> (pd, c->d_sparse, kept);
+    CK (cudaGetLastError (), "sparse distance kernel launch");
+    CK (cudaMemcpyAsync (*buf + total, c->d_sparse, (size_t) kept * sizeof (GrMatch),
+            cudaMemcpyDeviceToHost, s), "cudaMemcpy (sparse entries)");
+    CK (cudaStreamSynchronize (s), "sparse entries download");
+    total += kept;
+  }
+  CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  CK (cudaStreamSynchronize (s), "sparse form");
+  *count = total;
+  return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 
 extern "C" GrStatus

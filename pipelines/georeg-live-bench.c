@@ -11,11 +11,17 @@
  * Prints frames, fps, p50/p90/p99/max latency in ms, and the input memory of the
  * frames ("input-memory" of the last element message seen), then the median of every
  * "*-ms" field of the elements' messages (e.g. nmiregister.register-ms), a line.
+ * Several concurrent streams (branches of one pipeline, e.g. pipelines/live-4k.sh
+ * streams): name them first0 / last0, first1 / last1, ...; each stream is measured
+ * on its own (a line each: fps, p50, p99), then the slowest stream's fps and the worst
+ * p99 over all streams; --json then writes {"streams": [...], ...}.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <gst/gst.h>
+
+#define MAX_STREAMS 64
 
 typedef struct {
   GMutex lock;
@@ -113,20 +119,47 @@ main (int argc, char **argv)
     fprintf (stderr, "georeg-live-bench: %s\n", err ? err->message : "parse error");
     return 1;
   }
-  GstElement *first = gst_bin_get_by_name (GST_BIN (pipe), "first");
-  GstElement *last = gst_bin_get_by_name (GST_BIN (pipe), "last");
-  if (!first || !last) {
-    fprintf (stderr, "georeg-live-bench: name the elements first and last\n");
+  /* one stream (first, last) or several (first0, last0, first1, ...) */
+  GstElement *first[MAX_STREAMS], *last[MAX_STREAMS];
+  int ns = 0;
+  first[0] = gst_bin_get_by_name (GST_BIN (pipe), "first");
+  last[0] = gst_bin_get_by_name (GST_BIN (pipe), "last");
+  if (first[0] && last[0]) {
+    ns = 1;
+  } else {
+    g_clear_object (&first[0]);
+    g_clear_object (&last[0]);
+    for (; ns < MAX_STREAMS; ns++) {
+      gchar fn[32], ln[32];
+      g_snprintf (fn, sizeof fn, "first%d", ns);
+      g_snprintf (ln, sizeof ln, "last%d", ns);
+      first[ns] = gst_bin_get_by_name (GST_BIN (pipe), fn);
+      last[ns] = gst_bin_get_by_name (GST_BIN (pipe), ln);
+      if (!first[ns] || !last[ns]) {
+        g_clear_object (&first[ns]);
+        g_clear_object (&last[ns]);
+        break;
+      }
+    }
+  }
+  if (ns == 0) {
+    fprintf (stderr, "georeg-live-bench: name the elements first and last (or first0, "
+        "last0, first1, ... for several streams)\n");
     return 2;
   }
-  Stats s = { 0 };
-  g_mutex_init (&s.lock);
-  g_queue_init (&s.in);
-  s.lat = g_array_new (FALSE, FALSE, sizeof (double));
-  GstPad *pin = gst_element_get_static_pad (first, "sink");
-  GstPad *pout = gst_element_get_static_pad (last, "src");
-  gst_pad_add_probe (pin, GST_PAD_PROBE_TYPE_BUFFER, on_in, &s, NULL);
-  gst_pad_add_probe (pout, GST_PAD_PROBE_TYPE_BUFFER, on_out, &s, NULL);
+  Stats st_all[MAX_STREAMS];
+  GstPad *pin[MAX_STREAMS], *pout[MAX_STREAMS];
+  for (int i = 0; i < ns; i++) {
+    Stats *s = &st_all[i];
+    memset (s, 0, sizeof *s);
+    g_mutex_init (&s->lock);
+    g_queue_init (&s->in);
+    s->lat = g_array_new (FALSE, FALSE, sizeof (double));
+    pin[i] = gst_element_get_static_pad (first[i], "sink");
+    pout[i] = gst_element_get_static_pad (last[i], "src");
+    gst_pad_add_probe (pin[i], GST_PAD_PROBE_TYPE_BUFFER, on_in, s, NULL);
+    gst_pad_add_probe (pout[i], GST_PAD_PROBE_TYPE_BUFFER, on_out, s, NULL);
+  }
 
   GstBus *bus = gst_element_get_bus (pipe);
   gchar input[32] = "?";
@@ -158,7 +191,7 @@ main (int argc, char **argv)
     }
     const GstStructure *st = gst_message_get_structure (m);
     const gchar *in = st ? gst_structure_get_string (st, "input-memory") : NULL;
-    if (in && GST_MESSAGE_SRC (m) == GST_OBJECT (first))
+    if (in && GST_MESSAGE_SRC (m) == GST_OBJECT (first[0]))
       g_strlcpy (input, in, sizeof input);
     if (st)
       gst_structure_foreach (st, collect_ms, (gpointer) gst_structure_get_name (st));
@@ -166,13 +199,32 @@ main (int argc, char **argv)
   }
   gst_element_set_state (pipe, GST_STATE_NULL);
 
-  GArray *sorted = g_array_copy (s.lat);
-  g_array_sort (sorted, cmp_d);
-  const double wall = (s.t_last - s.t_first) / 1e6;
-  const double fps = wall > 0 && s.lat->len > 1 ? (s.lat->len - 1) / wall : 0;
-  printf ("frames %u  wall %.2f s  fps %.1f  latency ms p50 %.2f p90 %.2f p99 %.2f max %.2f"
-      "  input-memory %s\n", s.lat->len, wall, fps, pct (sorted, 50), pct (sorted, 90),
-      pct (sorted, 99), pct (sorted, 100), input);
+  /* per stream: fps and latency percentiles */
+  double fps[MAX_STREAMS], p50[MAX_STREAMS], p90[MAX_STREAMS], p99[MAX_STREAMS],
+      pmax[MAX_STREAMS], wall[MAX_STREAMS];
+  GArray *sorted[MAX_STREAMS];
+  double min_fps = 1e300, worst_p99 = 0;
+  for (int i = 0; i < ns; i++) {
+    Stats *s = &st_all[i];
+    sorted[i] = g_array_copy (s->lat);
+    g_array_sort (sorted[i], cmp_d);
+    wall[i] = (s->t_last - s->t_first) / 1e6;
+    fps[i] = wall[i] > 0 && s->lat->len > 1 ? (s->lat->len - 1) / wall[i] : 0;
+    p50[i] = pct (sorted[i], 50);
+    p90[i] = pct (sorted[i], 90);
+    p99[i] = pct (sorted[i], 99);
+    pmax[i] = pct (sorted[i], 100);
+    min_fps = MIN (min_fps, fps[i]);
+    worst_p99 = MAX (worst_p99, p99[i]);
+    if (ns > 1)
+      printf ("%sstream %d: ", i ? "        " : "", i);
+    printf ("frames %u  wall %.2f s  fps %.1f  latency ms p50 %.2f p90 %.2f p99 %.2f "
+        "max %.2f  input-memory %s\n", s->lat->len, wall[i], fps[i], p50[i], p90[i],
+        p99[i], pmax[i], input);
+  }
+  if (ns > 1)
+    printf ("        %d streams: slowest %.1f fps, worst p99 %.2f ms\n", ns, min_fps,
+        worst_p99);
   GList *keys = g_list_sort (g_hash_table_get_keys (timings), (GCompareFunc) strcmp);
   if (keys) {
     printf ("        element timings, median ms:");
@@ -186,13 +238,23 @@ main (int argc, char **argv)
   if (json) {
     FILE *f = fopen (json, "w");
     if (f) {
-      fprintf (f, "{\"frames\": %u, \"wall_s\": %.4f, \"fps\": %.2f, \"p50_ms\": %.3f, "
-          "\"p90_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, \"input_memory\": "
-          "\"%s\", \"latency_ms\": [", s.lat->len, wall, fps, pct (sorted, 50),
-          pct (sorted, 90), pct (sorted, 99), pct (sorted, 100), input);
-      for (guint i = 0; i < s.lat->len; i++)
-        fprintf (f, "%s%.3f", i ? ", " : "", g_array_index (s.lat, double, i));
-      fprintf (f, "], \"element_ms_median\": {");
+      fprintf (f, "{");
+      if (ns > 1)
+        fprintf (f, "\"n_streams\": %d, \"min_fps\": %.2f, \"worst_p99_ms\": %.3f, "
+            "\"streams\": [", ns, min_fps, worst_p99);
+      for (int i = 0; i < ns; i++) {
+        const Stats *s = &st_all[i];
+        fprintf (f, "%s%s\"frames\": %u, \"wall_s\": %.4f, \"fps\": %.2f, "
+            "\"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
+            "\"input_memory\": \"%s\", \"latency_ms\": [", i ? ", " : "", ns > 1 ? "{" : "",
+            s->lat->len, wall[i], fps[i], p50[i], p90[i], p99[i], pmax[i], input);
+        for (guint j = 0; j < s->lat->len; j++)
+          fprintf (f, "%s%.3f", j ? ", " : "", g_array_index (s->lat, double, j));
+        fprintf (f, "]%s", ns > 1 ? "}" : "");
+      }
+      if (ns > 1)
+        fprintf (f, "]");
+      fprintf (f, ", \"element_ms_median\": {");
       for (GList * l = keys; l; l = l->next)
         fprintf (f, "%s\"%s\": %.3f", l == keys ? "" : ", ", (const gchar *) l->data,
             pct (g_hash_table_lookup (timings, l->data), 50));
@@ -202,12 +264,16 @@ main (int argc, char **argv)
   }
   g_list_free (keys);
   g_hash_table_destroy (timings);
-  g_array_free (sorted, TRUE);
-  g_array_free (s.lat, TRUE);
-  gst_object_unref (pin);
-  gst_object_unref (pout);
-  gst_object_unref (first);
-  gst_object_unref (last);
+  for (int i = 0; i < ns; i++) {
+    g_array_free (sorted[i], TRUE);
+    g_array_free (st_all[i].lat, TRUE);
+    g_queue_clear (&st_all[i].in);
+    g_mutex_clear (&st_all[i].lock);
+    gst_object_unref (pin[i]);
+    gst_object_unref (pout[i]);
+    gst_object_unref (first[i]);
+    gst_object_unref (last[i]);
+  }
   gst_object_unref (bus);
   gst_object_unref (pipe);
   return rc;

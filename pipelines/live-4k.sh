@@ -10,6 +10,10 @@
 #   pipelines/live-4k.sh stages [DIR] [OUT]     each element alone after nvh264dec (the
 #                                               latency is the element's; nmiregister
 #                                               after nmilocalize, for its prior)
+#   pipelines/live-4k.sh streams [DIR] [OUT]    N = 1, 2, 4, 8 concurrent 4K streams on
+#                                               one GPU (STREAMS="1 2 4 8"), CUDA
+#                                               memory: per-stream fps and p50/p99, the
+#                                               slowest fps and worst p99, JSON under OUT
 # DIR defaults to live-4k-data; BUILD (environment) to build-live.  SINK defaults to
 # "fakesink sync=false" (as fast as it goes; "fakesink sync=true" paces at 30 fps).
 # QUEUES=1 (environment): a queue after nmilocalize and after nmiregister, so that
@@ -17,6 +21,10 @@
 # PACED=1: bench with "fakesink sync=true", the stream paced at its 30 fps as a live
 # source would deliver it (latency then has no queueing of frames decoded ahead).
 # OVERLAY=meta|draw: nmiregister's overlay on every frame (docs/nmiregister.md).
+# streams: N branches of one pipeline (one process: the elements of a device share its
+# CUDA context and resident control), each with its own source, decoder and thread;
+# PACED=1 paces every stream at 30 fps (the issue's target: each holds 30 fps, p99
+# <= 33 ms with 4 streams); MEM=system runs them in system memory instead.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cmd=${1:-}; dir=${2:-live-4k-data}
@@ -44,6 +52,15 @@ mem () {        # $1 = cuda|system
 
 pipeline () {   # $1 = cuda|system, $2 = sink
   echo "$SRC ! nvh264dec ! $(mem "$1") ! $LOC$Q ! $REG$Q ! $FM ! $2"
+}
+
+multi () {      # $1 = cuda|system, $2 = streams, $3 = sink: one branch per stream
+  local i d=""
+  for ((i = 0; i < $2; i++)); do
+    d="$d $SRC ! nvh264dec ! $(mem "$1") ! nmilocalize name=first$i $LOCA$Q ! $REG$Q"
+    d="$d ! featurematch name=last$i $FMA ! $3"
+  done
+  echo "$d"
 }
 
 stage () {      # $1 = cuda|system, $2 = loc|reg|fm, $3 = sink
@@ -96,6 +113,17 @@ stages)
     done
   done
   ;;
+streams)
+  out=${3:-$dir}; mkdir -p "$out"
+  mode=${MEM:-cuda}
+  tag=""; [ "${QUEUES:-0}" = 1 ] && tag="-queues"
+  sink="fakesink sync=false"; [ "${PACED:-0}" = 1 ] && { sink="fakesink sync=true"; tag="$tag-paced"; }
+  for n in ${STREAMS:-1 2 4 8}; do
+    printf '%-7s x%-2s ' "$mode$tag" "$n"
+    "$build/pipelines/georeg-live-bench" --json "$out/streams-$n-$mode$tag.json" \
+      "$(multi "$mode" "$n" "$sink")"
+  done
+  ;;
 *)
-  sed -n '2,13p' "$0"; exit 2 ;;
+  sed -n '2,17p' "$0"; exit 2 ;;
 esac

@@ -7,6 +7,9 @@
  * variants (one stream; gr_matcher_add into the caller's pageable buffers).  The CPU runs (b) on its first 100 images and (c) for 3 frames, and its
  * outputs are compared with the CUDA outputs of the same inputs before any figure is
  * kept; (b) on the CPU is also given scaled to the full size ((1000/100)^2).
+ * The sparse batch form (gr_matcher_match_all_sparse: the kept entries only, compacted
+ * where they were computed) runs (a), (b) and (b'), checked against the dense output,
+ * the float64 distances and, (a) and (b'), the other backend's list bit for bit.
  * Descriptors: unit rows, each image re-observing 30% of the previous one's features.
  *   bench_matcher [--quick] [--json FILE] [--threads N] [--no-cpu] [--no-cuda]
  * SPDX-License-Identifier: LGPL-2.1-or-later */
@@ -113,6 +116,58 @@ run_batch (const char *name, GrMatcher *mt, const float *d, int k, const int64_t
   }
   add_row (name, gr_backend_name (gr_matcher_backend (mt)), kms, wms, reps, &st, note);
   return out;
+}
+
+/* sparse batch case; returns a copy of the last repetition's entries (caller frees) */
+static GrMatch *
+run_sparse (const char *name, GrMatcher *mt, const float *d, int k, const int64_t *off,
+    int m, int reps, int64_t *count)
+{
+  double kms[64], wms[64];
+  GrMatchStats st;
+  char err[256];
+  const GrMatch *v = NULL;
+  for (int r = -1; r < reps; r++) {
+    if (gr_matcher_match_all_sparse (mt, d, k, off, m, 0.8f, &v, count, &st, err,
+            sizeof err) != GR_OK) {
+      printf ("  %s: %s\n", name, err);
+      return NULL;
+    }
+    if (r >= 0) {
+      kms[r] = st.kernel_ms;
+      wms[r] = st.elapsed_ms;
+    }
+  }
+  char *note = malloc (64);
+  snprintf (note, 64, "%lld kept entries", (long long) *count);
+  add_row (name, gr_backend_name (gr_matcher_backend (mt)), kms, wms, reps, &st, note);
+  GrMatch *copy = malloc (sizeof (GrMatch) * (size_t) (*count > 0 ? *count : 1));
+  memcpy (copy, v, sizeof (GrMatch) * (size_t) *count);
+  return copy;
+}
+
+/* a sparse output against the dense one of the same inputs and the float64 distances
+ * (matcher_reference.h), and against the other backend's sparse output, bit for bit */
+static void
+check_sparse (const char *what, const float *d, int k, const int64_t *off, int m,
+    const int32_t *dense, const GrMatch *sp, int64_t count, const GrMatch *other,
+    int64_t ocount)
+{
+  if (!sp)
+    return;
+  if (dense) {
+    const int64_t bad = ref_compare_sparse (d, k, off, m, dense, (const RefSparse *) sp,
+        count, 1);
+    printf ("  check %-28s sparse vs dense + float64 distances: %lld differences%s\n",
+        what, (long long) bad, bad ? "  <-- MISMATCH" : "");
+    mismatch_total += bad != 0;
+  }
+  if (other) {
+    const int same = count == ocount && !memcmp (sp, other, sizeof (GrMatch) * count);
+    printf ("  check %-28s sparse CUDA vs CPU: %s\n", what, same ? "identical" :
+        "DIFFER  <-- MISMATCH");
+    mismatch_total += !same;
+  }
 }
 
 static void
@@ -223,6 +278,15 @@ main (int argc, char **argv)
     int32_t *c = cpu ? run_batch ("(a) batch 1024x100 k32", cpu, d, 32, off, ma, 1,
         NULL) : NULL;
     check_same ("(a)", g, c, (int64_t) ma * off[ma]);
+    int64_t gn = 0, cn = 0;
+    GrMatch *gsp = gpu ? run_sparse ("(a) sparse 1024x100 k32", gpu, d, 32, off, ma,
+        reps_a, &gn) : NULL;
+    GrMatch *csp = cpu ? run_sparse ("(a) sparse 1024x100 k32", cpu, d, 32, off, ma, 1,
+        &cn) : NULL;
+    check_sparse ("(a) sparse", d, 32, off, ma, g ? g : c, gsp ? gsp : csp,
+        gsp ? gn : cn, gsp ? csp : NULL, cn);
+    free (gsp);
+    free (csp);
     free (g);
     free (c);
     free (d);
@@ -235,6 +299,11 @@ main (int argc, char **argv)
     printf ("(b) m = %d, n_i = 500, k = 64, n = %lld\n", mb, (long long) off[mb]);
     if (gpu) {
       int32_t *g = run_batch ("(b) batch 1000x500 k64", gpu, d, 64, off, mb, reps_b, NULL);
+      int64_t gn = 0;
+      GrMatch *gsp = run_sparse ("(b) sparse 1000x500 k64", gpu, d, 64, off, mb, reps_b,
+          &gn);
+      check_sparse ("(b) sparse", d, 64, off, mb, g, gsp, gn, NULL, 0);
+      free (gsp);
       free (g);
     }
     /* the first mbc images on both backends: the check and the CPU figure */
@@ -252,6 +321,18 @@ main (int argc, char **argv)
       st.pairs = (long long) mb * off[mb];
       add_row ("(b) batch 1000x500 k64", "cpu", k1, w1, 1, &st,
           "(estimate: (b') x (1000/100)^2)");
+    }
+    /* the sparse form (after the estimate, which reads the row above) */
+    {
+      int64_t gn = 0, cn = 0;
+      GrMatch *gsp = gpu ? run_sparse ("(b') sparse, first 100", gpu, d, 64, off, mbc,
+          reps_b, &gn) : NULL;
+      GrMatch *csp = cpu ? run_sparse ("(b') sparse, first 100", cpu, d, 64, off, mbc, 1,
+          &cn) : NULL;
+      check_sparse ("(b') sparse", d, 64, off, mbc, gs ? gs : cs, gsp ? gsp : csp,
+          gsp ? gn : cn, gsp ? csp : NULL, cn);
+      free (gsp);
+      free (csp);
     }
     free (gs);
     free (cs);

@@ -100,6 +100,52 @@ ref_compare (const float *desc, int k, const int64_t *off, int m, double ratio,
   return bad;
 }
 
+/* Compares a sparse output (kept entries: query, image, match, d1, d2 with the layout
+ * of matcher.h's GrMatch, passed field by field through `at`) with the dense output
+ * of the same inputs: the same entries in row-major order; and its distances with the
+ * float64 reference (relative 1e-6: float rounding of the square roots).  Returns the
+ * number of differences. */
+typedef struct {
+  int64_t query;
+  int32_t image, match;
+  float d1, d2;
+} RefSparse;
+
+static inline int64_t
+ref_compare_sparse (const float *desc, int k, const int64_t *off, int m,
+    const int32_t *dense, const RefSparse *sp, int64_t count, int verbose)
+{
+  const int64_t n = off[m];
+  int64_t bad = 0, e = 0;
+  for (int i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      const int32_t want = dense[(int64_t) i * n + j];
+      if (want < 0)
+        continue;
+      if (e >= count || sp[e].image != i || sp[e].query != j || sp[e].match != want) {
+        if (verbose && bad < 10)
+          fprintf (stderr, "  sparse entry %lld: want (image %d, query %lld, match %d)\n",
+              (long long) e, i, (long long) j, want);
+        bad++;
+        if (e < count && (sp[e].image < i || (sp[e].image == i && sp[e].query < j)))
+          j--, e++;                     /* an extra entry: skip it, retry j */
+        continue;
+      }
+      const int64_t ni = off[i + 1] - off[i];
+      const RefEntry r = ref_entry (desc + j * k, desc + off[i] * k, ni, k, 0.5);
+      const double w1 = sqrt (r.d1), w2 = sqrt (r.d2);
+      if (fabs (sp[e].d1 - w1) > 1e-6 * w1 + 1e-30 ||
+          fabs (sp[e].d2 - w2) > 1e-6 * w2 + 1e-30) {
+        if (verbose && bad < 10)
+          fprintf (stderr, "  sparse entry %lld: d1 %.9g d2 %.9g, float64 %.9g %.9g\n",
+              (long long) e, sp[e].d1, sp[e].d2, w1, w2);
+        bad++;
+      }
+      e++;
+    }
+  return bad + (count - e);
+}
+
 /* ---- generators (xorshift; deterministic) */
 
 static inline uint64_t

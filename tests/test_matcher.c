@@ -1,9 +1,12 @@
 /* Matcher, CPU backend: against the float64 brute-force reference (identical except
  * documented near-ties) on random, survey-like and adversarial (near-threshold,
  * near-tie) descriptors; the exact re-check path against the fast path; threads;
- * the incremental form against the batch form, with a sliding window; bad input.
+ * the incremental form against the batch form, with a sliding window; the sparse
+ * batch form against the dense one and the float64 distances (one slab and slabs of
+ * 3 images); bad input.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,9 @@
 #include "realdesc.h"
 
 #include "test_check.h"
+
+_Static_assert (sizeof (GrMatch) == sizeof (RefSparse) &&
+    offsetof (GrMatch, d2) == offsetof (RefSparse, d2), "GrMatch layout");
 
 #define POISON 0x7B7B7B7B
 
@@ -58,6 +64,30 @@ run_batch (GrMatcher *mt, const float *desc, int k, const int64_t *off, int m,
   return out;
 }
 
+/* the sparse form, in one slab and in slabs of 3 images: the dense output's entries,
+ * with the float64 reference's distances */
+static void
+check_sparse (GrMatcher *mt, const char *what, const float *desc, int k,
+    const int64_t *off, int m, float ratio, const int32_t *dense)
+{
+  for (int small = 0; small < 2; small++) {
+    char err[256] = "";
+    const GrMatch *sp = NULL;
+    int64_t count = -1;
+    gr_matcher_set_debug (mt, small ? GR_MATCHER_DEBUG_SMALL_SLAB : 0);
+    GrStatus s = gr_matcher_match_all_sparse (mt, desc, k, off, m, ratio, &sp, &count,
+        NULL, err, sizeof err);
+    CHECK (s == GR_OK, "%s: match_all_sparse: %s", what, err);
+    if (s != GR_OK)
+      continue;
+    const int64_t bad = ref_compare_sparse (desc, k, off, m, dense,
+        (const RefSparse *) sp, count, 1);
+    CHECK (bad == 0, "%s: sparse form (%s slabs): %lld differences", what,
+        small ? "3-image" : "full", (long long) bad);
+  }
+  gr_matcher_set_debug (mt, 0);
+}
+
 static void
 check_against_reference (const char *what, const float *desc, int k, const int64_t *off,
     int m, float ratio, int expect_accepts)
@@ -80,6 +110,7 @@ check_against_reference (const char *what, const float *desc, int k, const int64
       CHECK (0, "%s: output entry %lld never written", what, (long long) i);
       break;
     }
+  check_sparse (mt, what, desc, k, off, m, ratio, out);
   free (out);
   gr_matcher_free (mt);
 }
@@ -431,9 +462,19 @@ test_bad_input (void)
   int64_t off_bad[3] = { 0, 3, 2 };
   CHECK (gr_matcher_match_all (mt, d, 2, off_bad, 2, 0.8f, out, NULL, err, sizeof err) ==
       GR_ERR_INVALID, "decreasing offsets accepted");
+  const GrMatch *sp;
+  int64_t spn;
+  CHECK (gr_matcher_match_all_sparse (mt, d, 2, off, 2, 0.8f, NULL, &spn, NULL, err,
+          sizeof err) == GR_ERR_INVALID, "sparse: no output pointer accepted");
+  CHECK (gr_matcher_match_all_sparse (mt, d, 2, off_bad, 2, 0.8f, &sp, &spn, NULL, err,
+          sizeof err) == GR_ERR_INVALID, "sparse: decreasing offsets accepted");
+  CHECK (gr_matcher_match_all_sparse (mt, d, 2, off, 0, 0.8f, &sp, &spn, NULL, err,
+          sizeof err) == GR_OK && spn == 0, "sparse: no images");
   d[5] = NAN;
   CHECK (gr_matcher_match_all (mt, d, 2, off, 2, 0.8f, out, NULL, err, sizeof err) ==
       GR_ERR_INVALID, "NaN descriptor accepted");
+  CHECK (gr_matcher_match_all_sparse (mt, d, 2, off, 2, 0.8f, &sp, &spn, NULL, err,
+          sizeof err) == GR_ERR_INVALID, "sparse: NaN descriptor accepted");
   CHECK (strstr (err, "descriptor 2") != NULL, "error names the descriptor: %s", err);
   d[5] = INFINITY;
   CHECK (gr_matcher_add (mt, d, 4, 2, 0.8f, NULL, NULL, NULL, err, sizeof err) ==

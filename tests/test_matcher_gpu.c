@@ -3,7 +3,8 @@
  * descriptors, for k from 1 to 128, images from 0 to 700 descriptors; the all-exact
  * path, the re-check queue overflow (sweep) path, the incremental form with a sliding
  * window (database compaction and growth), and, when GEOREG_DATA holds aukerman.png,
- * real descriptors of frames cut from the orthomosaic.
+ * real descriptors of frames cut from the orthomosaic; every case also through the
+ * sparse batch form (CUDA list = CPU list, = CUDA dense, float64 distances).
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -18,6 +19,8 @@
 #include "realdesc.h"
 
 #include "test_check.h"
+
+_Static_assert (sizeof (GrMatch) == sizeof (RefSparse), "GrMatch layout");
 
 #define POISON 0x5A5A5A5A
 
@@ -70,6 +73,43 @@ count_diff (const int32_t *a, const int32_t *b, int64_t n)
 }
 
 /* CUDA vs CPU (identical) and vs the reference (when ref) */
+/* the sparse form: CUDA (one slab, and slabs of 3 images) against the CPU's list bit
+ * for bit (distances included), and against CUDA's dense output and the float64
+ * distances */
+static void
+compare_sparse (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *desc,
+    int k, const int64_t *off, int m, float ratio, const int32_t *dense)
+{
+  char err[256] = "";
+  const GrMatch *cv = NULL;
+  int64_t cn = 0;
+  CHECK (gr_matcher_match_all_sparse (cpu, desc, k, off, m, ratio, &cv, &cn, NULL, err,
+          sizeof err) == GR_OK, "%s: CPU sparse: %s", what, err);
+  GrMatch *c = malloc (sizeof (GrMatch) * (size_t) (cn > 0 ? cn : 1));
+  memcpy (c, cv, sizeof (GrMatch) * (size_t) cn);
+  for (int small = 0; small < 2; small++) {
+    const GrMatch *gv = NULL;
+    int64_t gn = -1;
+    gr_matcher_set_debug (gpu, small ? GR_MATCHER_DEBUG_SMALL_SLAB : 0);
+    const GrStatus s = gr_matcher_match_all_sparse (gpu, desc, k, off, m, ratio, &gv, &gn,
+        NULL, err, sizeof err);
+    CHECK (s == GR_OK, "%s: CUDA sparse: %s", what, err);
+    if (s != GR_OK)
+      continue;
+    const int same = gn == cn && !memcmp (gv, c, sizeof (GrMatch) * (size_t) cn);
+    const int64_t bad = ref_compare_sparse (desc, k, off, m, dense,
+        (const RefSparse *) gv, gn, 1);
+    printf ("%-26s sparse (%s slabs): %lld entries, cuda %s cpu, %lld differences from "
+        "dense + float64\n", what, small ? "3-image" : "full", (long long) gn,
+        same ? "==" : "!=", (long long) bad);
+    CHECK (same, "%s: CUDA and CPU sparse lists differ (%lld vs %lld entries)", what,
+        (long long) gn, (long long) cn);
+    CHECK (bad == 0, "%s: CUDA sparse list: %lld differences", what, (long long) bad);
+  }
+  gr_matcher_set_debug (gpu, 0);
+  free (c);
+}
+
 static void
 compare (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *desc, int k,
     const int64_t *off, int m, float ratio, int ref)
@@ -98,6 +138,7 @@ compare (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *desc, in
         shown++;
       }
   }
+  compare_sparse (what, gpu, cpu, desc, k, off, m, ratio, g);
   free (g);
   free (c);
 }

@@ -15,9 +15,10 @@ pkgs=(build-essential meson ninja-build pkg-config libglib2.0-dev
       valgrind         # test-only (suite valgrind: tests/run-valgrind.sh)
       gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly ffmpeg python3-pip
       gobject-introspection libgirepository1.0-dev   # the Georeg-1.0 typelib (gst/meson.build)
-      python3-gi gir1.2-gstreamer-1.0 python3-gst-1.0)  # examples/capture.py and its test
+      python3-gi gir1.2-gstreamer-1.0 python3-gst-1.0  # examples/capture.py and its test
                        # test-only: mpegtsmux/tsdemux, x264enc, ffprobe and PyPI's klvdata
                        # check georegklvenc's KLV (tests/test_georegklvenc.c)
+      crossbuild-essential-arm64 qemu-user)  # test-only: tests/run-aarch64.sh
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
