@@ -529,7 +529,13 @@ gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *
     return GR_OK;
   }
 
-  Ctx cx = { loc, frame, &p, { { 0 } }, 0, errbuf, errlen };
+  Ctx cx;
+  memset (&cx, 0, sizeof cx);
+  cx.loc = loc;
+  cx.frame = frame;
+  cx.p = &p;
+  cx.errbuf = errbuf;
+  cx.errlen = errlen;
   GrStatus st = GR_OK;
   unsigned flags = 0;
 
@@ -745,7 +751,11 @@ refine_round (const Level *L, GrNmiSparse *sp, const GrPlaneF *fp, double fpx, d
     }
   uint8_t *wb = malloc ((size_t) ww * wh);
   const int T = p->template_size, half = T / 2;
-  const int maxn = (ww / p->spacing + 1) * (wh / p->spacing + 1);
+  /* small footprints (a frame much finer than the control) get a denser grid, so the
+   * fit still sees about a hundred candidates */
+  int spacing = (int) sqrt ((double) ww * wh / 100.0);
+  spacing = spacing > p->spacing ? p->spacing : (spacing < 4 ? 4 : spacing);
+  const int maxn = (ww / spacing + 1) * (wh / spacing + 1);
   int32_t *xy = malloc (sizeof (int32_t) * 2 * (size_t) maxn);
   GrNmiSparseQuery *q = malloc (sizeof *q * (size_t) maxn);
   uint8_t *tp = malloc ((size_t) maxn * T * T), *tm = malloc ((size_t) maxn * T * T);
@@ -765,9 +775,9 @@ refine_round (const Level *L, GrNmiSparse *sp, const GrPlaneF *fp, double fpx, d
   GrKeypointParams kp;
   gr_keypoint_params_init (&kp);
   kp.max_keypoints = maxn;
-  kp.grid_cols = ww / (4 * p->spacing) > 1 ? ww / (4 * p->spacing) : 1;
-  kp.grid_rows = wh / (4 * p->spacing) > 1 ? wh / (4 * p->spacing) : 1;
-  kp.nms_radius = p->spacing / 2 > 1 ? p->spacing / 2 : 1;
+  kp.grid_cols = ww / (4 * spacing) > 1 ? ww / (4 * spacing) : 1;
+  kp.grid_rows = wh / (4 * spacing) > 1 ? wh / (4 * spacing) : 1;
+  kp.nms_radius = spacing / 2 > 1 ? spacing / 2 : 1;
   kp.margin = half;
   GrKeypoint *kps = malloc (sizeof *kps * (size_t) maxn);
   const int nk = kps ? gr_keypoints_detect (&warp, &kp, kps, maxn) : -1;
