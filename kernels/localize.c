@@ -317,9 +317,10 @@ sample_bilinear (const GrPlaneF *p, double x, double y, float *value)
   *value = 0.0f;
   if (!(x >= -1e-9 && y >= -1e-9 && x <= w - 1 + 1e-9 && y <= h - 1 + 1e-9))
     return false;
+  /* the tolerance admits -1e-9: clamp into the plane on both sides */
   int x0 = (int) floor (x), y0 = (int) floor (y);
-  x0 = x0 > w - 2 ? (w > 1 ? w - 2 : 0) : x0;
-  y0 = y0 > h - 2 ? (h > 1 ? h - 2 : 0) : y0;
+  x0 = x0 > w - 2 ? (w > 1 ? w - 2 : 0) : (x0 < 0 ? 0 : x0);
+  y0 = y0 > h - 2 ? (h > 1 ? h - 2 : 0) : (y0 < 0 ? 0 : y0);
   const int x1 = x0 + (w > 1), y1 = y0 + (h > 1);
   if (p->mask && !(p->mask[(size_t) y0 * w + x0] && p->mask[(size_t) y0 * w + x1]
           && p->mask[(size_t) y1 * w + x0] && p->mask[(size_t) y1 * w + x1]))
