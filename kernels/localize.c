@@ -25,8 +25,10 @@
 typedef struct {
   int q;                  /* search scale = 2^(q/4), q <= 0 */
   int grey_levels;
+  int pad;                /* no-data rim added on every side, px: frames hanging over
+                             the control's edge can still be placed where they are */
   double sx, sy;          /* effective search px per control px (rounded sizes) */
-  int w, h;
+  int w, h;               /* with the rim */
   uint8_t *bins;
   uint8_t *mask;          /* NULL when the control has none */
   GrNmiDense *engine;
@@ -204,13 +206,43 @@ to_levels (const GrPlaneF *p, int levels, uint8_t *out)
   return GR_OK;
 }
 
-/* The level of search scale 2^(q/4), built on first use. */
+/* Pads a packed level (bins and mask, NULL = all valid) with an invalid rim. */
+static bool
+pad_level (Level *L, int pad)
+{
+  const int pw = L->w + 2 * pad, ph = L->h + 2 * pad;
+  uint8_t *b = calloc ((size_t) pw * ph, 1), *m = calloc ((size_t) pw * ph, 1);
+  if (!b || !m) {
+    free (b);
+    free (m);
+    return false;
+  }
+  for (int y = 0; y < L->h; y++) {
+    const size_t o = (size_t) (y + pad) * pw + pad;
+    memcpy (b + o, L->bins + (size_t) y * L->w, L->w);
+    if (L->mask)
+      memcpy (m + o, L->mask + (size_t) y * L->w, L->w);
+    else
+      memset (m + o, 1, L->w);
+  }
+  free (L->bins);
+  free (L->mask);
+  L->bins = b;
+  L->mask = m;
+  L->w = pw;
+  L->h = ph;
+  L->pad = pad;
+  return true;
+}
+
+/* The level of search scale 2^(q/4) with a rim of pad px, built on first use. */
 static Level *
-get_level (GrLocalize *loc, int q, int grey_levels, GrStatus *st, char *errbuf,
+get_level (GrLocalize *loc, int q, int grey_levels, int pad, GrStatus *st, char *errbuf,
     size_t errlen)
 {
   for (int i = 0; i < loc->nlevels; i++)
-    if (loc->level[i].q == q && loc->level[i].grey_levels == grey_levels)
+    if (loc->level[i].q == q && loc->level[i].grey_levels == grey_levels &&
+        loc->level[i].pad == pad)
       return &loc->level[i];
   if (loc->nlevels == MAX_LEVELS)
     drop_levels (loc);
@@ -239,6 +271,8 @@ get_level (GrLocalize *loc, int q, int grey_levels, GrStatus *st, char *errbuf,
     small.mask = NULL;
   }
   gr_plane_clear (&small);
+  if (*st == GR_OK && pad > 0 && !pad_level (L, pad))
+    *st = GR_ERR_NOMEM;
   if (*st == GR_OK) {
     L->engine = gr_nmi_dense_new (loc->backend, loc->device, st, errbuf, errlen);
     if (L->engine) {
@@ -283,9 +317,10 @@ sample_bilinear (const GrPlaneF *p, double x, double y, float *value)
   *value = 0.0f;
   if (!(x >= -1e-9 && y >= -1e-9 && x <= w - 1 + 1e-9 && y <= h - 1 + 1e-9))
     return false;
+  /* the tolerance admits -1e-9: clamp into the plane on both sides */
   int x0 = (int) floor (x), y0 = (int) floor (y);
-  x0 = x0 > w - 2 ? (w > 1 ? w - 2 : 0) : x0;
-  y0 = y0 > h - 2 ? (h > 1 ? h - 2 : 0) : y0;
+  x0 = x0 > w - 2 ? (w > 1 ? w - 2 : 0) : (x0 < 0 ? 0 : x0);
+  y0 = y0 > h - 2 ? (h > 1 ? h - 2 : 0) : (y0 < 0 ? 0 : y0);
   const int x1 = x0 + (w > 1), y1 = y0 + (h > 1);
   if (p->mask && !(p->mask[(size_t) y0 * w + x0] && p->mask[(size_t) y0 * w + x1]
           && p->mask[(size_t) y1 * w + x0] && p->mask[(size_t) y1 * w + x1]))
@@ -371,7 +406,9 @@ score_hypothesis (Ctx *cx, double heading, double scale, int size, const double 
   double fs = scale * pow (2.0, q / 4.0);
   fs = fs > 1.0 ? 1.0 : fs;
   GrStatus st = GR_OK;
-  Level *L = get_level (loc, q, cx->p->levels, &st, cx->errbuf, cx->errlen);
+  /* a rim of half a template: a frame may hang up to about half over the edge */
+  Level *L = get_level (loc, q, cx->p->levels, (size + 1) / 2, &st, cx->errbuf,
+      cx->errlen);
   if (!L)
     return st;
   const GrPlaneF *sf = small_frame (cx, fs, &st);
@@ -390,8 +427,8 @@ score_hypothesis (Ctx *cx, double heading, double scale, int size, const double 
   GrRegion r = { 0, 0, L->w - tpl.width + 1, L->h - tpl.height + 1 };
   if (centre) {
     /* the template centre over the prior centre, +- radius */
-    const double px = centre[0] * L->sx - 0.5 - 0.5 * (tpl.width - 1);
-    const double py = centre[1] * L->sy - 0.5 - 0.5 * (tpl.height - 1);
+    const double px = centre[0] * L->sx - 0.5 + L->pad - 0.5 * (tpl.width - 1);
+    const double py = centre[1] * L->sy - 0.5 + L->pad - 0.5 * (tpl.height - 1);
     const double rx = radius * L->sx + 1.0, ry = radius * L->sy + 1.0;
     r.x0 = (int) floor (px - rx) > 0 ? (int) floor (px - rx) : 0;
     r.y0 = (int) floor (py - ry) > 0 ? (int) floor (py - ry) : 0;
@@ -431,8 +468,8 @@ score_hypothesis (Ctx *cx, double heading, double scale, int size, const double 
         0, (double) sf->height / fr->height, -0.5, 0, 0, 1
       };
       const double m3[9] = { 1, 0, r.x0 + pk.x, 0, 1, r.y0 + pk.y, 0, 0, 1 };
-      const double m4[9] = { 1.0 / L->sx, 0, 0.5 / L->sx, 0, 1.0 / L->sy, 0.5 / L->sy,
-        0, 0, 1
+      const double m4[9] = { 1.0 / L->sx, 0, (0.5 - L->pad) / L->sx,
+        0, 1.0 / L->sy, (0.5 - L->pad) / L->sy, 0, 0, 1
       };
       double t[9];
       gr_mat3_mul (rot, m1, t);
@@ -529,7 +566,13 @@ gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *
     return GR_OK;
   }
 
-  Ctx cx = { loc, frame, &p, { { 0 } }, 0, errbuf, errlen };
+  Ctx cx;
+  memset (&cx, 0, sizeof cx);
+  cx.loc = loc;
+  cx.frame = frame;
+  cx.p = &p;
+  cx.errbuf = errbuf;
+  cx.errlen = errlen;
   GrStatus st = GR_OK;
   unsigned flags = 0;
 
@@ -745,7 +788,11 @@ refine_round (const Level *L, GrNmiSparse *sp, const GrPlaneF *fp, double fpx, d
     }
   uint8_t *wb = malloc ((size_t) ww * wh);
   const int T = p->template_size, half = T / 2;
-  const int maxn = (ww / p->spacing + 1) * (wh / p->spacing + 1);
+  /* small footprints (a frame much finer than the control) get a denser grid, so the
+   * fit still sees about a hundred candidates */
+  int spacing = (int) sqrt ((double) ww * wh / 100.0);
+  spacing = spacing > p->spacing ? p->spacing : (spacing < 4 ? 4 : spacing);
+  const int maxn = (ww / spacing + 1) * (wh / spacing + 1);
   int32_t *xy = malloc (sizeof (int32_t) * 2 * (size_t) maxn);
   GrNmiSparseQuery *q = malloc (sizeof *q * (size_t) maxn);
   uint8_t *tp = malloc ((size_t) maxn * T * T), *tm = malloc ((size_t) maxn * T * T);
@@ -765,9 +812,9 @@ refine_round (const Level *L, GrNmiSparse *sp, const GrPlaneF *fp, double fpx, d
   GrKeypointParams kp;
   gr_keypoint_params_init (&kp);
   kp.max_keypoints = maxn;
-  kp.grid_cols = ww / (4 * p->spacing) > 1 ? ww / (4 * p->spacing) : 1;
-  kp.grid_rows = wh / (4 * p->spacing) > 1 ? wh / (4 * p->spacing) : 1;
-  kp.nms_radius = p->spacing / 2 > 1 ? p->spacing / 2 : 1;
+  kp.grid_cols = ww / (4 * spacing) > 1 ? ww / (4 * spacing) : 1;
+  kp.grid_rows = wh / (4 * spacing) > 1 ? wh / (4 * spacing) : 1;
+  kp.nms_radius = spacing / 2 > 1 ? spacing / 2 : 1;
   kp.margin = half;
   GrKeypoint *kps = malloc (sizeof *kps * (size_t) maxn);
   const int nk = kps ? gr_keypoints_detect (&warp, &kp, kps, maxn) : -1;
@@ -870,7 +917,7 @@ gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coars
   int q = (int) lround (4.0 * log2 (1.0 / scale));
   q = q > 0 ? 0 : (q < -60 ? -60 : q);
   GrStatus st = GR_OK;
-  Level *L = get_level (loc, q, REFINE_LEVELS, &st, errbuf, errlen);
+  Level *L = get_level (loc, q, REFINE_LEVELS, 0, &st, errbuf, errlen);
   if (!L)
     return st;
   out->work_scale = L->sx;

@@ -129,7 +129,8 @@ GrStatus gr_localize_run (GrLocalize *loc, const GrPlaneF *frame,
  * coarse scale and heading. */
 typedef struct {
   int iterations;          /* warp-match-fit rounds (3) */
-  int spacing;             /* grid step of the templates in the warped frame, px (12) */
+  int spacing;             /* grid step of the templates in the warped frame, px (12);
+                              denser (down to 4) on small footprints */
   int template_size;       /* odd, 3 .. 15 (11) */
   int window_size;         /* first round's window, odd (41); later rounds 21 */
   double threshold;        /* RANSAC inlier threshold, working-grid px (1.0) */

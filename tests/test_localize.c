@@ -226,6 +226,73 @@ test_localize_frames (PriorKind kind, int frames, double smin, double smax, uint
   gr_synth_image_free (&img);
 }
 
+/* Frames hanging over the control's edge: cut from a larger image whose centre is the
+ * control, so the part beyond the edge holds real (unseen) ground, as in a flight. */
+static void
+test_over_the_edge (void)
+{
+  enum { BW = 520, BH = 400, OX = 100, OY = 80, CW = 320, CH = 240, W = 128, H = 96 };
+  GrSynthImage big;
+  make_control (&big, BW, BH, 23, 0.0);
+  GrPlaneF red = gr_synth_image_plane (&big, 0), green = gr_synth_image_plane (&big, 1);
+  GrPlaneF ctl;
+  gr_synth_plane_alloc (&ctl, CW, CH, false);
+  for (int y = 0; y < CH; y++)
+    memcpy (ctl.data + (size_t) y * CW, red.data + (size_t) (y + OY) * BW + OX,
+        sizeof (float) * CW);
+  GrStatus st;
+  char e[256] = "";
+  GrLocalize *loc = gr_localize_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
+  CHECK (loc && gr_localize_set_control (loc, &ctl, e, sizeof e) == GR_OK, "%s", e);
+  GrLocalizeParams lp;
+  gr_localize_params_init (&lp);
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, 8);
+  int good = 0, wrong_unflagged = 0;
+  const int frames = 4;
+  for (int i = 0; i < frames; i++) {
+    /* the frame centre 0.1 .. 0.25 frame widths inside one of the four edges: about
+     * a quarter to two fifths of the frame lies beyond it */
+    const double in = gr_synth_rng_range (&rng, 0.1, 0.25) * W;
+    const double along = gr_synth_rng_range (&rng, 0.3, 0.7);
+    double ax, ay;
+    switch (i % 4) {
+      case 0: ax = OX + in; ay = OY + along * CH; break;
+      case 1: ax = OX + CW - in; ay = OY + along * CH; break;
+      case 2: ax = OX + along * CW; ay = OY + in; break;
+      default: ax = OX + along * CW; ay = OY + CH - in; break;
+    }
+    GrSynthCamera cam = { .aim_x = ax, .aim_y = ay, .scale = 1.0,
+      .heading_deg = gr_synth_rng_range (&rng, 0, 360) };
+    GrPlaneF f;
+    gr_synth_cut_camera (&green, &cam, W, H, 1, &f);
+    gr_synth_add_noise (&f, 3.0, 255.0, i);
+    GrLocalizePrior pr = { .has_position = true, .x = ax - OX + 0.5 + 8.0,
+      .y = ay - OY + 0.5 - 6.0, .position_sigma = 10.0, .has_scale = true, .scale = 1.0,
+      .scale_sigma = 0.05 };
+    GrLocalizeResult r;
+    CHECK (gr_localize_run (loc, &f, &pr, &lp, &r, e, sizeof e) == GR_OK, "%s", e);
+    double dh = fmod (fabs (r.heading_deg - cam.heading_deg), 360.0);
+    dh = dh > 180 ? 360 - dh : dh;
+    const double dpos = hypot (r.x - (ax - OX + 0.5), r.y - (ay - OY + 0.5));
+    const bool ok = dpos < 4.0 && dh < 3.0;
+    good += ok;
+    const unsigned bad = GR_LOCALIZE_AMBIGUOUS | GR_LOCALIZE_LOW_OVERLAP |
+        GR_LOCALIZE_AT_BORDER | GR_LOCALIZE_IMPLAUSIBLE;
+    wrong_unflagged += !ok && !(r.flags & bad);
+    if (getenv ("GEOREG_TEST_VERBOSE") || !ok)
+      printf ("  over the edge %d: centre off %.2f px, heading off %.1f, overlap %.2f, "
+          "flags 0x%x%s\n", i, dpos, dh, r.overlap, r.flags, ok ? "" : "  WRONG");
+    gr_synth_plane_free (&f);
+  }
+  printf ("frames hanging over the control's edge: %d/%d placed\n", good, frames);
+  CHECK (good >= frames - 1 && wrong_unflagged == 0, "over the edge: %d/%d, %d unflagged",
+      good, frames, wrong_unflagged);
+  gr_synth_plane_free (&ctl);
+  gr_synth_image_free (&big);
+  gr_localize_free (loc);
+}
+
 /* Bad input: clear errors or documented flags, never a crash. */
 static void
 test_bad_input (void)
@@ -283,6 +350,7 @@ int
 main (void)
 {
   test_bad_input ();
+  test_over_the_edge ();
   test_overlap_bias ();
   test_localize_frames (PRIOR_FULL, 4, 0.5, 2.0, 11);
   test_localize_frames (PRIOR_POSITION, 2, 0.7, 1.4, 12);

@@ -14,7 +14,8 @@
  * GEOREG_LOCALIZE_CONTROL=aukerman (data suite; skipped without the file).
  * Environment: GEOREG_LOCALIZE_FRAMES (per prior kind), GEOREG_LOCALIZE_PRIORS (comma
  * list of full,position,none), GEOREG_LOCALIZE_BACKEND (cpu|cuda),
- * GEOREG_LOCALIZE_SCALE_MIN/MAX, GEOREG_LOCALIZE_REQUIRE (per mille within 0.5 px,
+ * GEOREG_LOCALIZE_SCALE_MIN/MAX, GEOREG_LOCALIZE_WIDTH/HEIGHT (frame size, 320 x 240;
+ * 3840 x 2160 with scales near 0.25 times the 4K sweep), GEOREG_LOCALIZE_REQUIRE (per mille within 0.5 px,
  * default 0: report only), GEOREG_TEST_VERBOSE.
  * Always required: no result more than 2 px wrong without a flag.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fit.h"
 #include "image.h"
@@ -29,6 +31,14 @@
 #include "raster.h"
 #include "synth.h"
 #include "test_check.h"
+
+static double
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 static double
 env_double (const char *name, double dflt)
@@ -92,6 +102,7 @@ static const char *const prior_names[] = { "full", "position", "none" };
 int
 main (void)
 {
+  setvbuf (stdout, NULL, _IOLBF, 0);    /* progress shows in logs of long runs */
   const char *which = getenv ("GEOREG_LOCALIZE_CONTROL");
   const bool aukerman = which && !strcmp (which, "aukerman");
   const char *backend_s = getenv ("GEOREG_LOCALIZE_BACKEND");
@@ -140,7 +151,8 @@ main (void)
     src = gr_synth_image_plane (&img, 1);
     ctl_gsd = cp.pixel_size;
   }
-  const int W = 320, H = 240;
+  const int W = (int) env_double ("GEOREG_LOCALIZE_WIDTH", 320);
+  const int H = (int) env_double ("GEOREG_LOCALIZE_HEIGHT", 240);
   const int frames = (int) env_double ("GEOREG_LOCALIZE_FRAMES", 1);
   const double smin = env_double ("GEOREG_LOCALIZE_SCALE_MIN", aukerman ? 0.25 : 0.5);
   const double smax = env_double ("GEOREG_LOCALIZE_SCALE_MAX", aukerman ? 4.0 : 2.0);
@@ -222,13 +234,17 @@ main (void)
       GrLocalizeResult lr;
       GrRefineResult rr;
       memset (&rr, 0, sizeof rr);
+      const double t0 = now_ms ();
       st = gr_localize_run (loc, &frame, kind == PRIOR_NONE ? NULL : &pr, &lp, &lr, e,
           sizeof e);
+      const double t1 = now_ms ();
+      double t2 = t1;
       CHECK (st == GR_OK, "localize: %s", e);
       double rms = INFINITY, mx = INFINITY;
       unsigned flags = lr.flags & bad_loc;
       if (st == GR_OK && isfinite (lr.h[0])) {
         st = gr_localize_refine (loc, &frame, lr.h, NULL, &rr, e, sizeof e);
+        t2 = now_ms ();
         CHECK (st == GR_OK, "refine: %s", e);
         flags |= rr.flags;
         frame_error (rr.h, truth, W, H, &rms, &mx);
@@ -246,9 +262,9 @@ main (void)
       if (verbose || (rms > 2.0 && !flags))
         printf ("  %s %d: heading %.1f scale %.3f pitch %.1f roll %.1f -> coarse %.1f %.3f "
             "(%d searches, flags 0x%x), refined %d/%d inliers, rms %.3f max %.3f px, "
-            "flags 0x%x\n", prior_names[kind], done, cam.heading_deg, cam.scale,
-            cam.pitch_deg, cam.roll_deg, lr.heading_deg, lr.scale, lr.searches, lr.flags,
-            rr.inliers, rr.matches, rms, mx, flags);
+            "flags 0x%x; localize %.0f ms, refine %.0f ms\n", prior_names[kind], done,
+            cam.heading_deg, cam.scale, cam.pitch_deg, cam.roll_deg, lr.heading_deg, lr.scale,
+            lr.searches, lr.flags, rr.inliers, rr.matches, rms, mx, flags, t1 - t0, t2 - t1);
       gr_synth_plane_free (&frame);
     }
     printf ("%s prior, %s control, scale %.2f-%.2f, %s: %d frames: %d within 0.5 px RMS, "
