@@ -5,6 +5,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <math.h>
 #include <string.h>
 
 #include "gstpointsetenc.h"
@@ -65,6 +66,16 @@ gst_point_set_enc_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
   gsize m = n * (gsize) self->dim;
+  for (gsize i = 0; i < m; i++)
+    if (!isfinite (xyz[i])) {
+      /* a CSV "inf" or "nan" would be read back by nobody (pointsetparse refuses it) */
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed point-set buffer: point %"
+              G_GSIZE_FORMAT " has a non-finite coordinate.", i / (gsize) self->dim),
+          (NULL));
+      g_free (xyz);
+      gst_buffer_unref (buf);
+      return GST_FLOW_ERROR;
+    }
   gfloat *f = g_new (gfloat, m ? m : 1);
   for (gsize i = 0; i < m; i++)
     f[i] = (gfloat) xyz[i];

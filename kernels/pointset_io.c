@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,6 +105,25 @@ is_blank_or_comment (const char *s)
   while (*s == ' ' || *s == '\t' || *s == '\f' || *s == '\v')
     s++;
   return *s == '\0' || *s == '#';
+}
+
+/* Point sets travel as float32 (application/x-pointset): a finite value beyond float32's
+ * range (1e300, 3.4028236e38, which rounds up to infinity) would become inf without a
+ * word, so it is refused here like NaN and Inf.  Returns false with the message set. */
+static bool
+check_coordinate (double x, long lineno, char *errbuf, size_t errlen)
+{
+  if (!isfinite (x)) {
+    gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", lineno,
+        isnan (x) ? "NaN" : "Inf");
+    return false;
+  }
+  if (isinf ((float) x)) {
+    gr_set_err (errbuf, errlen, "line %ld: coordinate %.9g does not fit float32 "
+        "(largest magnitude %.9g)", lineno, x, (double) FLT_MAX);
+    return false;
+  }
+  return true;
 }
 
 /* Strict number: the whole token must be consumed. */
@@ -257,11 +277,8 @@ parse_csv (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
         gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
         return GR_ERR_FORMAT;
       }
-      if (!isfinite (x)) {
-        gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
-            isnan (x) ? "NaN" : "Inf");
+      if (!check_coordinate (x, it.lineno, errbuf, errlen))
         return GR_ERR_FORMAT;
-      }
       if (!darray_push (out, x))
         return GR_ERR_NOMEM;
     }
@@ -434,11 +451,8 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
         gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
         return GR_ERR_FORMAT;
       }
-      if (!isfinite (x)) {
-        gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
-            isnan (x) ? "NaN" : "Inf");
+      if (!check_coordinate (x, it.lineno, errbuf, errlen))
         return GR_ERR_FORMAT;
-      }
       if (!darray_push (out, x))
         return GR_ERR_NOMEM;
     }
@@ -531,11 +545,8 @@ parse_vtk (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
       return GR_ERR_FORMAT;
     }
-    if (!isfinite (x)) {
-      gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
-          isnan (x) ? "NaN" : "Inf");
+    if (!check_coordinate (x, it.lineno, errbuf, errlen))
       return GR_ERR_FORMAT;
-    }
     if (!darray_push (out, x))
       return GR_ERR_NOMEM;
   }

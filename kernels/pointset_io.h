@@ -12,7 +12,8 @@
  *  - Legacy VTK ASCII ("# vtk DataFile Version ..."): the POINTS section (always 3
  *    coordinates).  BINARY files are refused.
  * Numbers are read locale-independently ('.' decimal point).  Every coordinate must be
- * finite: NaN or Inf is an error naming the line.  Errors never crash: they return a
+ * finite and fit float32 (the point-set buffers are float32): NaN, Inf and values such
+ * as 1e300 are errors naming the line.  Errors never crash: they return a
  * status and a message naming the line and the problem.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef GR_POINTSET_IO_H

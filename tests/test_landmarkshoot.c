@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 #include <glib/gstdio.h>
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
@@ -597,6 +598,41 @@ GST_START_TEST (test_parse_element)
   gst_object_unref (bus);
   gst_harness_teardown (h);
 
+  /* the default mode without an upstream size (a pipe: the harness answers no BYTES
+   * duration): chunks are gathered to EOS and give one set, never one set per chunk */
+  h = gst_harness_new_parse ("pointsetparse");
+  gst_harness_set_src_caps_str (h, "text/csv");
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_memdup (part1,
+              strlen (part1))), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_memdup (part2,
+              strlen (part2))), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  gst_harness_push_event (h, gst_event_new_eos ());
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  out = gst_harness_pull (h);
+  v = buffer_points (out, 3, &n);
+  fail_unless_equals_int (n, 3);
+  fail_unless (v[3] == 4 && v[4] == 5 && v[5] == 6);
+  g_free (v);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+
+  /* a coordinate beyond float32: a clear error, never inf */
+  h = gst_harness_new_parse ("pointsetparse mode=per-buffer");
+  gst_harness_set_src_caps_str (h, "text/csv");
+  bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
+  bad = "1 2\n3 1e300\n";
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_memdup (bad,
+              strlen (bad))), GST_FLOW_ERROR);
+  err = pop_error (bus);
+  fail_unless (err && g_error_matches (err, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE));
+  fail_unless (strstr (err->message, "does not fit float32") != NULL, "%s", err->message);
+  g_error_free (err);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+
   /* stream mode, EOS without any data: an error, not a silent nothing */
   h = gst_harness_new_parse ("pointsetparse");
   bus = gst_bus_new ();
@@ -638,6 +674,19 @@ GST_START_TEST (test_enc_element)
   GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
   fail_unless (gst_structure_has_name (gst_caps_get_structure (caps, 0), "text/csv"));
   gst_caps_unref (caps);
+  /* a non-finite coordinate (from an appsrc, a filter): refused, no "inf" written */
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
+  double pinf[4] = { 0.5, -1.25, INFINITY, 1e6 };
+  fail_unless_equals_int (gst_harness_push (h, pointset_buffer (pinf, 2, 2)),
+      GST_FLOW_ERROR);
+  GError *perr = pop_error (bus);
+  fail_unless (perr && g_error_matches (perr, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT));
+  fail_unless (strstr (perr->message, "point 1") != NULL, "%s", perr->message);
+  g_error_free (perr);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
   /* header=false */
   GstElement *enc = gst_harness_find_element (h, "pointsetenc");
   g_object_set (enc, "header", FALSE, NULL);
@@ -727,6 +776,43 @@ GST_START_TEST (test_pipeline_files)
 }
 GST_END_TEST;
 
+/* A point set read from a pipe in small chunks (fdsrc knows no size): the default mode
+ * gives exactly one set, the whole file. */
+GST_START_TEST (test_pipeline_pipe)
+{
+  if (!have_core) {
+    GST_WARNING ("skipped: no fdsrc in the system plugin folder");
+    return;
+  }
+  char err[256];
+  size_t len = 0;
+  char *text = gr_pointset_format_csv (t2, NULL, N2, 2, &len);
+  fail_unless (text != NULL && len < 60000, "fits a pipe buffer");
+  int fds[2];
+  fail_unless (pipe (fds) == 0);
+  fail_unless (write (fds[1], text, len) == (ssize_t) len);
+  close (fds[1]);
+  free (text);
+  gchar *outp = tmp_path ("from-pipe.csv");
+  gchar *desc = g_strdup_printf ("fdsrc fd=%d blocksize=7 ! pointsetparse ! pointsetenc ! "
+      "filesink location=\"%s\"", fds[0], outp);
+  gchar *perr = NULL;
+  fail_unless (run_pipeline (desc, &perr), "%s: %s", desc, perr);
+  close (fds[0]);
+  GrPointSet ps;
+  fail_unless (gr_pointset_load (outp, GR_POINTSET_AUTO, 0, &ps, err, sizeof err) ==
+      GR_OK, "%s", err);
+  /* one CSV document: a second set would have put a header line mid-file */
+  fail_unless_equals_int (ps.n, N2);
+  for (int i = 0; i < N2 * 2; i++)
+    fail_unless ((float) ps.xyz[i] == (float) t2[i], "value %d", i);
+  gr_pointset_clear (&ps);
+  g_free (perr);
+  g_free (desc);
+  g_free (outp);
+}
+GST_END_TEST;
+
 /* Many subjects through multifilesrc (one file per buffer, no EOS between files). */
 GST_START_TEST (test_pipeline_multifile)
 {
@@ -793,6 +879,7 @@ landmarkshoot_suite (void)
   tcase_add_test (tc, test_parse_element);
   tcase_add_test (tc, test_enc_element);
   tcase_add_test (tc, test_pipeline_files);
+  tcase_add_test (tc, test_pipeline_pipe);
   tcase_add_test (tc, test_pipeline_multifile);
   return s;
 }

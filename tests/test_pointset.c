@@ -92,6 +92,16 @@ test_csv (void)
   BAD ("1,2\n3,nan\n", "line 2: non-finite coordinate (NaN)");
   BAD ("1,2\n3,inf\n", "non-finite coordinate (Inf)");
   BAD ("1,2\n3,1e999\n", "non-finite");
+  /* finite in float64 but not in float32 (the buffers' type): an error, never inf */
+  BAD ("1,2\n3,1e300\n", "line 2: coordinate 1e+300 does not fit float32");
+  BAD ("1,2\n-1e300,4\n", "does not fit float32");
+  BAD ("1,2\n3,3.4028236e38\n", "does not fit float32");
+  {
+    /* FLT_MAX itself and values that round down to it still fit */
+    const double big[] = { 3.40282346e38, -3.4028235e38 };
+    ps = parse_ok ("3.40282346e38,-3.4028235e38\n", 0, 1, 2, big);
+    gr_pointset_clear (&ps);
+  }
   BAD ("1,2\n3,4,5\n", "line 2: 3 values, expected 2");
   BAD ("1,2,3,4\n", "4 values");
   BAD ("1\n2\n", "1 values");
@@ -134,6 +144,8 @@ test_ply (void)
   ps = parse_ok (ply2, 0, 2, 2, e2);
   gr_pointset_clear (&ps);
 
+  BAD ("ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\n"
+      "end_header\n1 2\n3 1e300\n", "does not fit float32");
   BAD ("ply\nformat binary_little_endian 1.0\nelement vertex 1\nproperty float x\n"
       "property float y\nend_header\n", "not supported");
   BAD ("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
@@ -166,6 +178,8 @@ test_vtk (void)
   ps = parse_ok ("# vtk DataFile Version 2.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\n"
       "POINTS 2 double\n1 2 0 4 5 0\n", 2, 2, 2, e2);
   gr_pointset_clear (&ps);
+  BAD ("# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\nPOINTS 1 float\n"
+      "1 -3.4028236e38 3\n", "does not fit float32");
   BAD ("# vtk DataFile Version 3.0\nt\nBINARY\nDATASET POLYDATA\nPOINTS 1 float\n",
       "BINARY");
   BAD ("# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n1 2 3\n",
