@@ -120,6 +120,53 @@ GrStatus gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs,
     GrShootProgress progress, void *user, GrShootFitResult *result, char *errbuf,
     size_t errlen);
 
+/* ---- populations: many targets registered to one template together --------------
+ *
+ * A batch holds S subjects (targets) that share the template and the parameters; each
+ * subject has its own momenta and its own L-BFGS state (the same minimization as
+ * gr_shoot_fit, driven by reverse communication), and the evaluations the active
+ * subjects ask for are done together: on the CPU in parallel over subjects (OpenMP,
+ * one engine per thread), on CUDA in one launch per time step covering every active
+ * subject (grid: row blocks x subjects).  Each subject goes through exactly the steps
+ * it would take alone: on the CPU its loss is bit-identical to gr_shoot_fit's. */
+typedef struct GrShootBatch GrShootBatch;
+
+/* Up to `subjects` targets (>= 1; at most 65535 on CUDA).  Backend and errors as
+ * gr_shoot_new; CUDA memory grows with the subjects (about 4 T n D 12 bytes each). */
+GrShootBatch *gr_shoot_batch_new (const GrShootParams *params, size_t subjects,
+    GrBackend backend, int cuda_device, GrStatus *status, char *errbuf, size_t errlen);
+void gr_shoot_batch_free (GrShootBatch *b);
+GrBackend gr_shoot_batch_backend (const GrShootBatch *b);
+const char *gr_shoot_batch_device_description (const GrShootBatch *b);
+size_t gr_shoot_batch_capacity (const GrShootBatch *b);
+/* CPU threads (0 = OpenMP's default). */
+void gr_shoot_batch_set_threads (GrShootBatch *b, int threads);
+
+GrStatus gr_shoot_batch_set_template (GrShootBatch *b, const double *q0, char *errbuf,
+    size_t errlen);
+/* The target of one subject (0 .. capacity-1), n * dim point-major, copied. */
+GrStatus gr_shoot_batch_set_target (GrShootBatch *b, size_t subject, const double *target,
+    char *errbuf, size_t errlen);
+
+/* Loss and gradients of `count` subjects at once: subject which[k] at p0[k] (n * dim
+ * each); grad[k] may be NULL (or grad itself NULL) for no gradient; loss[k] set. */
+GrStatus gr_shoot_batch_loss_grad (GrShootBatch *b, const size_t *which, size_t count,
+    const double *const *p0, double *const *grad, GrShootLoss *loss, char *errbuf,
+    size_t errlen);
+
+/* Called after each accepted L-BFGS iteration of a subject; non-zero stops it. */
+typedef int (*GrShootBatchProgress) (void *user, size_t subject, int iteration,
+    int evaluations, double loss, double gnorm);
+
+/* Fits subjects 0 .. count-1 (count <= capacity): p0 holds count * n * dim starting
+ * momenta (subject-major, each point-major), replaced by the results; results[count]
+ * as gr_shoot_fit's (seconds: the wall time of the whole batch).  GR_OK whenever p0
+ * holds usable results; an error only when an evaluation failed (CUDA) or memory ran
+ * out. */
+GrStatus gr_shoot_batch_fit (GrShootBatch *b, size_t count, double *p0,
+    const GrLbfgsParams *lbfgs, GrShootBatchProgress progress, void *user,
+    GrShootFitResult *results, char *errbuf, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

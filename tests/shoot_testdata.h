@@ -8,6 +8,9 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -97,5 +100,39 @@ td_mean_distance (const double *a, const double *b, size_t n, int dim)
   }
   return s / (double) n;
 }
+
+#ifdef GR_SHOOT_H
+/* A population of `subjects` targets: the template shot by the smooth momentum with
+ * amplitude 0.04 + 0.03 k (scale 0.3 + 0.05 k) under p, plus uniform noise of +-0.005;
+ * subject 3 is the template itself (nothing to do). */
+static inline void
+td_population (const GrShootParams *p, const double *q0, int subjects, double *targets)
+{
+  const size_t m = p->n * p->dim;
+  double *mom = (double *) malloc (sizeof (double) * m);
+  GrShoot *s = gr_shoot_new (p, GR_BACKEND_CPU, -1, NULL, NULL, 0);
+  if (!s || !mom || gr_shoot_set_template (s, q0, NULL, 0) != GR_OK) {
+    fprintf (stderr, "td_population: no engine\n");
+    exit (1);
+  }
+  uint64_t rng = 7;
+  for (int k = 0; k < subjects; k++) {
+    double *t = targets + k * m;
+    if (k == 3) {
+      memcpy (t, q0, sizeof (double) * m);
+      continue;
+    }
+    td_smooth_momentum (q0, p->n, p->dim, 0.04 + 0.03 * k, 0.3 + 0.05 * k, mom);
+    if (gr_shoot_flow (s, mom, t, NULL, NULL, 0, NULL, NULL, 0) != GR_OK) {
+      fprintf (stderr, "td_population: shooting failed\n");
+      exit (1);
+    }
+    for (size_t e = 0; e < m; e++)
+      t[e] += 0.01 * (td_uniform (&rng) - 0.5);
+  }
+  gr_shoot_free (s);
+  free (mom);
+}
+#endif
 
 #endif
