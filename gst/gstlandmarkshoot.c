@@ -43,6 +43,7 @@ enum {
   PROP_WARM_START,
   PROP_POST_MESSAGES,
   PROP_PROGRESS_INTERVAL,
+  PROP_BATCH,
 };
 
 #define DEFAULT_SIGMA 1.5
@@ -59,6 +60,7 @@ enum {
 #define DEFAULT_WARM_START FALSE
 #define DEFAULT_POST_MESSAGES TRUE
 #define DEFAULT_PROGRESS_INTERVAL 10
+#define DEFAULT_BATCH 1
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_POINTSET_CAPS));
@@ -119,9 +121,36 @@ G_DEFINE_TYPE (GstLandmarkShoot, gst_landmark_shoot, GST_TYPE_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE (landmarkshoot, "landmarkshoot", GST_RANK_NONE,
     GST_TYPE_LANDMARK_SHOOT);
 
+typedef struct {
+  GstBuffer *buf;
+  gdouble *tgt;
+} PendingTarget;
+
+static void
+pending_target_free (gpointer data)
+{
+  PendingTarget *pt = data;
+  gst_buffer_unref (pt->buf);
+  g_free (pt->tgt);
+  g_free (pt);
+}
+
+static GstFlowReturn run_batch (GstLandmarkShoot * self);
+
+/* Drops the collected targets and the results not pushed yet (flush, stop). */
+static void
+clear_batch_queues (GstLandmarkShoot * self)
+{
+  g_queue_clear_full (&self->pending, pending_target_free);
+  g_queue_clear_full (&self->ready, (GDestroyNotify) gst_buffer_unref);
+}
+
 static void
 release_resources (GstLandmarkShoot * self)
 {
+  clear_batch_queues (self);
+  gr_shoot_batch_free (self->batch_engine);
+  self->batch_engine = NULL;
   gr_shoot_free (self->engine);
   self->engine = NULL;
   g_clear_pointer (&self->q0, g_free);
@@ -242,6 +271,18 @@ gst_landmark_shoot_start (GstBaseTransform * trans)
             s.template_location, err), (NULL));
     goto done;
   }
+  self->batch = s.batch;
+  if (s.batch > 1) {
+    /* the single engine stays: it shoots each result (and the extra points) */
+    self->batch_engine = gr_shoot_batch_new (&p, s.batch, gr_shoot_backend (self->engine),
+        s.cuda_device_id, &st, err, sizeof err);
+    if (!self->batch_engine || gr_shoot_batch_set_template (self->batch_engine, self->q0,
+            err, sizeof err) != GR_OK) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("Could not set up batches of %u targets: %s.", s.batch, err), (NULL));
+      goto done;
+    }
+  }
   self->p0 = g_new0 (gdouble, self->n * self->dim);
   GST_INFO_OBJECT (self, "template \"%s\": %" G_GSIZE_FORMAT " %d-D landmarks; "
       "backend %s (%s)", s.template_location, self->n, self->dim,
@@ -303,8 +344,20 @@ gst_landmark_shoot_sink_event (GstBaseTransform * trans, GstEvent * event)
   GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
   if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_START)
     g_atomic_int_set (&self->stop, 1);
-  else if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP)
+  else if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP) {
+    clear_batch_queues (self);
     g_atomic_int_set (&self->stop, 0);
+  } else if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->batch_engine &&
+      !g_queue_is_empty (&self->pending)) {
+    /* the last, partial batch: fitted now, its results pushed before the EOS */
+    GstFlowReturn ret = run_batch (self);
+    GstBuffer *buf;
+    while (ret == GST_FLOW_OK && (buf = g_queue_pop_head (&self->ready)))
+      ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (trans), buf);
+    clear_batch_queues (self);
+    if (ret != GST_FLOW_OK)
+      GST_DEBUG_OBJECT (self, "last batch: %s", gst_flow_get_name (ret));
+  }
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
@@ -343,126 +396,97 @@ mean_distance (const gdouble * a, const gdouble * b, gsize n, gint dim)
   return n ? s / n : 0.0;
 }
 
-static GstFlowReturn
-gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
-    GstBuffer * outbuf)
+/* Reads and checks one target buffer into *tgt (self->n points); FALSE after posting
+ * the error. */
+static gboolean
+read_target (GstLandmarkShoot * self, GstBuffer * inbuf, gdouble ** tgt)
 {
-  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
-  GstLandmarkShootSettings s;
-  char err[512] = "";
-  GstFlowReturn ret = GST_FLOW_ERROR;
-  gdouble *tgt = NULL, *q1 = NULL, *xout = NULL;
   gsize n = 0;
   gchar *error = NULL;
-
-  if (!self->engine) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Not started."), (NULL));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-  GST_OBJECT_LOCK (self);
-  s = self->settings;
-  GST_OBJECT_UNLOCK (self);
-
   GstMapInfo in;
+  *tgt = NULL;
   if (!gst_buffer_map (inbuf, &in, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the input."), (NULL));
-    return GST_FLOW_ERROR;
+    return FALSE;
   }
-  gboolean ok = gst_pointset_read (in.data, in.size, self->dim, &tgt, &n, &error);
+  gboolean ok = gst_pointset_read (in.data, in.size, self->dim, tgt, &n, &error);
   gst_buffer_unmap (inbuf, &in);
   if (!ok) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed point-set buffer: %s.", error),
         (NULL));
-    goto out;
+    g_free (error);
+    goto bad;
   }
   if (n == 0) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Empty point set: the target buffer holds no points."), (NULL));
-    goto out;
+    goto bad;
   }
   if (n == 1) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("The target has only one point; the template has %" G_GSIZE_FORMAT
             " (points correspond by index).", self->n), (NULL));
-    goto out;
+    goto bad;
   }
   if (n != self->n) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Point count mismatch: the target has %" G_GSIZE_FORMAT " points, the template "
             "%" G_GSIZE_FORMAT " (points correspond by index).", n, self->n), (NULL));
-    goto out;
+    goto bad;
   }
   for (gsize i = 0; i < n * self->dim; i++)
-    if (!isfinite (tgt[i])) {
+    if (!isfinite ((*tgt)[i])) {
       GST_ELEMENT_ERROR (self, STREAM, FORMAT,
           ("Target point %" G_GSIZE_FORMAT " has a non-finite coordinate (%s).",
-              i / self->dim, isnan (tgt[i]) ? "NaN" : "Inf"), (NULL));
-      goto out;
+              i / self->dim, isnan ((*tgt)[i]) ? "NaN" : "Inf"), (NULL));
+      goto bad;
     }
-  if (gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK) {
-    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not set the target: %s.", err),
-        (NULL));
-    goto out;
-  }
+  return TRUE;
 
-  const gchar *backend = gr_backend_name (gr_shoot_backend (self->engine));
-  const gchar *device = gr_shoot_device_description (self->engine);
-  if (!self->announced) {
-    GST_INFO_OBJECT (self, "registering on the %s backend: %s", backend, device);
-    self->announced = TRUE;
-  }
-  {
-    gchar *text = g_strdup_printf ("Registering %" G_GSIZE_FORMAT " %d-D landmarks on "
-        "the %s backend (%s)", n, self->dim, backend, device);
-    gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
-            (self), GST_PROGRESS_TYPE_START, "landmarkshoot", text));
-    g_free (text);
-  }
+bad:
+  g_clear_pointer (tgt, g_free);
+  return FALSE;
+}
 
-  if (!s.warm_start || !self->have_p0)
-    memset (self->p0, 0, sizeof (gdouble) * n * self->dim);
+static void
+post_progress (GstLandmarkShoot * self, GstProgressType type, const gchar * text)
+{
+  gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
+          (self), type, "landmarkshoot", text));
+}
+
+static GrLbfgsParams
+lbfgs_params (const GstLandmarkShootSettings * s)
+{
   GrLbfgsParams lp;
   gr_lbfgs_params_init (&lp);
-  lp.max_iterations = (int) MIN (s.max_iterations, (guint) G_MAXINT);
-  lp.gtol_rel = s.gradient_tolerance;
-  lp.ftol = s.function_tolerance;
-  ProgressCtx pctx = { self, s.progress_interval };
-  GrShootFitResult res;
-  GrStatus st = gr_shoot_fit (self->engine, self->p0, &lp, fit_progress, &pctx, &res,
-      err, sizeof err);
-  if (st != GR_OK) {
-    gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
-            (self), GST_PROGRESS_TYPE_ERROR, "landmarkshoot", "Registration failed"));
-    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
-        (NULL));
-    goto out;
-  }
-  if (res.result == GR_LBFGS_STOPPED) {
-    gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
-            (self), GST_PROGRESS_TYPE_CANCELED, "landmarkshoot", "Registration stopped"));
-    GST_DEBUG_OBJECT (self, "stopped (flushing or shutting down)");
-    ret = GST_FLOW_FLUSHING;
-    goto out;
-  }
-  self->have_p0 = TRUE;
+  lp.max_iterations = (int) MIN (s->max_iterations, (guint) G_MAXINT);
+  lp.gtol_rel = s->gradient_tolerance;
+  lp.ftol = s->function_tolerance;
+  return lp;
+}
 
-  q1 = g_new (gdouble, n * self->dim);
+/* After the fit of target tgt (momentum p0, result res): shoots the template (and the
+ * extra points) with the single engine, writes outbuf, adds the meta and posts the
+ * messages. */
+static GstFlowReturn
+emit_result (GstLandmarkShoot * self, const GstLandmarkShootSettings * s,
+    GstBuffer * inbuf, const gdouble * tgt, const gdouble * p0,
+    const GrShootFitResult * res, GstBuffer * outbuf)
+{
+  char err[512] = "";
+  const gsize n = self->n;
+  GstFlowReturn ret = GST_FLOW_ERROR;
+  gdouble *q1 = g_new (gdouble, n * self->dim), *xout = NULL;
   if (self->n_extra)
     xout = g_new (gdouble, self->n_extra * self->dim);
-  if (gr_shoot_flow (self->engine, self->p0, q1, NULL, self->extra, self->n_extra, xout,
+  if (gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK ||
+      gr_shoot_flow (self->engine, p0, q1, NULL, self->extra, self->n_extra, xout,
           err, sizeof err) != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
         (NULL));
     goto out;
   }
-  {
-    gchar *text = g_strdup_printf ("Done: %d iterations, %s", res.iterations,
-        gr_lbfgs_result_string (res.result));
-    gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
-            (self), GST_PROGRESS_TYPE_COMPLETE, "landmarkshoot", text));
-    g_free (text);
-  }
-
   GstMapInfo out;
   if (!gst_buffer_map (outbuf, &out, GST_MAP_WRITE)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the output."), (NULL));
@@ -478,43 +502,48 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   gst_pointset_write (out.data, extra_out ? xout : q1, nout, self->dim);
   gst_buffer_unmap (outbuf, &out);
 
+  const gchar *backend = gr_backend_name (gr_shoot_backend (self->engine));
+  const gchar *device = self->batch_engine
+      ? gr_shoot_batch_device_description (self->batch_engine)
+      : gr_shoot_device_description (self->engine);
   gdouble before = mean_distance (self->q0, tgt, n, self->dim);
   gdouble after = mean_distance (q1, tgt, n, self->dim);
-  gboolean converged = gr_lbfgs_result_converged (res.result);
-  GstLandmarkShootMeta *m = gst_buffer_add_landmark_shoot_meta (outbuf, self->p0,
+  gboolean converged = gr_lbfgs_result_converged (res->result);
+  GstLandmarkShootMeta *m = gst_buffer_add_landmark_shoot_meta (outbuf, p0,
       (guint) n, (guint) self->dim);
-  m->kinetic_energy = res.kinetic;
-  m->mismatch = res.mismatch;
-  m->loss = res.loss;
+  m->kinetic_energy = res->kinetic;
+  m->mismatch = res->mismatch;
+  m->loss = res->loss;
   m->mean_distance = after;
   m->mean_distance_before = before;
-  m->iterations = res.iterations;
-  m->evaluations = res.evaluations;
-  m->gradient_norm = res.gnorm;
+  m->iterations = res->iterations;
+  m->evaluations = res->evaluations;
+  m->gradient_norm = res->gnorm;
   m->converged = converged;
-  m->run_time = res.seconds;
+  m->run_time = res->seconds;
   m->backend = gr_shoot_backend (self->engine);
   GST_DEBUG_OBJECT (self, "set %" G_GUINT64_FORMAT ": mean distance %.5g -> %.5g, "
       "%d iterations, %d evaluations, %s, %.3f s", self->count, before, after,
-      res.iterations, res.evaluations, gr_lbfgs_result_string (res.result), res.seconds);
+      res->iterations, res->evaluations, gr_lbfgs_result_string (res->result),
+      res->seconds);
 
-  if (s.post_messages) {
+  if (s->post_messages) {
     GstStructure *st_msg = gst_structure_new ("landmarkshoot",
         "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (inbuf),
         "index", G_TYPE_UINT64, self->count,
         "points", G_TYPE_UINT, (guint) n,
         "dimensions", G_TYPE_INT, self->dim,
-        "loss", G_TYPE_DOUBLE, res.loss,
-        "kinetic-energy", G_TYPE_DOUBLE, res.kinetic,
-        "mismatch", G_TYPE_DOUBLE, res.mismatch,
+        "loss", G_TYPE_DOUBLE, res->loss,
+        "kinetic-energy", G_TYPE_DOUBLE, res->kinetic,
+        "mismatch", G_TYPE_DOUBLE, res->mismatch,
         "mean-distance", G_TYPE_DOUBLE, after,
         "mean-distance-before", G_TYPE_DOUBLE, before,
-        "gradient-norm", G_TYPE_DOUBLE, res.gnorm,
-        "iterations", G_TYPE_UINT, (guint) res.iterations,
-        "evaluations", G_TYPE_UINT, (guint) res.evaluations,
+        "gradient-norm", G_TYPE_DOUBLE, res->gnorm,
+        "iterations", G_TYPE_UINT, (guint) res->iterations,
+        "evaluations", G_TYPE_UINT, (guint) res->evaluations,
         "converged", G_TYPE_BOOLEAN, converged,
-        "stop-reason", G_TYPE_STRING, gr_lbfgs_result_string (res.result),
-        "run-time", G_TYPE_DOUBLE, res.seconds,
+        "stop-reason", G_TYPE_STRING, gr_lbfgs_result_string (res->result),
+        "run-time", G_TYPE_DOUBLE, res->seconds,
         "backend", G_TYPE_STRING, backend,
         "device", G_TYPE_STRING, device, NULL);
     gst_element_post_message (GST_ELEMENT (self),
@@ -524,11 +553,215 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   ret = GST_FLOW_OK;
 
 out:
-  g_free (error);
-  g_free (tgt);
   g_free (q1);
   g_free (xout);
   return ret;
+}
+
+static GstFlowReturn
+gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  GstLandmarkShootSettings s;
+  char err[512] = "";
+  GstFlowReturn ret = GST_FLOW_ERROR;
+  gdouble *tgt = NULL;
+  const gsize n = self->n;
+
+  if (!self->engine) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Not started."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  GST_OBJECT_LOCK (self);
+  s = self->settings;
+  GST_OBJECT_UNLOCK (self);
+
+  if (!read_target (self, inbuf, &tgt))
+    return GST_FLOW_ERROR;
+  if (gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not set the target: %s.", err),
+        (NULL));
+    goto out;
+  }
+
+  const gchar *backend = gr_backend_name (gr_shoot_backend (self->engine));
+  const gchar *device = gr_shoot_device_description (self->engine);
+  if (!self->announced) {
+    GST_INFO_OBJECT (self, "registering on the %s backend: %s", backend, device);
+    self->announced = TRUE;
+  }
+  {
+    gchar *text = g_strdup_printf ("Registering %" G_GSIZE_FORMAT " %d-D landmarks on "
+        "the %s backend (%s)", n, self->dim, backend, device);
+    post_progress (self, GST_PROGRESS_TYPE_START, text);
+    g_free (text);
+  }
+
+  if (!s.warm_start || !self->have_p0)
+    memset (self->p0, 0, sizeof (gdouble) * n * self->dim);
+  GrLbfgsParams lp = lbfgs_params (&s);
+  ProgressCtx pctx = { self, s.progress_interval };
+  GrShootFitResult res;
+  GrStatus st = gr_shoot_fit (self->engine, self->p0, &lp, fit_progress, &pctx, &res,
+      err, sizeof err);
+  if (st != GR_OK) {
+    post_progress (self, GST_PROGRESS_TYPE_ERROR, "Registration failed");
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
+        (NULL));
+    goto out;
+  }
+  if (res.result == GR_LBFGS_STOPPED) {
+    post_progress (self, GST_PROGRESS_TYPE_CANCELED, "Registration stopped");
+    GST_DEBUG_OBJECT (self, "stopped (flushing or shutting down)");
+    ret = GST_FLOW_FLUSHING;
+    goto out;
+  }
+  self->have_p0 = TRUE;
+  {
+    gchar *text = g_strdup_printf ("Done: %d iterations, %s", res.iterations,
+        gr_lbfgs_result_string (res.result));
+    post_progress (self, GST_PROGRESS_TYPE_COMPLETE, text);
+    g_free (text);
+  }
+  ret = emit_result (self, &s, inbuf, tgt, self->p0, &res, outbuf);
+
+out:
+  g_free (tgt);
+  return ret;
+}
+
+/* ---- batches (batch > 1) ------------------------------------------------------------ */
+
+typedef struct {
+  GstLandmarkShoot *self;
+  guint interval;
+} BatchProgressCtx;
+
+static int
+batch_progress (void *user, size_t subject, int iteration, int evaluations, double loss,
+    double gnorm)
+{
+  BatchProgressCtx *ctx = user;
+  if (ctx->interval > 0 && iteration % ctx->interval == 0) {
+    gchar *text = g_strdup_printf ("target %zu of the batch: iteration %d (%d "
+        "evaluations): loss %.6g, gradient norm %.3g", subject, iteration, evaluations,
+        loss, gnorm);
+    post_progress (ctx->self, GST_PROGRESS_TYPE_CONTINUE, text);
+    g_free (text);
+  }
+  return g_atomic_int_get (&ctx->self->stop);
+}
+
+/* Fits the collected targets together; their results go to the ready queue, in the
+ * order the targets came. */
+static GstFlowReturn
+run_batch (GstLandmarkShoot * self)
+{
+  GstLandmarkShootSettings s;
+  char err[512] = "";
+  GST_OBJECT_LOCK (self);
+  s = self->settings;
+  GST_OBJECT_UNLOCK (self);
+  const guint count = g_queue_get_length (&self->pending);
+  const gsize dn = self->n * (gsize) self->dim;
+  if (count == 0)
+    return GST_FLOW_OK;
+  GstFlowReturn ret = GST_FLOW_ERROR;
+  gdouble *p0 = g_new0 (gdouble, dn * count);
+  GrShootFitResult *res = g_new0 (GrShootFitResult, count);
+  guint k = 0;
+  for (GList * l = self->pending.head; l; l = l->next, k++) {
+    PendingTarget *pt = l->data;
+    if (gr_shoot_batch_set_target (self->batch_engine, k, pt->tgt, err, sizeof err) !=
+        GR_OK) {
+      GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not set the target: %s.", err),
+          (NULL));
+      goto out;
+    }
+    if (s.warm_start && self->have_p0)
+      memcpy (p0 + k * dn, self->p0, sizeof (gdouble) * dn);
+  }
+  {
+    gchar *text = g_strdup_printf ("Registering %u targets of %" G_GSIZE_FORMAT " %d-D "
+        "landmarks together on the %s backend (%s)", count, self->n, self->dim,
+        gr_backend_name (gr_shoot_batch_backend (self->batch_engine)),
+        gr_shoot_batch_device_description (self->batch_engine));
+    post_progress (self, GST_PROGRESS_TYPE_START, text);
+    g_free (text);
+  }
+  GrLbfgsParams lp = lbfgs_params (&s);
+  BatchProgressCtx pctx = { self, s.progress_interval };
+  GrStatus st = gr_shoot_batch_fit (self->batch_engine, count, p0, &lp, batch_progress,
+      &pctx, res, err, sizeof err);
+  if (st != GR_OK) {
+    post_progress (self, GST_PROGRESS_TYPE_ERROR, "Registration failed");
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
+        (NULL));
+    goto out;
+  }
+  for (k = 0; k < count; k++)
+    if (res[k].result == GR_LBFGS_STOPPED) {
+      post_progress (self, GST_PROGRESS_TYPE_CANCELED, "Registration stopped");
+      ret = GST_FLOW_FLUSHING;
+      goto out;
+    }
+  post_progress (self, GST_PROGRESS_TYPE_COMPLETE, "Done: batch registered");
+  const gboolean extra_out = self->output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS;
+  const gsize out_size = (extra_out ? self->n_extra : self->n) * (gsize) self->dim * 4;
+  for (k = 0; k < count; k++) {
+    PendingTarget *pt = g_queue_pop_head (&self->pending);
+    GstBuffer *outbuf = gst_buffer_new_allocate (NULL, out_size, NULL);
+    gst_buffer_copy_into (outbuf, pt->buf, GST_BUFFER_COPY_METADATA, 0, -1);
+    ret = emit_result (self, &s, pt->buf, pt->tgt, p0 + k * dn, &res[k], outbuf);
+    pending_target_free (pt);
+    if (ret != GST_FLOW_OK) {
+      gst_buffer_unref (outbuf);
+      goto out;
+    }
+    g_queue_push_tail (&self->ready, outbuf);
+  }
+  memcpy (self->p0, p0 + (gsize) (count - 1) * dn, sizeof (gdouble) * dn);
+  self->have_p0 = TRUE;
+  ret = GST_FLOW_OK;
+
+out:
+  g_queue_clear_full (&self->pending, pending_target_free);
+  g_free (p0);
+  g_free (res);
+  return ret;
+}
+
+static GstFlowReturn
+gst_landmark_shoot_submit_input_buffer (GstBaseTransform * trans, gboolean is_discont,
+    GstBuffer * input)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  if (self->batch <= 1 || !self->batch_engine)
+    return GST_BASE_TRANSFORM_CLASS (parent_class)->submit_input_buffer (trans,
+        is_discont, input);
+  gdouble *tgt;
+  if (!read_target (self, input, &tgt)) {
+    gst_buffer_unref (input);
+    return GST_FLOW_ERROR;
+  }
+  PendingTarget *pt = g_new (PendingTarget, 1);
+  pt->buf = input;
+  pt->tgt = tgt;
+  g_queue_push_tail (&self->pending, pt);
+  if (g_queue_get_length (&self->pending) < self->batch)
+    return GST_FLOW_OK;
+  return run_batch (self);
+}
+
+static GstFlowReturn
+gst_landmark_shoot_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
+{
+  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  if (self->batch <= 1 || !self->batch_engine)
+    return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans, outbuf);
+  *outbuf = g_queue_pop_head (&self->ready);
+  return GST_FLOW_OK;
 }
 
 static GstStateChangeReturn
@@ -599,6 +832,9 @@ gst_landmark_shoot_set_property (GObject * object, guint prop_id, const GValue *
     case PROP_PROGRESS_INTERVAL:
       s->progress_interval = g_value_get_uint (value);
       break;
+    case PROP_BATCH:
+      s->batch = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -661,6 +897,9 @@ gst_landmark_shoot_get_property (GObject * object, guint prop_id, GValue * value
       break;
     case PROP_PROGRESS_INTERVAL:
       g_value_set_uint (value, s->progress_interval);
+      break;
+    case PROP_BATCH:
+      g_value_set_uint (value, s->batch);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -758,6 +997,13 @@ gst_landmark_shoot_class_init (GstLandmarkShootClass * klass)
           "Post a GST_MESSAGE_PROGRESS every this many iterations (0 = only at the "
           "start and the end)", 0, G_MAXINT, DEFAULT_PROGRESS_INTERVAL, rw_playing));
 
+  g_object_class_install_property (gobject_class, PROP_BATCH,
+      g_param_spec_uint ("batch", "Batch",
+          "Targets registered together (a population): collected up to this count or "
+          "to EOS, fitted at once (each with its own momenta and L-BFGS; on CUDA one "
+          "launch covers them all), results pushed in order; 1 = one at a time",
+          1, 65535, DEFAULT_BATCH, rw_ready));
+
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
@@ -777,6 +1023,9 @@ gst_landmark_shoot_class_init (GstLandmarkShootClass * klass)
   trans_class->transform_size = GST_DEBUG_FUNCPTR (gst_landmark_shoot_transform_size);
   trans_class->transform = GST_DEBUG_FUNCPTR (gst_landmark_shoot_transform);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_landmark_shoot_sink_event);
+  trans_class->submit_input_buffer =
+      GST_DEBUG_FUNCPTR (gst_landmark_shoot_submit_input_buffer);
+  trans_class->generate_output = GST_DEBUG_FUNCPTR (gst_landmark_shoot_generate_output);
   trans_class->passthrough_on_same_caps = FALSE;
 
   gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
@@ -805,4 +1054,7 @@ gst_landmark_shoot_init (GstLandmarkShoot * self)
   s->warm_start = DEFAULT_WARM_START;
   s->post_messages = DEFAULT_POST_MESSAGES;
   s->progress_interval = DEFAULT_PROGRESS_INTERVAL;
+  s->batch = DEFAULT_BATCH;
+  g_queue_init (&self->pending);
+  g_queue_init (&self->ready);
 }

@@ -46,6 +46,7 @@ typedef struct {
   gboolean warm_start;
   gboolean post_messages;
   guint progress_interval;
+  guint batch;
 } GstLandmarkShootSettings;
 
 struct _GstLandmarkShoot {
@@ -65,6 +66,11 @@ struct _GstLandmarkShoot {
   gdouble *p0;                  /* last result (warm-start) */
   gboolean have_p0;
   gint stop;                    /* atomic: flushing or shutting down */
+  /* batch > 1: targets collected, fitted together, results pushed in order */
+  GrShootBatch *batch_engine;
+  guint batch;
+  GQueue pending;               /* PendingTarget: input buffers and their targets */
+  GQueue ready;                 /* output buffers waiting for generate_output */
   gboolean announced;
   guint64 count;
 };

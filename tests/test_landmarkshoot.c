@@ -380,6 +380,62 @@ GST_START_TEST (test_register_3d)
 }
 GST_END_TEST;
 
+/* batch=3 with 5 targets: 3 results after the third push, the last 2 at EOS; each
+ * result (points, meta, timestamp) the same as with batch=1, in order */
+GST_START_TEST (test_batch)
+{
+  enum { TARGETS = 5 };
+  GstBuffer *ref[TARGETS];
+  double tk[TARGETS][N2 * 2];
+  for (int k = 0; k < TARGETS; k++)
+    for (int i = 0; i < N2 * 2; i++)
+      tk[k][i] = q2[i] + (0.3 + 0.15 * k) * (t2[i] - q2[i]);
+  for (int pass = 0; pass < 2; pass++) {
+    gchar *desc = g_strdup_printf ("landmarkshoot template-location=\"%s\" backend=cpu "
+        "time-steps=12 lambda=1e4 max-iterations=60 batch=%d", atlas2, pass ? 3 : 1);
+    GstHarness *h = gst_harness_new_parse (desc);
+    g_free (desc);
+    gst_harness_set_src_caps_str (h, "application/x-pointset,dimensions=2");
+    for (int k = 0; k < TARGETS; k++) {
+      GstBuffer *in = pointset_buffer (tk[k], N2, 2);
+      GST_BUFFER_PTS (in) = k * GST_SECOND;
+      fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+      if (pass == 1)
+        fail_unless_equals_int (gst_harness_buffers_received (h), k < 2 ? 0 : 3);
+    }
+    gst_harness_push_event (h, gst_event_new_eos ());
+    fail_unless_equals_int (gst_harness_buffers_received (h), TARGETS);
+    for (int k = 0; k < TARGETS; k++) {
+      GstBuffer *out = gst_harness_pull (h);
+      fail_unless_equals_uint64 (GST_BUFFER_PTS (out), k * GST_SECOND);
+      GstLandmarkShootMeta *m = gst_buffer_get_landmark_shoot_meta (out);
+      fail_unless (m != NULL && m->iterations > 0, "result %d has its meta", k);
+      size_t n;
+      double *v = buffer_points (out, 2, &n);
+      double before = td_mean_distance (q2, tk[k], N2, 2);
+      double after = td_mean_distance (v, tk[k], N2, 2);
+      fail_unless (after <= 0.1 * before, "target %d: %g -> %g", k, before, after);
+      g_free (v);
+      if (pass == 0) {
+        ref[k] = out;
+        continue;
+      }
+      GstLandmarkShootMeta *mr = gst_buffer_get_landmark_shoot_meta (ref[k]);
+      fail_unless (m->loss == mr->loss && m->iterations == mr->iterations,
+          "target %d: batched loss %.17g (%u it), alone %.17g (%u it)", k, m->loss,
+          m->iterations, mr->loss, mr->iterations);
+      GstMapInfo a;
+      gst_buffer_map (ref[k], &a, GST_MAP_READ);
+      fail_unless (gst_buffer_memcmp (out, 0, a.data, a.size) == 0, "target %d points", k);
+      gst_buffer_unmap (ref[k], &a);
+      gst_buffer_unref (ref[k]);
+      gst_buffer_unref (out);
+    }
+    gst_harness_teardown (h);
+  }
+}
+GST_END_TEST;
+
 /* the template file itself as extra points: carried along, they land where the
  * landmarks land */
 GST_START_TEST (test_extra_points)
@@ -874,6 +930,7 @@ landmarkshoot_suite (void)
   tcase_add_test (tc, test_register_2d);
   tcase_add_test (tc, test_register_3d);
   tcase_add_test (tc, test_extra_points);
+  tcase_add_test (tc, test_batch);
   tcase_add_test (tc, test_bad_input);
   tcase_add_test (tc, test_bad_template);
   tcase_add_test (tc, test_parse_element);
