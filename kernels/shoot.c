@@ -12,6 +12,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include "shoot.h"
+#include "shoot_internal.h"
 #include "shoot_cuda.h"
 
 #include <math.h>
@@ -99,7 +100,7 @@ struct GrShoot {
   void *yqR, *ypR;              /* Ralston stage states [T-1][D][n] */
   bool traj_valid;              /* the trajectory matches the last p0 shot */
   /* CPU work arrays, [D][n] */
-  double *hp, *hq, *k1q, *k1p, *hp0, *tmpq, *tmpp;
+  double *hp, *hq, *k1q, *k1p, *hp0, *hq0, *tmpq, *tmpp;
   double *a, *b, *ra, *rb, *mua, *mub, *wa, *wb;
   void *aR, *bR, *waR, *wbR;
 #if GR_HAVE_CUDA
@@ -204,7 +205,8 @@ alloc_cpu_work (GrShoot *s)
 {
   bool ok = true;
   size_t b = sizeof (double) * s->dn;
-  double **d[] = { &s->hp, &s->hq, &s->k1q, &s->k1p, &s->hp0, &s->tmpq, &s->tmpp, &s->a,
+  double **d[] = { &s->hp, &s->hq, &s->k1q, &s->k1p, &s->hp0, &s->hq0, &s->tmpq, &s->tmpp,
+    &s->a,
     &s->b, &s->ra, &s->rb, &s->mua, &s->mub, &s->wa, &s->wb };
   for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
     *d[i] = xalloc (b, &ok);
@@ -328,7 +330,8 @@ gr_shoot_free (GrShoot *s)
   free (s->xp);
   free (s->yqR);
   free (s->ypR);
-  double *d[] = { s->tgt, s->hp, s->hq, s->k1q, s->k1p, s->hp0, s->tmpq, s->tmpp, s->a,
+  double *d[] = { s->tgt, s->hp, s->hq, s->k1q, s->k1p, s->hp0, s->hq0, s->tmpq, s->tmpp,
+    s->a,
     s->b, s->ra, s->rb, s->mua, s->mub, s->wa, s->wb };
   for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
     free (d[i]);
@@ -359,17 +362,6 @@ gr_shoot_set_threads (GrShoot *s, int threads)
   s->threads = threads > 0 ? threads : 0;
   if (s->backend == GR_BACKEND_CPU)
     snprintf (s->desc, sizeof s->desc, "CPU, %d OpenMP threads", nthreads (s));
-}
-
-static bool
-all_finite (const double *v, size_t count, size_t *bad)
-{
-  for (size_t i = 0; i < count; i++)
-    if (!isfinite (v[i])) {
-      *bad = i;
-      return false;
-    }
-  return true;
 }
 
 /* point-major -> SoA */
@@ -416,7 +408,7 @@ gr_shoot_set_template (GrShoot *s, const double *q0, char *errbuf, size_t errlen
     gr_set_err (errbuf, errlen, "no template");
     return GR_ERR_INVALID;
   }
-  if (!all_finite (q0, s->dn, &bad)) {
+  if (!gr_shoot_all_finite (q0, s->dn, &bad)) {
     gr_set_err (errbuf, errlen, "template point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
@@ -443,7 +435,7 @@ gr_shoot_set_target (GrShoot *s, const double *target, char *errbuf, size_t errl
     gr_set_err (errbuf, errlen, "no target");
     return GR_ERR_INVALID;
   }
-  if (!all_finite (target, s->dn, &bad)) {
+  if (!gr_shoot_all_finite (target, s->dn, &bad)) {
     gr_set_err (errbuf, errlen, "target point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
@@ -531,6 +523,7 @@ cpu_forward (GrShoot *s, const double *p0)
     pair_forward (s, rslot (s, s->xqR, t), rslot (s, s->xpR, t), s->hp, s->hq);
     if (t == 0) {
       memcpy (s->hp0, s->hp, sizeof (double) * dn);
+      memcpy (s->hq0, s->hq, sizeof (double) * dn);
       for (size_t e = 0; e < dn; e++)
         energy += xp[e] * s->hp[e];
       energy *= 0.5;
@@ -563,8 +556,10 @@ cpu_forward (GrShoot *s, const double *p0)
   return energy;
 }
 
+/* The adjoint; grad (may be NULL) gets d loss / d p0, grad_q0 (may be NULL)
+ * d loss / d q0 = the adjoint's q part at t = 0 + dH/dq (q0, p0). */
 static void
-cpu_backward (GrShoot *s, double *grad)
+cpu_backward (GrShoot *s, double *grad, double *grad_q0)
 {
   const size_t dn = s->dn;
   const double dt = s->dt, lam = s->p.lambda;
@@ -603,14 +598,21 @@ cpu_backward (GrShoot *s, double *grad)
     to_R (s, s->aR, s->a, dn);
     to_R (s, s->bR, s->b, dn);
   }
-  for (size_t e = 0; e < dn; e++)
-    s->tmpp[e] = s->b[e] + s->hp0[e];
-  from_soa (s->tmpp, grad, s->n, s->D);
+  if (grad) {
+    for (size_t e = 0; e < dn; e++)
+      s->tmpp[e] = s->b[e] + s->hp0[e];
+    from_soa (s->tmpp, grad, s->n, s->D);
+  }
+  if (grad_q0) {
+    for (size_t e = 0; e < dn; e++)
+      s->tmpq[e] = s->a[e] + s->hq0[e];
+    from_soa (s->tmpq, grad_q0, s->n, s->D);
+  }
 }
 
 GrStatus
-gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad, GrShootLoss *loss,
-    char *errbuf, size_t errlen)
+gr_shoot_loss_grad_template (GrShoot *s, const double *p0, double *grad, double *grad_q0,
+    GrShootLoss *loss, char *errbuf, size_t errlen)
 {
   if (!s || !p0) {
     gr_set_err (errbuf, errlen, "no momentum");
@@ -622,6 +624,11 @@ gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad, GrShootLoss *los
   }
   GrShootLoss l = { 0 };
 #if GR_HAVE_CUDA
+  if (s->cuda && grad_q0) {
+    gr_set_err (errbuf, errlen, "the template gradient is computed on the CPU backend "
+        "only");
+    return GR_ERR_INVALID;
+  }
   if (s->cuda) {
     double out[3];
     GrStatus st = gr_shoot_cuda_eval (s->cuda, p0, grad, out, errbuf, errlen);
@@ -646,11 +653,18 @@ gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad, GrShootLoss *los
   l.mismatch = m;
   l.loss = l.kinetic + 0.5 * s->p.lambda * m;
   s->traj_valid = true;
-  if (grad)
-    cpu_backward (s, grad);
+  if (grad || grad_q0)
+    cpu_backward (s, grad, grad_q0);
   if (loss)
     *loss = l;
   return GR_OK;
+}
+
+GrStatus
+gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad, GrShootLoss *loss,
+    char *errbuf, size_t errlen)
+{
+  return gr_shoot_loss_grad_template (s, p0, grad, NULL, loss, errbuf, errlen);
 }
 
 GrStatus
@@ -666,11 +680,11 @@ gr_shoot_flow (GrShoot *s, const double *p0, double *q1, double *p1, const doubl
     return GR_ERR_INVALID;
   }
   size_t bad;
-  if (!all_finite (p0, s->dn, &bad)) {
+  if (!gr_shoot_all_finite (p0, s->dn, &bad)) {
     gr_set_err (errbuf, errlen, "momentum %zu is not finite", bad / s->D);
     return GR_ERR_INVALID;
   }
-  if (n_extra > 0 && !all_finite (extra, n_extra * s->D, &bad)) {
+  if (n_extra > 0 && !gr_shoot_all_finite (extra, n_extra * s->D, &bad)) {
     gr_set_err (errbuf, errlen, "extra point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
@@ -780,14 +794,6 @@ fit_progress (void *user, const double *x, const double *g, double fx, double gn
   return 0;
 }
 
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 GrStatus
 gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgress progress,
     void *user, GrShootFitResult *result, char *errbuf, size_t errlen)
@@ -805,11 +811,11 @@ gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgres
     return GR_ERR_INVALID;
   }
   size_t bad;
-  if (!all_finite (p0, s->dn, &bad)) {
+  if (!gr_shoot_all_finite (p0, s->dn, &bad)) {
     gr_set_err (errbuf, errlen, "initial momentum %zu is not finite", bad / s->D);
     return GR_ERR_INVALID;
   }
-  double t0 = now_s ();
+  double t0 = gr_shoot_now_s ();
   GrShootLoss l0;
   GrStatus st = gr_shoot_loss_grad (s, p0, NULL, &l0, errbuf, errlen);
   if (st != GR_OK)
@@ -842,7 +848,7 @@ gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgres
   result->mismatch0 = l0.mismatch;
   result->gnorm = info.gnorm;
   result->gnorm0 = info.gnorm0;
-  result->seconds = now_s () - t0;
+  result->seconds = gr_shoot_now_s () - t0;
   if (r == GR_LBFGS_EVALUATION_ERROR) {
     gr_set_err (errbuf, errlen, "the loss is not finite at the starting momentum");
     return GR_ERR_INVALID;

@@ -90,6 +90,12 @@ typedef struct {
 GrStatus gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad,
     GrShootLoss *loss, char *errbuf, size_t errlen);
 
+/* As gr_shoot_loss_grad, and grad_q0 (n * dim, may be NULL) receives the gradient on
+ * the template q0 (what atlas estimation needs).  CPU backend only (GR_ERR_INVALID on
+ * CUDA when grad_q0 is asked for). */
+GrStatus gr_shoot_loss_grad_template (GrShoot *s, const double *p0, double *grad,
+    double *grad_q0, GrShootLoss *loss, char *errbuf, size_t errlen);
+
 /* Shoots from p0: q1 (n * dim, may be NULL) receives q(1); p1 (may be NULL) p(1).
  * When n_extra > 0, the points extra (n_extra * dim) are carried along the same flow
  * by the velocity v(x, t) = sum_l g(|q_l(t) - x|) p_l(t) with the same integrator, into
@@ -166,6 +172,38 @@ typedef int (*GrShootBatchProgress) (void *user, size_t subject, int iteration,
 GrStatus gr_shoot_batch_fit (GrShootBatch *b, size_t count, double *p0,
     const GrLbfgsParams *lbfgs, GrShootBatchProgress progress, void *user,
     GrShootFitResult *results, char *errbuf, size_t errlen);
+
+/* ---- atlas: the template estimated from a population ------------------------------
+ *
+ * Deterministic atlas (as Deformetrica's): the template q0 and every subject's momenta
+ * p_s minimize together
+ *     F(q0, p_1 .. p_S) = sum_s [ H(q0, p_s) + lambda / 2 |q_s(1) - target_s|^2 ]
+ * by L-BFGS over all of them, with exact gradients (the adjoint's q part at t = 0 plus
+ * dH/dq0 for the template).  CPU, in parallel over subjects (OpenMP); the sums over
+ * subjects are taken in subject order, so the result does not depend on the thread
+ * count.  The momenta are the per-subject output for statistics on shape (their PCA). */
+typedef enum {
+  GR_SHOOT_ATLAS_FROM_MEAN = 0,   /* start from the mean of the targets */
+  GR_SHOOT_ATLAS_FROM_GIVEN = 1,  /* start from the template passed in */
+} GrShootAtlasStart;
+
+typedef struct {
+  GrLbfgsResult result;
+  int iterations, evaluations;
+  double loss0, loss;             /* F at the start and at the end */
+  double kinetic, mismatch;       /* their sums over subjects, at the end */
+  double seconds;
+} GrShootAtlasResult;
+
+/* targets: subjects * n * dim (subject-major, each point-major).  template_io: n * dim,
+ * the initial template with FROM_GIVEN, filled with the mean first with FROM_MEAN; the
+ * estimate on return.  momenta_io: subjects * n * dim starting momenta (zeros are a
+ * good start), the estimates on return.  threads 0 = OpenMP's default.  GR_OK whenever
+ * the outputs hold a usable estimate (see result->result). */
+GrStatus gr_shoot_atlas (const GrShootParams *params, size_t subjects,
+    const double *targets, GrShootAtlasStart start, double *template_io,
+    double *momenta_io, const GrLbfgsParams *lbfgs, int threads,
+    GrShootAtlasResult *result, char *errbuf, size_t errlen);
 
 #ifdef __cplusplus
 }

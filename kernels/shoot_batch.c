@@ -15,6 +15,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include "shoot.h"
+#include "shoot_internal.h"
 #include "shoot_cuda.h"
 
 #include <math.h>
@@ -209,17 +210,6 @@ gr_shoot_batch_set_threads (GrShootBatch *b, int threads)
     describe_cpu (b);
 }
 
-static bool
-finite_all (const double *v, size_t count, size_t *bad)
-{
-  for (size_t i = 0; i < count; i++)
-    if (!isfinite (v[i])) {
-      *bad = i;
-      return false;
-    }
-  return true;
-}
-
 GrStatus
 gr_shoot_batch_set_template (GrShootBatch *b, const double *q0, char *errbuf,
     size_t errlen)
@@ -229,7 +219,7 @@ gr_shoot_batch_set_template (GrShootBatch *b, const double *q0, char *errbuf,
     gr_set_err (errbuf, errlen, "no template");
     return GR_ERR_INVALID;
   }
-  if (!finite_all (q0, b->dn, &bad)) {
+  if (!gr_shoot_all_finite (q0, b->dn, &bad)) {
     gr_set_err (errbuf, errlen, "template point %zu has a non-finite coordinate",
         bad / b->p.dim);
     return GR_ERR_INVALID;
@@ -261,7 +251,7 @@ gr_shoot_batch_set_target (GrShootBatch *b, size_t subject, const double *target
     gr_set_err (errbuf, errlen, "no target, or subject out of range");
     return GR_ERR_INVALID;
   }
-  if (!finite_all (target, b->dn, &bad)) {
+  if (!gr_shoot_all_finite (target, b->dn, &bad)) {
     gr_set_err (errbuf, errlen, "target %zu: point %zu has a non-finite coordinate",
         subject, bad / b->p.dim);
     return GR_ERR_INVALID;
@@ -361,14 +351,6 @@ gr_shoot_batch_loss_grad (GrShootBatch *b, const size_t *which, size_t count,
 
 /* ---- the fit --------------------------------------------------------------------- */
 
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 typedef struct {
   GrLbfgs **L;
   GrLbfgsRequest *req;
@@ -407,12 +389,12 @@ gr_shoot_batch_fit (GrShootBatch *b, size_t count, double *p0, const GrLbfgsPara
   }
   memset (results, 0, sizeof *results * count);
   size_t bad;
-  if (!finite_all (p0, b->dn * count, &bad)) {
+  if (!gr_shoot_all_finite (p0, b->dn * count, &bad)) {
     gr_set_err (errbuf, errlen, "subject %zu: initial momentum %zu is not finite",
         bad / b->dn, (bad % b->dn) / b->p.dim);
     return GR_ERR_INVALID;
   }
-  const double t0 = now_s ();
+  const double t0 = gr_shoot_now_s ();
   const int n = (int) b->dn;
   FitWork w = { 0 };
   w.L = calloc (count, sizeof *w.L);
@@ -493,7 +475,7 @@ gr_shoot_batch_fit (GrShootBatch *b, size_t count, double *p0, const GrLbfgsPara
     w.pts[s] = p0 + s * b->dn;
   }
   st = gr_shoot_batch_loss_grad (b, w.which, count, w.pts, NULL, w.loss, errbuf, errlen);
-  const double secs = now_s () - t0;
+  const double secs = gr_shoot_now_s () - t0;
   for (size_t s = 0; st == GR_OK && s < count; s++) {
     results[s].loss = w.loss[s].loss;
     results[s].kinetic = w.loss[s].kinetic;
