@@ -99,6 +99,9 @@ struct GrShoot {
   void *xqR, *xpR;              /* == xq, xp in float64 mode */
   void *yqR, *ypR;              /* Ralston stage states [T-1][D][n] */
   bool traj_valid;              /* the trajectory matches the last p0 shot */
+  GrShootDataTerm term;         /* a data term in place of the landmark mismatch */
+  void *term_user;
+  double *q1pm, *gq1pm;         /* its q(1) and gradient, point-major */
   /* CPU work arrays, [D][n] */
   double *hp, *hq, *k1q, *k1p, *hp0, *hq0, *tmpq, *tmpp;
   double *a, *b, *ra, *rb, *mua, *mub, *wa, *wb;
@@ -330,6 +333,8 @@ gr_shoot_free (GrShoot *s)
   free (s->xp);
   free (s->yqR);
   free (s->ypR);
+  free (s->q1pm);
+  free (s->gq1pm);
   double *d[] = { s->tgt, s->hp, s->hq, s->k1q, s->k1p, s->hp0, s->hq0, s->tmpq, s->tmpp,
     s->a,
     s->b, s->ra, s->rb, s->mua, s->mub, s->wa, s->wb };
@@ -424,6 +429,32 @@ gr_shoot_set_template (GrShoot *s, const double *q0, char *errbuf, size_t errlen
   to_soa (q0, s->xq, s->n, s->D);
   to_R (s, s->xqR, s->xq, s->dn);
   s->has_template = true;
+  return GR_OK;
+}
+
+GrStatus
+gr_shoot_set_data_term (GrShoot *s, GrShootDataTerm term, void *user, char *errbuf,
+    size_t errlen)
+{
+  if (!s) {
+    gr_set_err (errbuf, errlen, "no engine");
+    return GR_ERR_INVALID;
+  }
+  if (term && s->backend != GR_BACKEND_CPU) {
+    gr_set_err (errbuf, errlen, "data terms run on the CPU backend only");
+    return GR_ERR_INVALID;
+  }
+  if (term && !s->q1pm) {
+    s->q1pm = malloc (sizeof (double) * s->dn);
+    s->gq1pm = malloc (sizeof (double) * s->dn);
+    if (!s->q1pm || !s->gq1pm) {
+      gr_set_err (errbuf, errlen, "out of memory");
+      return GR_ERR_NOMEM;
+    }
+  }
+  s->term = term;
+  s->term_user = user;
+  s->traj_valid = false;
   return GR_OK;
 }
 
@@ -564,8 +595,10 @@ cpu_backward (GrShoot *s, double *grad, double *grad_q0)
   const size_t dn = s->dn;
   const double dt = s->dt, lam = s->p.lambda;
   const double *qT = s->xq + (size_t) (s->T - 1) * dn;
+  if (s->term)
+    to_soa (s->gq1pm, s->a, s->n, s->D);
   for (size_t e = 0; e < dn; e++) {
-    s->a[e] = lam * (qT[e] - s->tgt[e]);
+    s->a[e] = s->term ? 0.5 * lam * s->a[e] : lam * (qT[e] - s->tgt[e]);
     s->b[e] = 0.0;
   }
   to_R (s, s->aR, s->a, dn);
@@ -618,7 +651,7 @@ gr_shoot_loss_grad_template (GrShoot *s, const double *p0, double *grad, double 
     gr_set_err (errbuf, errlen, "no momentum");
     return GR_ERR_INVALID;
   }
-  if (!s->has_template || !s->has_target) {
+  if (!s->has_template || (!s->has_target && !s->term)) {
     gr_set_err (errbuf, errlen, "template or target not set");
     return GR_ERR_INVALID;
   }
@@ -646,9 +679,17 @@ gr_shoot_loss_grad_template (GrShoot *s, const double *p0, double *grad, double 
   l.kinetic = cpu_forward (s, p0);
   const double *qT = s->xq + (size_t) (s->T - 1) * s->dn;
   double m = 0.0;
-  for (size_t e = 0; e < s->dn; e++) {
-    double r = qT[e] - s->tgt[e];
-    m += r * r;
+  if (s->term) {
+    from_soa (qT, s->q1pm, s->n, s->D);
+    GrStatus st = s->term (s->term_user, s->q1pm, &m, grad || grad_q0 ? s->gq1pm : NULL,
+        errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+  } else {
+    for (size_t e = 0; e < s->dn; e++) {
+      double r = qT[e] - s->tgt[e];
+      m += r * r;
+    }
   }
   l.mismatch = m;
   l.loss = l.kinetic + 0.5 * s->p.lambda * m;

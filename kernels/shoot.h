@@ -90,6 +90,18 @@ typedef struct {
 GrStatus gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad,
     GrShootLoss *loss, char *errbuf, size_t errlen);
 
+/* A data term in place of |q(1) - target|^2, for shapes without correspondence (e.g.
+ * a varifold distance, varifold.h): it returns the mismatch m at q1 (n * dim,
+ * point-major) and writes d m / d q1 into grad_q1 (when not NULL); the loss becomes
+ * H(q0, p0) + lambda / 2 * m(q(1)).  Non-zero status: the evaluation fails with it. */
+typedef GrStatus (*GrShootDataTerm) (void *user, const double *q1, double *mismatch,
+    double *grad_q1, char *errbuf, size_t errlen);
+
+/* Sets (or, with NULL, removes) the data term; no target is needed while one is set.
+ * CPU backend only (GR_ERR_INVALID on CUDA). */
+GrStatus gr_shoot_set_data_term (GrShoot *s, GrShootDataTerm term, void *user,
+    char *errbuf, size_t errlen);
+
 /* As gr_shoot_loss_grad, and grad_q0 (n * dim, may be NULL) receives the gradient on
  * the template q0 (what atlas estimation needs).  CPU backend only (GR_ERR_INVALID on
  * CUDA when grad_q0 is asked for). */
