@@ -118,7 +118,9 @@ check_coordinate (double x, long lineno, char *errbuf, size_t errlen)
         isnan (x) ? "NaN" : "Inf");
     return false;
   }
-  if (isinf ((float) x)) {
+  /* rounds to infinity in float32 from the midpoint between FLT_MAX and 2^128 up
+   * (tested on the double: converting an out-of-range double to float is undefined) */
+  if (fabs (x) >= 0x1.ffffffp+127) {
     gr_set_err (errbuf, errlen, "line %ld: coordinate %.9g does not fit float32 "
         "(largest magnitude %.9g)", lineno, x, (double) FLT_MAX);
     return false;

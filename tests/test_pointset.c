@@ -96,6 +96,7 @@ test_csv (void)
   BAD ("1,2\n3,1e300\n", "line 2: coordinate 1e+300 does not fit float32");
   BAD ("1,2\n-1e300,4\n", "does not fit float32");
   BAD ("1,2\n3,3.4028236e38\n", "does not fit float32");
+  BAD ("1,2\n3,3.4028235677973366e38\n", "does not fit float32");   /* the midpoint */
   {
     /* FLT_MAX itself and values that round down to it still fit */
     const double big[] = { 3.40282346e38, -3.4028235e38 };

@@ -407,7 +407,8 @@ int
 main (void)
 {
   test_gradients ();
+  /* one orientation is enough here (the oriented term's gradient is checked above;
+   * matching with it gives the same 2.9%, 20 s more on two cores) */
   test_matching (GR_VARIFOLD_UNORIENTED);
-  test_matching (GR_VARIFOLD_ORIENTED);
   return CHECK_DONE ();
 }
