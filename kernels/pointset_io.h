@@ -19,6 +19,8 @@
 #ifndef GR_POINTSET_IO_H
 #define GR_POINTSET_IO_H
 
+#include <stdint.h>
+
 #include "gr_common.h"
 
 #ifdef __cplusplus
@@ -40,6 +42,13 @@ typedef struct {
   size_t n;
   int dim;                      /* 2 or 3 */
   GrPointSetFormat format;      /* the format the data was read as */
+  /* connectivity, when the file has some (PLY faces or edges, VTK POLYGONS or LINES):
+   * ncells cells of cell_size vertex indices (2 segments, 3 triangles; polygons are
+   * split into triangles as fans, polylines into segments); cell_size 0 and cells
+   * NULL for a plain point set */
+  uint32_t *cells;
+  size_t ncells;
+  int cell_size;
 } GrPointSet;
 
 const char *gr_pointset_format_name (GrPointSetFormat format);
@@ -65,6 +74,13 @@ void gr_pointset_clear (GrPointSet *ps);
  * when out of memory or arguments are bad. */
 char *gr_pointset_format_csv (const double *xyz, const float *xyz_f, size_t n, int dim,
     size_t *len_out);
+
+/* Writes PLY ASCII: the vertices (x, y[, z]) and, when cell_size is 2 or 3, the cells
+ * as 'edge' (vertex1, vertex2) or 'face' (vertex_indices) elements; 17 significant
+ * digits (doubles round-trip).  A malloc'ed NUL-terminated string (length in *len_out),
+ * or NULL when out of memory or arguments are bad. */
+char *gr_pointset_format_ply (const double *xyz, size_t n, int dim, const uint32_t *cells,
+    size_t ncells, int cell_size, size_t *len_out);
 
 GrStatus gr_pointset_save_csv (const char *path, const double *xyz, size_t n, int dim,
     char *errbuf, size_t errlen);
