@@ -21,6 +21,7 @@
 #include "gstpointset.h"
 #include "landmarkshoot-meta.h"
 #include "pointset_io.h"
+#include "varifold.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_landmark_shoot_debug);
 #define GST_CAT_DEFAULT gst_landmark_shoot_debug
@@ -44,6 +45,8 @@ enum {
   PROP_POST_MESSAGES,
   PROP_PROGRESS_INTERVAL,
   PROP_BATCH,
+  PROP_DATA_TERM,
+  PROP_DATA_SIGMA,
 };
 
 #define DEFAULT_SIGMA 1.5
@@ -61,6 +64,8 @@ enum {
 #define DEFAULT_POST_MESSAGES TRUE
 #define DEFAULT_PROGRESS_INTERVAL 10
 #define DEFAULT_BATCH 1
+#define DEFAULT_DATA_TERM GST_LANDMARK_SHOOT_DATA_LANDMARKS
+#define DEFAULT_DATA_SIGMA 0.0
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_POINTSET_CAPS));
@@ -116,6 +121,27 @@ gst_landmark_shoot_output_get_type (void)
   return type;
 }
 
+GType
+gst_landmark_shoot_data_term_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_LANDMARK_SHOOT_DATA_LANDMARKS, "landmarks: sum |q_i(1) - target_i|^2 (same "
+          "count, same order)", "landmarks"},
+    {GST_LANDMARK_SHOOT_DATA_VARIFOLD, "unoriented varifold: meshes or curves, no "
+          "correspondence needed (connectivity from the files)", "varifold"},
+    {GST_LANDMARK_SHOOT_DATA_ORIENTED, "oriented varifold (currents): as varifold, "
+          "the cells' orientation counts", "oriented-varifold"},
+    {GST_LANDMARK_SHOOT_DATA_POINTS, "point-cloud kernel distance: no correspondence, "
+          "no connectivity", "point-cloud"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstLandmarkShootDataTerm",
+            values));
+  return type;
+}
+
 #define gst_landmark_shoot_parent_class parent_class
 G_DEFINE_TYPE (GstLandmarkShoot, gst_landmark_shoot, GST_TYPE_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE (landmarkshoot, "landmarkshoot", GST_RANK_NONE,
@@ -156,6 +182,9 @@ release_resources (GstLandmarkShoot * self)
   g_clear_pointer (&self->q0, g_free);
   g_clear_pointer (&self->extra, g_free);
   g_clear_pointer (&self->p0, g_free);
+  g_clear_pointer (&self->tcells, g_free);
+  self->ntcells = 0;
+  self->tcell_size = 0;
   self->n = self->n_extra = 0;
   self->dim = 0;
   self->have_p0 = FALSE;
@@ -216,6 +245,12 @@ gst_landmark_shoot_start (GstBaseTransform * trans)
   }
   self->n = ps.n;
   self->dim = ps.dim;
+  if (ps.cell_size) {
+    /* the template's connectivity: the output mesh's, and the varifold's cells */
+    self->tcells = g_memdup2 (ps.cells, sizeof (guint32) * ps.ncells * ps.cell_size);
+    self->ntcells = ps.ncells;
+    self->tcell_size = ps.cell_size;
+  }
   self->q0 = take_points (&ps);
 
   if (s.extra_location && *s.extra_location) {
@@ -234,6 +269,31 @@ gst_landmark_shoot_start (GstBaseTransform * trans)
     self->extra = take_points (&ps);
   }
   self->output = s.output;
+  self->data_term = s.data_term;
+  self->data_sigma = s.data_sigma > 0 ? s.data_sigma : s.sigma;
+  if (s.data_term != GST_LANDMARK_SHOOT_DATA_LANDMARKS) {
+    if (s.data_term != GST_LANDMARK_SHOOT_DATA_POINTS && !self->tcell_size) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("data-term=%s needs a template with connectivity (a PLY file with faces or "
+              "edges, or a VTK file with POLYGONS or LINES); \"%s\" has none.",
+              s.data_term == GST_LANDMARK_SHOOT_DATA_VARIFOLD ? "varifold"
+              : "oriented-varifold", s.template_location), (NULL));
+      goto done;
+    }
+    if (self->tcell_size == 3 && self->dim != 3) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("Triangle meshes must be 3-D for the varifold data terms."), (NULL));
+      goto done;
+    }
+    if (s.backend == GR_BACKEND_CUDA || s.batch > 1) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("data-term=varifold, oriented-varifold and point-cloud run on the CPU backend "
+              "and one target at a time for now (backend=cuda and batch > 1 are not "
+              "supported with them)."), (NULL));
+      goto done;
+    }
+    s.backend = GR_BACKEND_CPU;
+  }
   if (s.output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS && !self->extra) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("output=extra-points needs extra-location (the points to carry along)."),
@@ -330,12 +390,27 @@ gst_landmark_shoot_transform_size (GstBaseTransform * trans, GstPadDirection dir
     GstCaps * caps, gsize size, GstCaps * othercaps, gsize * othersize)
 {
   GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  /* the output is the template shot (or the extra points): its size, whatever the
+   * target's point count (which differs with the varifold data terms) */
   if (direction == GST_PAD_SINK && self->output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS
       && self->dim)
     *othersize = self->n_extra * (gsize) self->dim * 4;
+  else if (direction == GST_PAD_SINK && self->dim)
+    *othersize = self->n * (gsize) self->dim * 4;
   else
     *othersize = size;
   return TRUE;
+}
+
+/* The target's connectivity is not the output's (the template's is attached). */
+static gboolean
+gst_landmark_shoot_transform_meta (GstBaseTransform * trans, GstBuffer * outbuf,
+    GstMeta * meta, GstBuffer * inbuf)
+{
+  if (meta->info->api == GST_POINT_SET_CELLS_META_API_TYPE)
+    return FALSE;
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->transform_meta (trans, outbuf, meta,
+      inbuf);
 }
 
 static gboolean
@@ -399,7 +474,7 @@ mean_distance (const gdouble * a, const gdouble * b, gsize n, gint dim)
 /* Reads and checks one target buffer into *tgt (self->n points); FALSE after posting
  * the error. */
 static gboolean
-read_target (GstLandmarkShoot * self, GstBuffer * inbuf, gdouble ** tgt)
+read_target (GstLandmarkShoot * self, GstBuffer * inbuf, gdouble ** tgt, gsize * count)
 {
   gsize n = 0;
   gchar *error = NULL;
@@ -422,18 +497,19 @@ read_target (GstLandmarkShoot * self, GstBuffer * inbuf, gdouble ** tgt)
         ("Empty point set: the target buffer holds no points."), (NULL));
     goto bad;
   }
-  if (n == 1) {
+  if (n == 1 && self->data_term == GST_LANDMARK_SHOOT_DATA_LANDMARKS) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("The target has only one point; the template has %" G_GSIZE_FORMAT
             " (points correspond by index).", self->n), (NULL));
     goto bad;
   }
-  if (n != self->n) {
+  if (n != self->n && self->data_term == GST_LANDMARK_SHOOT_DATA_LANDMARKS) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Point count mismatch: the target has %" G_GSIZE_FORMAT " points, the template "
             "%" G_GSIZE_FORMAT " (points correspond by index).", n, self->n), (NULL));
     goto bad;
   }
+  *count = n;
   for (gsize i = 0; i < n * self->dim; i++)
     if (!isfinite ((*tgt)[i])) {
       GST_ELEMENT_ERROR (self, STREAM, FORMAT,
@@ -480,7 +556,8 @@ emit_result (GstLandmarkShoot * self, const GstLandmarkShootSettings * s,
   gdouble *q1 = g_new (gdouble, n * self->dim), *xout = NULL;
   if (self->n_extra)
     xout = g_new (gdouble, self->n_extra * self->dim);
-  if (gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK ||
+  const gboolean landmarks = self->data_term == GST_LANDMARK_SHOOT_DATA_LANDMARKS;
+  if ((landmarks && gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK) ||
       gr_shoot_flow (self->engine, p0, q1, NULL, self->extra, self->n_extra, xout,
           err, sizeof err) != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
@@ -506,8 +583,12 @@ emit_result (GstLandmarkShoot * self, const GstLandmarkShootSettings * s,
   const gchar *device = self->batch_engine
       ? gr_shoot_batch_device_description (self->batch_engine)
       : gr_shoot_device_description (self->engine);
-  gdouble before = mean_distance (self->q0, tgt, n, self->dim);
-  gdouble after = mean_distance (q1, tgt, n, self->dim);
+  /* mean landmark distances need correspondence: NaN with the other data terms */
+  gdouble before = landmarks ? mean_distance (self->q0, tgt, n, self->dim) : NAN;
+  gdouble after = landmarks ? mean_distance (q1, tgt, n, self->dim) : NAN;
+  if (self->tcell_size && !extra_out)
+    gst_buffer_add_point_set_cells_meta (outbuf, self->tcells, self->ntcells,
+        self->tcell_size);
   gboolean converged = gr_lbfgs_result_converged (res->result);
   GstLandmarkShootMeta *m = gst_buffer_add_landmark_shoot_meta (outbuf, p0,
       (guint) n, (guint) self->dim);
@@ -558,6 +639,48 @@ out:
   return ret;
 }
 
+typedef struct {
+  GrVarifold *v;
+  const guint32 *cells;         /* the template's (NULL for point clouds) */
+  gsize ncells;
+  gsize n;
+} DataTermCtx;
+
+static GrStatus
+data_term_eval (void *user, const double *q1, double *mismatch, double *grad_q1,
+    char *errbuf, size_t errlen)
+{
+  DataTermCtx *c = user;
+  return gr_varifold_distance (c->v, q1, c->n, c->cells, c->ncells, mismatch, grad_q1,
+      errbuf, errlen);
+}
+
+/* The target's side of a varifold / point-cloud term (its connectivity from the
+ * buffer's GstPointSetCellsMeta); NULL after posting the error. */
+static GrVarifold *
+make_data_term (GstLandmarkShoot * self, GstBuffer * inbuf, const gdouble * tgt,
+    gsize ntgt)
+{
+  char err[256] = "";
+  const gboolean points = self->data_term == GST_LANDMARK_SHOOT_DATA_POINTS;
+  const GstPointSetCellsMeta *cm = gst_buffer_get_point_set_cells_meta (inbuf);
+  if (!points && (!cm || (gint) cm->cell_size != self->tcell_size)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("The target has no %s: the varifold data "
+            "terms need the target's connectivity like the template's (read from PLY "
+            "faces or edges, VTK POLYGONS or LINES by pointsetparse).",
+            self->tcell_size == 3 ? "triangles" : "segments"), (NULL));
+    return NULL;
+  }
+  GrVarifoldParams vp = { self->dim, points ? 1 : self->tcell_size, self->data_sigma,
+    self->data_term == GST_LANDMARK_SHOOT_DATA_ORIENTED ? GR_VARIFOLD_ORIENTED
+        : GR_VARIFOLD_UNORIENTED, 0, 0 };
+  GrVarifold *v = gr_varifold_new (&vp, tgt, ntgt, points ? NULL : cm->cells,
+      points ? 0 : cm->ncells, err, sizeof err);
+  if (!v)
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unusable target shape: %s.", err), (NULL));
+  return v;
+}
+
 static GstFlowReturn
 gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
     GstBuffer * outbuf)
@@ -577,9 +700,20 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   s = self->settings;
   GST_OBJECT_UNLOCK (self);
 
-  if (!read_target (self, inbuf, &tgt))
+  gsize ntgt = 0;
+  GrVarifold *vf = NULL;
+  DataTermCtx dctx = { NULL, NULL, 0, 0 };
+  if (!read_target (self, inbuf, &tgt, &ntgt))
     return GST_FLOW_ERROR;
-  if (gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK) {
+  if (self->data_term != GST_LANDMARK_SHOOT_DATA_LANDMARKS) {
+    if (!(vf = make_data_term (self, inbuf, tgt, ntgt)))
+      goto out;
+    dctx.v = vf;
+    dctx.cells = self->tcells;
+    dctx.ncells = self->ntcells;
+    dctx.n = self->n;
+    gr_shoot_set_data_term (self->engine, data_term_eval, &dctx, NULL, 0);
+  } else if (gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not set the target: %s.", err),
         (NULL));
     goto out;
@@ -627,6 +761,10 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   ret = emit_result (self, &s, inbuf, tgt, self->p0, &res, outbuf);
 
 out:
+  if (vf) {
+    gr_shoot_set_data_term (self->engine, NULL, NULL, NULL, 0);
+    gr_varifold_free (vf);
+  }
   g_free (tgt);
   return ret;
 }
@@ -651,6 +789,15 @@ batch_progress (void *user, size_t subject, int iteration, int evaluations, doub
     g_free (text);
   }
   return g_atomic_int_get (&ctx->self->stop);
+}
+
+/* The target's connectivity is not the output's (see transform_meta). */
+static gboolean
+drop_cells_meta (GstBuffer * buffer, GstMeta ** meta, gpointer user)
+{
+  if ((*meta)->info->api == GST_POINT_SET_CELLS_META_API_TYPE)
+    *meta = NULL;
+  return TRUE;
 }
 
 /* Fits the collected targets together; their results go to the ready queue, in the
@@ -713,6 +860,7 @@ run_batch (GstLandmarkShoot * self)
     PendingTarget *pt = g_queue_pop_head (&self->pending);
     GstBuffer *outbuf = gst_buffer_new_allocate (NULL, out_size, NULL);
     gst_buffer_copy_into (outbuf, pt->buf, GST_BUFFER_COPY_METADATA, 0, -1);
+    gst_buffer_foreach_meta (outbuf, drop_cells_meta, NULL);
     ret = emit_result (self, &s, pt->buf, pt->tgt, p0 + k * dn, &res[k], outbuf);
     pending_target_free (pt);
     if (ret != GST_FLOW_OK) {
@@ -741,7 +889,8 @@ gst_landmark_shoot_submit_input_buffer (GstBaseTransform * trans, gboolean is_di
     return GST_BASE_TRANSFORM_CLASS (parent_class)->submit_input_buffer (trans,
         is_discont, input);
   gdouble *tgt;
-  if (!read_target (self, input, &tgt)) {
+  gsize count;
+  if (!read_target (self, input, &tgt, &count)) {
     gst_buffer_unref (input);
     return GST_FLOW_ERROR;
   }
@@ -835,6 +984,12 @@ gst_landmark_shoot_set_property (GObject * object, guint prop_id, const GValue *
     case PROP_BATCH:
       s->batch = g_value_get_uint (value);
       break;
+    case PROP_DATA_TERM:
+      s->data_term = g_value_get_enum (value);
+      break;
+    case PROP_DATA_SIGMA:
+      s->data_sigma = g_value_get_double (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -900,6 +1055,12 @@ gst_landmark_shoot_get_property (GObject * object, guint prop_id, GValue * value
       break;
     case PROP_BATCH:
       g_value_set_uint (value, s->batch);
+      break;
+    case PROP_DATA_TERM:
+      g_value_set_enum (value, s->data_term);
+      break;
+    case PROP_DATA_SIGMA:
+      g_value_set_double (value, s->data_sigma);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1003,6 +1164,18 @@ gst_landmark_shoot_class_init (GstLandmarkShootClass * klass)
           "to EOS, fitted at once (each with its own momenta and L-BFGS; on CUDA one "
           "launch covers them all), results pushed in order; 1 = one at a time",
           1, 65535, DEFAULT_BATCH, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_DATA_TERM,
+      g_param_spec_enum ("data-term", "Data term",
+          "What the mismatch measures: landmarks (same count, same order), or, for "
+          "shapes without correspondence, a varifold (meshes or curves: connectivity "
+          "from the template file and the target buffers), an oriented varifold "
+          "(currents) or a point-cloud kernel distance (CPU backend)",
+          GST_TYPE_LANDMARK_SHOOT_DATA_TERM, DEFAULT_DATA_TERM, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_DATA_SIGMA,
+      g_param_spec_double ("data-sigma", "Data term sigma",
+          "Width of the varifold / point-cloud kernel exp(-|c - c'|^2 / data-sigma^2) in "
+          "coordinate units (0 = sigma)", 0.0, G_MAXDOUBLE, DEFAULT_DATA_SIGMA,
+          rw_ready));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -1026,12 +1199,14 @@ gst_landmark_shoot_class_init (GstLandmarkShootClass * klass)
   trans_class->submit_input_buffer =
       GST_DEBUG_FUNCPTR (gst_landmark_shoot_submit_input_buffer);
   trans_class->generate_output = GST_DEBUG_FUNCPTR (gst_landmark_shoot_generate_output);
+  trans_class->transform_meta = GST_DEBUG_FUNCPTR (gst_landmark_shoot_transform_meta);
   trans_class->passthrough_on_same_caps = FALSE;
 
   gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_LANDMARK_SHOOT_INTEGRATOR, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_LANDMARK_SHOOT_PRECISION, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_LANDMARK_SHOOT_OUTPUT, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_LANDMARK_SHOOT_DATA_TERM, 0);
   GST_DEBUG_CATEGORY_INIT (gst_landmark_shoot_debug, "landmarkshoot", 0,
       "landmark geodesic shooting");
 }
@@ -1055,6 +1230,8 @@ gst_landmark_shoot_init (GstLandmarkShoot * self)
   s->post_messages = DEFAULT_POST_MESSAGES;
   s->progress_interval = DEFAULT_PROGRESS_INTERVAL;
   s->batch = DEFAULT_BATCH;
+  s->data_term = DEFAULT_DATA_TERM;
+  s->data_sigma = DEFAULT_DATA_SIGMA;
   g_queue_init (&self->pending);
   g_queue_init (&self->ready);
 }

@@ -141,6 +141,8 @@ push_set (GstPointSetParse * self, const guint8 * data, gsize len, GstBuffer * i
     self->need_segment = FALSE;
   }
   GstBuffer *out = gst_pointset_buffer_new (ps.xyz, NULL, ps.n, ps.dim);
+  if (out && ps.cell_size)
+    gst_buffer_add_point_set_cells_meta (out, ps.cells, ps.ncells, ps.cell_size);
   gr_pointset_clear (&ps);
   if (!out) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));

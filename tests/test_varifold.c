@@ -23,91 +23,8 @@
 #include "test_check.h"
 #include "shoot_testdata.h"
 
-typedef struct {
-  size_t nv, nc;
-  double *v;
-  uint32_t *c;
-} Mesh;
-
-static void
-mesh_free (Mesh *m)
-{
-  free (m->v);
-  free (m->c);
-}
-
-/* Closed polyline: a wobbly circle of nv vertices, segments i -> i + 1. */
-static Mesh
-curve (size_t nv, double r, double phase)
-{
-  Mesh m = { nv, nv, malloc (sizeof (double) * 2 * nv), malloc (sizeof (uint32_t) * 2 * nv) };
-  for (size_t i = 0; i < nv; i++) {
-    double t = 2 * M_PI * i / nv + phase;
-    double rr = r * (1 + 0.15 * sin (3 * t));
-    m.v[2 * i] = rr * cos (t);
-    m.v[2 * i + 1] = 0.8 * rr * sin (t);
-    m.c[2 * i] = (uint32_t) i;
-    m.c[2 * i + 1] = (uint32_t) ((i + 1) % nv);
-  }
-  return m;
-}
-
-/* An ellipsoid (radii a, b, c) meshed by L latitude bands and M longitudes (offset by
- * lon0), triangles oriented outwards. */
-static Mesh
-ellipsoid (int L, int M, double a, double b, double c, double lon0)
-{
-  Mesh m;
-  m.nv = (size_t) (L - 1) * M + 2;
-  m.nc = (size_t) 2 * M * (L - 1);
-  m.v = malloc (sizeof (double) * 3 * m.nv);
-  m.c = malloc (sizeof (uint32_t) * 3 * m.nc);
-  size_t k = 0;
-  for (int i = 1; i < L; i++)
-    for (int j = 0; j < M; j++, k++) {
-      double th = M_PI * i / L, ph = 2 * M_PI * j / M + lon0;
-      m.v[3 * k] = a * sin (th) * cos (ph);
-      m.v[3 * k + 1] = b * sin (th) * sin (ph);
-      m.v[3 * k + 2] = c * cos (th);
-    }
-  const uint32_t top = (uint32_t) k, bot = (uint32_t) k + 1;
-  m.v[3 * top] = m.v[3 * top + 1] = 0;
-  m.v[3 * top + 2] = c;
-  m.v[3 * bot] = m.v[3 * bot + 1] = 0;
-  m.v[3 * bot + 2] = -c;
-  size_t t = 0;
-#define RING(i, j) ((uint32_t) ((i) - 1) * M + (uint32_t) (((j) + M) % M))
-#define TRI(x, y, z) do { m.c[3 * t] = (x); m.c[3 * t + 1] = (y); m.c[3 * t + 2] = (z); \
-    t++; } while (0)
-  for (int j = 0; j < M; j++) {
-    TRI (top, RING (1, j), RING (1, j + 1));
-    TRI (bot, RING (L - 1, j + 1), RING (L - 1, j));
-    for (int i = 1; i + 1 < L; i++) {
-      TRI (RING (i, j), RING (i + 1, j), RING (i + 1, j + 1));
-      TRI (RING (i, j), RING (i + 1, j + 1), RING (i, j + 1));
-    }
-  }
-#undef RING
-#undef TRI
-  return m;
-}
-
-/* The known smooth deformation. */
-static void
-deform (double *v, size_t nv)
-{
-  for (size_t i = 0; i < nv; i++) {
-    double *x = v + 3 * i;
-    double dx = 0.1 * x[0] + 0.8 * sin (x[1] / 4.0) + 2.4, dy = 0.7 * cos (x[0] / 5.0)
-        - 0.5, dz = 0.6 * sin ((x[0] + x[1]) / 6.0) + 0.3;
-    x[0] += dx;
-    x[1] += dy;
-    x[2] += dz;
-  }
-}
-
 static double
-fd_check (const GrVarifoldParams *p, const Mesh *src, const Mesh *tgt, const char *what)
+fd_check (const GrVarifoldParams *p, const TdMesh *src, const TdMesh *tgt, const char *what)
 {
   char err[256] = "";
   GrVarifold *v = gr_varifold_new (p, tgt->v, tgt->nv, p->cell_size > 1 ? tgt->c : NULL,
@@ -150,8 +67,8 @@ fd_check (const GrVarifoldParams *p, const Mesh *src, const Mesh *tgt, const cha
 static void
 test_gradients (void)
 {
-  Mesh c1 = curve (15, 3.0, 0.1), c2 = curve (11, 3.4, 0.5);
-  Mesh s1 = ellipsoid (4, 6, 2.0, 1.6, 1.3, 0.0), s2 = ellipsoid (5, 7, 2.2, 1.5, 1.4, 0.3);
+  TdMesh c1 = td_closed_curve (15, 3.0, 0.1), c2 = td_closed_curve (11, 3.4, 0.5);
+  TdMesh s1 = td_ellipsoid (4, 6, 2.0, 1.6, 1.3, 0.0), s2 = td_ellipsoid (5, 7, 2.2, 1.5, 1.4, 0.3);
   GrVarifoldParams p = { 2, 2, 1.0, GR_VARIFOLD_ORIENTED, 1, 0 };
   fd_check (&p, &c1, &c2, "curve, oriented");
   p.orientation = GR_VARIFOLD_UNORIENTED;
@@ -216,10 +133,10 @@ test_gradients (void)
   p.dim = 2;
   CHECK (!gr_varifold_new (&p, c2.v, c2.nv, c2.c, c2.nc, err, sizeof err),
       "triangles in 2-D refused");
-  mesh_free (&c1);
-  mesh_free (&c2);
-  mesh_free (&s1);
-  mesh_free (&s2);
+  td_mesh_free (&c1);
+  td_mesh_free (&c2);
+  td_mesh_free (&s1);
+  td_mesh_free (&s2);
 }
 
 /* ---- matching ------------------------------------------------------------------- */
@@ -291,11 +208,11 @@ done:
 
 /* max over the vertices of one mesh of the distance to the other mesh, both ways */
 static double
-hausdorff (const Mesh *x, const Mesh *y)
+hausdorff (const TdMesh *x, const TdMesh *y)
 {
   double h = 0;
   for (int dir = 0; dir < 2; dir++) {
-    const Mesh *a = dir ? y : x, *b = dir ? x : y;
+    const TdMesh *a = dir ? y : x, *b = dir ? x : y;
     for (size_t i = 0; i < a->nv; i++) {
       double best = INFINITY;
       for (size_t f = 0; f < b->nc; f++)
@@ -309,7 +226,7 @@ hausdorff (const Mesh *x, const Mesh *y)
 
 typedef struct {
   GrVarifold *v;
-  const Mesh *src;
+  const TdMesh *src;
 } TermCtx;
 
 static GrStatus
@@ -324,9 +241,9 @@ varifold_term (void *user, const double *q1, double *mismatch, double *grad_q1,
 static void
 test_matching (GrVarifoldOrientation orientation)
 {
-  Mesh src = ellipsoid (14, 22, 5.0, 4.0, 3.5, 0.0);
-  Mesh tgt = ellipsoid (16, 25, 5.0, 4.0, 3.5, 0.2);
-  deform (tgt.v, tgt.nv);
+  TdMesh src = td_ellipsoid (14, 22, 5.0, 4.0, 3.5, 0.0);
+  TdMesh tgt = td_ellipsoid (16, 25, 5.0, 4.0, 3.5, 0.2);
+  td_deform (tgt.v, tgt.nv);
   char err[256] = "";
   GrVarifoldParams vp = { 3, 3, 1.0, orientation, 0, 0 };
   GrVarifold *v = gr_varifold_new (&vp, tgt.v, tgt.nv, tgt.c, tgt.nc, err, sizeof err);
@@ -385,7 +302,7 @@ test_matching (GrVarifoldOrientation orientation)
   lp.max_iterations = 100;
   GrShootFitResult r;
   CHECK (gr_shoot_fit (s, p0, &lp, NULL, NULL, &r, err, sizeof err) == GR_OK, "%s", err);
-  Mesh warped = { src.nv, src.nc, malloc (sizeof (double) * 3 * src.nv), src.c };
+  TdMesh warped = { src.nv, src.nc, malloc (sizeof (double) * 3 * src.nv), src.c };
   CHECK (gr_shoot_flow (s, p0, warped.v, NULL, NULL, 0, NULL, err, sizeof err) == GR_OK,
       "%s", err);
   double h1 = hausdorff (&warped, &tgt);
@@ -399,8 +316,8 @@ test_matching (GrVarifoldOrientation orientation)
   free (p0);
   gr_shoot_free (s);
   gr_varifold_free (v);
-  mesh_free (&src);
-  mesh_free (&tgt);
+  td_mesh_free (&src);
+  td_mesh_free (&tgt);
 }
 
 int
