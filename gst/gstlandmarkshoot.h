@@ -24,6 +24,15 @@ typedef enum {
 #define GST_TYPE_LANDMARK_SHOOT_OUTPUT (gst_landmark_shoot_output_get_type ())
 GType gst_landmark_shoot_output_get_type (void);
 
+typedef enum {
+  GST_LANDMARK_SHOOT_DATA_LANDMARKS = 0,  /* sum |q_i(1) - target_i|^2, same order */
+  GST_LANDMARK_SHOOT_DATA_VARIFOLD = 1,   /* unoriented varifold (meshes, curves) */
+  GST_LANDMARK_SHOOT_DATA_ORIENTED = 2,   /* oriented (currents) */
+  GST_LANDMARK_SHOOT_DATA_POINTS = 3,     /* point-cloud kernel distance */
+} GstLandmarkShootDataTerm;
+#define GST_TYPE_LANDMARK_SHOOT_DATA_TERM (gst_landmark_shoot_data_term_get_type ())
+GType gst_landmark_shoot_data_term_get_type (void);
+
 #define GST_TYPE_LANDMARK_SHOOT (gst_landmark_shoot_get_type ())
 G_DECLARE_FINAL_TYPE (GstLandmarkShoot, gst_landmark_shoot, GST, LANDMARK_SHOOT,
     GstBaseTransform)
@@ -46,6 +55,9 @@ typedef struct {
   gboolean warm_start;
   gboolean post_messages;
   guint progress_interval;
+  guint batch;
+  GstLandmarkShootDataTerm data_term;
+  gdouble data_sigma;
 } GstLandmarkShootSettings;
 
 struct _GstLandmarkShoot {
@@ -61,10 +73,21 @@ struct _GstLandmarkShoot {
   gdouble *extra;               /* extra-location points, point-major, or NULL */
   gsize n_extra;
   GstLandmarkShootOutput output;
+  /* data-term != landmarks: the template's connectivity, the term's kind and width */
+  GstLandmarkShootDataTerm data_term;
+  gdouble data_sigma;
+  guint32 *tcells;
+  gsize ntcells;
+  gint tcell_size;
 
   gdouble *p0;                  /* last result (warm-start) */
   gboolean have_p0;
   gint stop;                    /* atomic: flushing or shutting down */
+  /* batch > 1: targets collected, fitted together, results pushed in order */
+  GrShootBatch *batch_engine;
+  guint batch;
+  GQueue pending;               /* PendingTarget: input buffers and their targets */
+  GQueue ready;                 /* output buffers waiting for generate_output */
   gboolean announced;
   guint64 count;
 };

@@ -102,3 +102,73 @@ gst_pointset_read (const guint8 * data, gsize size, gint dimensions, gdouble ** 
   *xyz = v;
   return TRUE;
 }
+
+/* ---- connectivity meta ------------------------------------------------------------ */
+
+GType
+gst_point_set_cells_meta_api_get_type (void)
+{
+  static GType type = 0;
+  static const gchar *tags[] = { NULL };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, gst_meta_api_type_register ("GstPointSetCellsMetaAPI",
+            tags));
+  return type;
+}
+
+static gboolean
+cells_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
+{
+  GstPointSetCellsMeta *m = (GstPointSetCellsMeta *) meta;
+  m->cell_size = 0;
+  m->ncells = 0;
+  m->cells = NULL;
+  return TRUE;
+}
+
+static void
+cells_meta_free (GstMeta * meta, GstBuffer * buffer)
+{
+  g_free (((GstPointSetCellsMeta *) meta)->cells);
+}
+
+static gboolean
+cells_meta_transform (GstBuffer * dest, GstMeta * meta, GstBuffer * buffer, GQuark type,
+    gpointer data)
+{
+  GstPointSetCellsMeta *m = (GstPointSetCellsMeta *) meta;
+  if (!GST_META_TRANSFORM_IS_COPY (type))
+    return FALSE;
+  return gst_buffer_add_point_set_cells_meta (dest, m->cells, m->ncells, m->cell_size)
+      != NULL;
+}
+
+const GstMetaInfo *
+gst_point_set_cells_meta_get_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+    const GstMetaInfo *mi = gst_meta_register (GST_POINT_SET_CELLS_META_API_TYPE,
+        "GstPointSetCellsMeta", sizeof (GstPointSetCellsMeta), cells_meta_init,
+        cells_meta_free, cells_meta_transform);
+    g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) mi);
+  }
+  return info;
+}
+
+GstPointSetCellsMeta *
+gst_buffer_add_point_set_cells_meta (GstBuffer * buffer, const guint32 * cells,
+    gsize ncells, guint cell_size)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  if ((cell_size != 2 && cell_size != 3) || (ncells && !cells))
+    return NULL;
+  GstPointSetCellsMeta *m = (GstPointSetCellsMeta *) gst_buffer_add_meta (buffer,
+      gst_point_set_cells_meta_get_info (), NULL);
+  if (!m)
+    return NULL;
+  m->cell_size = cell_size;
+  m->ncells = ncells;
+  m->cells = g_memdup2 (cells, sizeof (guint32) * ncells * cell_size);
+  return m;
+}

@@ -39,6 +39,26 @@ void gst_pointset_write (guint8 * dest, const gdouble * xyz, gsize n, gint dimen
 gboolean gst_pointset_read (const guint8 * data, gsize size, gint dimensions,
     gdouble ** xyz, gsize * n, gchar ** error);
 
+/* Connectivity of a mesh or a curve travelling with its point set: a meta on the
+ * buffer (elements that do not know it pass it on or drop it; the points are the same
+ * either way).  ncells cells of cell_size (2 segments, 3 triangles) vertex indices. */
+typedef struct {
+  GstMeta meta;
+  guint cell_size;
+  gsize ncells;
+  guint32 *cells;
+} GstPointSetCellsMeta;
+
+GType gst_point_set_cells_meta_api_get_type (void);
+const GstMetaInfo *gst_point_set_cells_meta_get_info (void);
+#define GST_POINT_SET_CELLS_META_API_TYPE (gst_point_set_cells_meta_api_get_type ())
+#define gst_buffer_get_point_set_cells_meta(b) ((GstPointSetCellsMeta *) \
+    gst_buffer_get_meta ((b), GST_POINT_SET_CELLS_META_API_TYPE))
+
+/* Attaches a copy of the cells (NULL when cell_size is not 2 or 3). */
+GstPointSetCellsMeta *gst_buffer_add_point_set_cells_meta (GstBuffer * buffer,
+    const guint32 * cells, gsize ncells, guint cell_size);
+
 G_END_DECLS
 
 #endif

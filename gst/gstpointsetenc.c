@@ -1,10 +1,14 @@
 /* pointsetenc: writes each application/x-pointset buffer as one CSV document
  * ("x,y[,z]" header, then one point per line, 9 significant digits: float32 values
  * round-trip exactly).  Timestamps and metas are copied to the text buffer.
+ * A buffer with a connectivity meta (a mesh or a curve, GstPointSetCellsMeta) is
+ * written as PLY ASCII with its faces or edges instead (caps application/x-ply), so
+ * that nothing of it is lost.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <math.h>
 #include <string.h>
 
 #include "gstpointsetenc.h"
@@ -24,7 +28,7 @@ enum {
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_POINTSET_CAPS));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS ("text/csv"));
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS ("text/csv; application/x-ply"));
 
 #define gst_point_set_enc_parent_class parent_class
 G_DEFINE_TYPE (GstPointSetEnc, gst_point_set_enc, GST_TYPE_ELEMENT);
@@ -65,6 +69,46 @@ gst_point_set_enc_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
   gsize m = n * (gsize) self->dim;
+  for (gsize i = 0; i < m; i++)
+    if (!isfinite (xyz[i])) {
+      /* a CSV "inf" or "nan" would be read back by nobody (pointsetparse refuses it) */
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed point-set buffer: point %"
+              G_GSIZE_FORMAT " has a non-finite coordinate.", i / (gsize) self->dim),
+          (NULL));
+      g_free (xyz);
+      gst_buffer_unref (buf);
+      return GST_FLOW_ERROR;
+    }
+  GstPointSetCellsMeta *cm = gst_buffer_get_point_set_cells_meta (buf);
+  if (cm) {
+    gsize plen = 0;
+    char *ply = gr_pointset_format_ply (xyz, n, self->dim, cm->cells, cm->ncells,
+        cm->cell_size, &plen);
+    g_free (xyz);
+    if (!ply) {
+      gst_buffer_unref (buf);
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed mesh: its cells refer to "
+              "vertices beyond the %" G_GSIZE_FORMAT " points.", n), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    if (!self->ply_caps) {
+      GstCaps *caps = gst_caps_new_empty_simple ("application/x-ply");
+      gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
+      gst_caps_unref (caps);
+      self->ply_caps = TRUE;
+    }
+    GstBuffer *out = gst_buffer_new_memdup (ply, plen);
+    free (ply);
+    gst_buffer_copy_into (out, buf, GST_BUFFER_COPY_METADATA, 0, -1);
+    gst_buffer_unref (buf);
+    return gst_pad_push (self->srcpad, out);
+  }
+  if (self->ply_caps) {
+    GstCaps *caps = gst_caps_new_empty_simple ("text/csv");
+    gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
+    gst_caps_unref (caps);
+    self->ply_caps = FALSE;
+  }
   gfloat *f = g_new (gfloat, m ? m : 1);
   for (gsize i = 0; i < m; i++)
     f[i] = (gfloat) xyz[i];
@@ -102,6 +146,7 @@ gst_point_set_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * event
       return FALSE;
     }
     self->dim = dim;
+    self->ply_caps = FALSE;
     gst_event_unref (event);
     GstCaps *out = gst_caps_new_empty_simple ("text/csv");
     gboolean ok = gst_pad_push_event (self->srcpad, gst_event_new_caps (out));

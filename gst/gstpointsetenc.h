@@ -14,6 +14,7 @@ struct _GstPointSetEnc {
   GstElement parent;
   GstPad *sinkpad, *srcpad;
   gboolean header;              /* property (object lock) */
+  gboolean ply_caps;            /* the src caps say application/x-ply (meshes) */
   gint dim;                     /* from the caps, 0 = not negotiated */
 };
 

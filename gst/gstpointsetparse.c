@@ -7,9 +7,11 @@
  *  - per-buffer: every input buffer is one whole file: what multifilesrc produces (it
  *    reads each file into one buffer and sends no EOS between files), or an appsrc
  *    that pushes files.
- *  - auto (default): stream when upstream knows its size in bytes (filesrc), else
- *    per-buffer (multifilesrc knows none).  A pipe or socket source (fdsrc, ...) that
- *    knows no size but sends a file in chunks needs mode=stream.
+ *  - auto (default): per-buffer when the upstream element is a multi-file source (a
+ *    URI handler of the "multifile" protocol: multifilesrc), else stream: filesrc (its
+ *    size known: pushed when complete), and pipes or sockets (fdsrc, ...: no size, so
+ *    the set is parsed at EOS).  An appsrc that pushes one file per buffer needs
+ *    mode=per-buffer.
  * Each file gives one output buffer (float32, see gstpointset.h); the output caps
  * follow the file's dimension (or the `dimensions` property).  A malformed file is a
  * GST_ELEMENT_ERROR (STREAM, DECODE) naming the line and the problem.
@@ -47,7 +49,7 @@ gst_point_set_parse_mode_get_type (void)
   static GType type = 0;
   static const GEnumValue values[] = {
     {GST_POINT_SET_PARSE_MODE_AUTO,
-        "stream when upstream knows its size in bytes (filesrc), else per-buffer",
+        "per-buffer after a multi-file source (multifilesrc), else stream",
         "auto"},
     {GST_POINT_SET_PARSE_MODE_STREAM, "the whole stream (until EOS) is one file",
         "stream"},
@@ -139,6 +141,8 @@ push_set (GstPointSetParse * self, const guint8 * data, gsize len, GstBuffer * i
     self->need_segment = FALSE;
   }
   GstBuffer *out = gst_pointset_buffer_new (ps.xyz, NULL, ps.n, ps.dim);
+  if (out && ps.cell_size)
+    gst_buffer_add_point_set_cells_meta (out, ps.cells, ps.ncells, ps.cell_size);
   gr_pointset_clear (&ps);
   if (!out) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
@@ -157,6 +161,29 @@ push_set (GstPointSetParse * self, const guint8 * data, gsize len, GstBuffer * i
   return gst_pad_push (self->srcpad, out);
 }
 
+/* True when the element feeding our sink pad sends one whole file per buffer
+ * (multifilesrc: a URI handler of the multifile protocol). */
+static gboolean
+upstream_is_multifile (GstPointSetParse * self)
+{
+  gboolean multi = FALSE;
+  GstPad *peer = gst_pad_get_peer (self->sinkpad);
+  if (!peer)
+    return FALSE;
+  GstElement *up = gst_pad_get_parent_element (peer);
+  gst_object_unref (peer);
+  if (!up)
+    return FALSE;
+  if (GST_IS_URI_HANDLER (up)) {
+    const gchar *const *protocols = gst_uri_handler_get_protocols (GST_URI_HANDLER (up));
+    for (guint i = 0; protocols && protocols[i]; i++)
+      if (g_ascii_strcasecmp (protocols[i], "multifile") == 0)
+        multi = TRUE;
+  }
+  gst_object_unref (up);
+  return multi;
+}
+
 static void
 resolve_mode (GstPointSetParse * self)
 {
@@ -172,9 +199,11 @@ resolve_mode (GstPointSetParse * self)
       gst_query_parse_duration (q, NULL, &size);
     gst_query_unref (q);
   }
+  /* without a size, a pipe's chunks must not be taken for files (each parsed alone,
+   * several sets out of one file): only a multi-file source is per-buffer */
   if (mode == GST_POINT_SET_PARSE_MODE_AUTO)
-    mode = size > 0 ? GST_POINT_SET_PARSE_MODE_STREAM
-        : GST_POINT_SET_PARSE_MODE_PER_BUFFER;
+    mode = size <= 0 && upstream_is_multifile (self)
+        ? GST_POINT_SET_PARSE_MODE_PER_BUFFER : GST_POINT_SET_PARSE_MODE_STREAM;
   self->active_mode = mode;
   self->expected_size = mode == GST_POINT_SET_PARSE_MODE_STREAM && size > 0 ? size : -1;
   GST_INFO_OBJECT (self, "%s mode%s", mode == GST_POINT_SET_PARSE_MODE_STREAM ?
@@ -367,9 +396,9 @@ gst_point_set_parse_class_init (GstPointSetParseClass * klass)
 
   g_object_class_install_property (gobject_class, PROP_MODE,
       g_param_spec_enum ("mode", "Mode",
-          "How input buffers make up files: the whole stream (filesrc), one file per "
-          "buffer (multifilesrc), or auto: stream when upstream knows its size in bytes, "
-          "else per-buffer", GST_TYPE_POINT_SET_PARSE_MODE, DEFAULT_MODE, rw));
+          "How input buffers make up files: the whole stream until EOS (filesrc, fdsrc), "
+          "one file per buffer (multifilesrc, an appsrc pushing files), or auto: "
+          "per-buffer after multifilesrc, else stream", GST_TYPE_POINT_SET_PARSE_MODE, DEFAULT_MODE, rw));
   g_object_class_install_property (gobject_class, PROP_FORMAT,
       g_param_spec_enum ("format", "Format",
           "File format (auto: 'ply' header -> PLY, '# vtk' header -> VTK, else CSV)",

@@ -3,6 +3,7 @@
 #include "lbfgs.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,54 +59,131 @@ dot (const double *a, const double *b, int n)
   return s;
 }
 
-/* ---- line search ----------------------------------------------------------------- */
+/* ---- the state machine ------------------------------------------------------------
+ *
+ * One minimization is a GrLbfgs that asks its caller for evaluations (reverse
+ * communication), so that many minimizations can share one batched evaluation (see
+ * gr_shoot_batch_fit); gr_lbfgs_minimize drives one with a callback.  The steps are
+ * those of a plain loop: the line search (bracketing, then zooming with safeguarded
+ * cubic interpolation) is split at each evaluation, its loop variables kept here. */
 
-typedef enum { LS_OK, LS_FAIL, LS_ABORT, LS_MAXEVAL } LsResult;
+typedef enum { LS_PENDING = -1, LS_OK, LS_FAIL, LS_ABORT, LS_MAXEVAL } LsResult;
 
-typedef struct {
-  int n;
-  const double *x0, *d;
-  double *xt, *gt;              /* the last trial point and its gradient */
-  double *xb, *gb;              /* the best trial with sufficient decrease */
-  double fb, ab;
-  int have_best;
-  GrLbfgsEvaluate eval;
-  void *user;
-  int *nevals;
-  int max_evals;                /* 0 = no limit */
-  int ls_evals, max_ls;
-  double phi0, dphi0, c1, c2;
-} Ls;
+typedef enum {
+  PH_NEW,                       /* created, not started */
+  PH_INIT,                      /* waiting for f(x0) */
+  PH_BRACKET,                   /* line search: waiting for phi(a) while bracketing */
+  PH_ZOOM,                      /* line search: waiting for phi(a) while zooming */
+  PH_ITERATED,                  /* an iteration was accepted: waiting for resume */
+  PH_DONE,
+} Phase;
 
-/* Evaluates phi(a); returns 0 when the evaluation budget is gone, -1 on abort. */
-static int
-ls_phi (Ls *ls, double a, double *f, double *dphi)
+struct GrLbfgs {
+  GrLbfgsParams par;
+  int n, m;
+  double *mem;
+  double *x, *g, *d, *xp, *gp, *xt, *gt, *xb, *gb, *S, *Y;
+  double *rho, *alph, *fpast;
+  int nevals, iter, hist, head;
+  double f, gnorm, gamma, a1, alpha;
+  /* line search */
+  double phi0, dphi0, fb, ab;
+  int have_best, ls_evals, ls_i;
+  double a, aprev, fprev, dprev;            /* bracketing */
+  double lo, flo, dlo, hi, fhi, dhi;        /* zooming */
+  Phase phase;
+  GrLbfgsResult result;
+  GrLbfgsInfo info;
+};
+
+GrLbfgs *
+gr_lbfgs_new (int n, const GrLbfgsParams *params, GrLbfgsResult *why)
 {
-  if (ls->ls_evals >= ls->max_ls)
-    return 0;
-  if (ls->max_evals > 0 && *ls->nevals >= ls->max_evals)
-    return 0;
-  for (int i = 0; i < ls->n; i++)
-    ls->xt[i] = ls->x0[i] + a * ls->d[i];
-  int abort_run = 0;
-  *f = ls->eval (ls->user, ls->xt, ls->gt, ls->n, &abort_run);
-  (*ls->nevals)++;
-  ls->ls_evals++;
-  if (abort_run)
-    return -1;
-  *dphi = isfinite (*f) ? dot (ls->gt, ls->d, ls->n) : NAN;
-  return 1;
+  GrLbfgsParams def;
+  GrLbfgsResult dummy;
+  if (!why)
+    why = &dummy;
+  if (!params) {
+    gr_lbfgs_params_init (&def);
+    params = &def;
+  }
+  if (n <= 0 || params->m < 1 || params->c1 <= 0.0 || params->c2 <= params->c1 ||
+      params->c2 >= 1.0 || params->max_linesearch < 1 || params->max_iterations < 0 ||
+      params->past < 1) {
+    *why = GR_LBFGS_INVALID;
+    return NULL;
+  }
+  GrLbfgs *L = calloc (1, sizeof *L);
+  const size_t nn = (size_t) n, m = (size_t) params->m;
+  if (L) {
+    /* x, g, d, xp, gp, xt, gt, xb, gb, s[m], y[m]; rho[m], alph[m], fpast[past] */
+    L->mem = malloc (sizeof (double) * (nn * (9 + 2 * m) + 2 * m + params->past));
+  }
+  if (!L || !L->mem) {
+    free (L);
+    *why = GR_LBFGS_NOMEM;
+    return NULL;
+  }
+  L->par = *params;
+  L->n = n;
+  L->m = params->m;
+  double *p = L->mem;
+  double **arr[] = { &L->x, &L->g, &L->d, &L->xp, &L->gp, &L->xt, &L->gt, &L->xb, &L->gb };
+  for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++, p += nn)
+    *arr[i] = p;
+  L->S = p;
+  L->Y = L->S + nn * m;
+  L->rho = L->Y + nn * m;
+  L->alph = L->rho + m;
+  L->fpast = L->alph + m;
+  L->phase = PH_NEW;
+  return L;
+}
+
+void
+gr_lbfgs_free (GrLbfgs *L)
+{
+  if (!L)
+    return;
+  free (L->mem);
+  free (L);
+}
+
+static GrLbfgsRequest
+finish (GrLbfgs *L, GrLbfgsResult r)
+{
+  L->result = r;
+  L->info.iterations = L->iter;
+  L->info.evaluations = L->nevals;
+  L->info.f = L->f;
+  L->info.gnorm = L->gnorm;
+  L->phase = PH_DONE;
+  return GR_LBFGS_FINISHED;
+}
+
+/* Asks for phi(a) = f(xp + a d) unless a budget is spent (then returns false). */
+static bool
+ls_request (GrLbfgs *L, double a)
+{
+  if (L->ls_evals >= L->par.max_linesearch)
+    return false;
+  if (L->par.max_evaluations > 0 && L->nevals >= L->par.max_evaluations)
+    return false;
+  for (int i = 0; i < L->n; i++)
+    L->xt[i] = L->xp[i] + a * L->d[i];
+  L->a = a;
+  return true;
 }
 
 static void
-ls_keep (Ls *ls, double a, double f)
+ls_keep (GrLbfgs *L, double a, double f)
 {
-  if (!ls->have_best || f < ls->fb) {
-    memcpy (ls->xb, ls->xt, sizeof (double) * ls->n);
-    memcpy (ls->gb, ls->gt, sizeof (double) * ls->n);
-    ls->fb = f;
-    ls->ab = a;
-    ls->have_best = 1;
+  if (!L->have_best || f < L->fb) {
+    memcpy (L->xb, L->xt, sizeof (double) * L->n);
+    memcpy (L->gb, L->gt, sizeof (double) * L->n);
+    L->fb = f;
+    L->ab = a;
+    L->have_best = 1;
   }
 }
 
@@ -126,288 +204,378 @@ cubic_min (double a, double fa, double da, double b, double fb, double db)
   return b - (b - a) * (db + d2 - d1) / den;
 }
 
-/* On LS_OK the accepted point is in xt/gt (copied from xb/gb when the fallback is
- * used), *alpha and *f are set. */
+/* The best trial with sufficient decrease, when there is one, becomes the accepted
+ * point (in xt / gt, alpha and *f set). */
 static LsResult
-ls_finish_fallback (Ls *ls, double *alpha, double *f)
+ls_fallback (GrLbfgs *L, double *f)
 {
-  if (ls->have_best && ls->fb < ls->phi0) {
-    memcpy (ls->xt, ls->xb, sizeof (double) * ls->n);
-    memcpy (ls->gt, ls->gb, sizeof (double) * ls->n);
-    *alpha = ls->ab;
-    *f = ls->fb;
+  if (L->have_best && L->fb < L->phi0) {
+    memcpy (L->xt, L->xb, sizeof (double) * L->n);
+    memcpy (L->gt, L->gb, sizeof (double) * L->n);
+    L->alpha = L->ab;
+    *f = L->fb;
     return LS_OK;
   }
   return LS_FAIL;
 }
 
+/* Zoom: the next trial inside [lo, hi], or a result. */
 static LsResult
-ls_zoom (Ls *ls, double lo, double flo, double dlo, double hi, double fhi, double dhi,
-    double *alpha, double *f)
+zoom_next (GrLbfgs *L, double *f)
 {
-  for (;;) {
-    double w = fabs (hi - lo);
-    if (w <= 1e-14 * fmax (fabs (lo), fabs (hi)) || w == 0.0)
-      return ls_finish_fallback (ls, alpha, f);
-    double a = cubic_min (lo, flo, dlo, hi, fhi, dhi);
-    double amin = fmin (lo, hi), amax = fmax (lo, hi);
-    if (!isfinite (a) || a < amin + 0.1 * w || a > amax - 0.1 * w)
-      a = 0.5 * (lo + hi);
-    double fa, da;
-    int r = ls_phi (ls, a, &fa, &da);
-    if (r < 0)
-      return LS_ABORT;
-    if (r == 0) {
-      LsResult res = ls_finish_fallback (ls, alpha, f);
-      return res == LS_OK ? LS_OK : LS_MAXEVAL;
-    }
-    if (!isfinite (fa) || fa > ls->phi0 + ls->c1 * a * ls->dphi0 || fa >= flo) {
-      hi = a;
-      fhi = fa;
-      dhi = da;
-    } else {
-      ls_keep (ls, a, fa);
-      if (fabs (da) <= -ls->c2 * ls->dphi0) {
-        *alpha = a;
-        *f = fa;
-        return LS_OK;
-      }
-      if (da * (hi - lo) >= 0.0) {
-        hi = lo;
-        fhi = flo;
-        dhi = dlo;
-      }
-      lo = a;
-      flo = fa;
-      dlo = da;
-    }
+  double lo = L->lo, hi = L->hi;
+  double w = fabs (hi - lo);
+  if (w <= 1e-14 * fmax (fabs (lo), fabs (hi)) || w == 0.0)
+    return ls_fallback (L, f);
+  double a = cubic_min (lo, L->flo, L->dlo, hi, L->fhi, L->dhi);
+  double amin = fmin (lo, hi), amax = fmax (lo, hi);
+  if (!isfinite (a) || a < amin + 0.1 * w || a > amax - 0.1 * w)
+    a = 0.5 * (lo + hi);
+  if (!ls_request (L, a)) {
+    LsResult res = ls_fallback (L, f);
+    return res == LS_OK ? LS_OK : LS_MAXEVAL;
   }
+  L->phase = PH_ZOOM;
+  return LS_PENDING;
 }
 
 static LsResult
-line_search (Ls *ls, double a1, double *alpha, double *f)
+zoom_start (GrLbfgs *L, double lo, double flo, double dlo, double hi, double fhi,
+    double dhi, double *f)
 {
-  const double amax = 1e20;
-  double aprev = 0.0, fprev = ls->phi0, dprev = ls->dphi0;
-  double a = a1;
-  ls->have_best = 0;
-  ls->ls_evals = 0;
-  for (int i = 0;; i++) {
-    double fa, da;
-    int r = ls_phi (ls, a, &fa, &da);
-    if (r < 0)
-      return LS_ABORT;
-    if (r == 0) {
-      LsResult res = ls_finish_fallback (ls, alpha, f);
-      return res == LS_OK ? LS_OK : LS_MAXEVAL;
-    }
-    if (!isfinite (fa) || fa > ls->phi0 + ls->c1 * a * ls->dphi0 || (i > 0 && fa >= fprev))
-      return ls_zoom (ls, aprev, fprev, dprev, a, fa, da, alpha, f);
-    ls_keep (ls, a, fa);
-    if (fabs (da) <= -ls->c2 * ls->dphi0) {
-      *alpha = a;
+  L->lo = lo;
+  L->flo = flo;
+  L->dlo = dlo;
+  L->hi = hi;
+  L->fhi = fhi;
+  L->dhi = dhi;
+  return zoom_next (L, f);
+}
+
+static LsResult
+zoom_told (GrLbfgs *L, double fa, double da, double *f)
+{
+  const double a = L->a;
+  if (!isfinite (fa) || fa > L->phi0 + L->par.c1 * a * L->dphi0 || fa >= L->flo) {
+    L->hi = a;
+    L->fhi = fa;
+    L->dhi = da;
+  } else {
+    ls_keep (L, a, fa);
+    if (fabs (da) <= -L->par.c2 * L->dphi0) {
+      L->alpha = a;
       *f = fa;
       return LS_OK;
     }
-    if (da >= 0.0)
-      return ls_zoom (ls, a, fa, da, aprev, fprev, dprev, alpha, f);
-    /* still descending: extrapolate */
-    double an = cubic_min (aprev, fprev, dprev, a, fa, da);
-    if (!isfinite (an) || an < 1.1 * a)
-      an = 4.0 * a;
-    if (an > 4.0 * a)
-      an = 4.0 * a;
-    if (a >= amax)
-      return ls_finish_fallback (ls, alpha, f);
-    aprev = a;
-    fprev = fa;
-    dprev = da;
-    a = fmin (an, amax);
+    if (da * (L->hi - L->lo) >= 0.0) {
+      L->hi = L->lo;
+      L->fhi = L->flo;
+      L->dhi = L->dlo;
+    }
+    L->lo = a;
+    L->flo = fa;
+    L->dlo = da;
   }
+  return zoom_next (L, f);
 }
 
-/* ---- the minimizer ----------------------------------------------------------------- */
+static LsResult
+bracket_try (GrLbfgs *L, double a, double *f)
+{
+  if (!ls_request (L, a)) {
+    LsResult res = ls_fallback (L, f);
+    return res == LS_OK ? LS_OK : LS_MAXEVAL;
+  }
+  L->phase = PH_BRACKET;
+  return LS_PENDING;
+}
+
+static LsResult
+bracket_told (GrLbfgs *L, double fa, double da, double *f)
+{
+  const double amax = 1e20, a = L->a;
+  if (!isfinite (fa) || fa > L->phi0 + L->par.c1 * a * L->dphi0 ||
+      (L->ls_i > 0 && fa >= L->fprev))
+    return zoom_start (L, L->aprev, L->fprev, L->dprev, a, fa, da, f);
+  ls_keep (L, a, fa);
+  if (fabs (da) <= -L->par.c2 * L->dphi0) {
+    L->alpha = a;
+    *f = fa;
+    return LS_OK;
+  }
+  if (da >= 0.0)
+    return zoom_start (L, a, fa, da, L->aprev, L->fprev, L->dprev, f);
+  /* still descending: extrapolate */
+  double an = cubic_min (L->aprev, L->fprev, L->dprev, a, fa, da);
+  if (!isfinite (an) || an < 1.1 * a)
+    an = 4.0 * a;
+  if (an > 4.0 * a)
+    an = 4.0 * a;
+  if (a >= amax)
+    return ls_fallback (L, f);
+  L->aprev = a;
+  L->fprev = fa;
+  L->dprev = da;
+  L->ls_i++;
+  return bracket_try (L, fmin (an, amax), f);
+}
+
+static GrLbfgsRequest ls_finished (GrLbfgs *L, LsResult lr, double fnew);
+
+/* A new line search along d from x (restarting from steepest descent when d is no
+ * descent direction). */
+static GrLbfgsRequest
+begin_iteration (GrLbfgs *L)
+{
+  const int n = L->n;
+  double dphi0 = dot (L->g, L->d, n);
+  if (!(dphi0 < 0.0)) {
+    L->hist = 0;
+    for (int i = 0; i < n; i++)
+      L->d[i] = -L->g[i];
+    dphi0 = -L->gnorm * L->gnorm;
+    L->a1 = 1.0 / L->gnorm;
+  }
+  memcpy (L->xp, L->x, sizeof (double) * n);
+  memcpy (L->gp, L->g, sizeof (double) * n);
+  L->phi0 = L->f;
+  L->dphi0 = dphi0;
+  L->have_best = 0;
+  L->ls_evals = 0;
+  L->ls_i = 0;
+  L->aprev = 0.0;
+  L->fprev = L->phi0;
+  L->dprev = L->dphi0;
+  double fnew = L->f;
+  LsResult lr = bracket_try (L, L->a1, &fnew);
+  if (lr == LS_PENDING)
+    return GR_LBFGS_NEED_EVALUATION;
+  return ls_finished (L, lr, fnew);
+}
+
+static GrLbfgsRequest
+ls_finished (GrLbfgs *L, LsResult lr, double fnew)
+{
+  const int n = L->n;
+  if (lr == LS_ABORT)
+    return finish (L, GR_LBFGS_EVALUATION_ERROR);
+  if (lr == LS_MAXEVAL)
+    return finish (L, L->par.max_evaluations > 0 && L->nevals >= L->par.max_evaluations
+        ? GR_LBFGS_MAX_EVALUATIONS : GR_LBFGS_LINESEARCH_FAILED);
+  if (lr == LS_FAIL) {
+    if (L->hist > 0) {
+      /* the quasi-Newton model failed: retry once from steepest descent */
+      L->hist = 0;
+      for (int i = 0; i < n; i++)
+        L->d[i] = -L->g[i];
+      L->a1 = 1.0 / L->gnorm;
+      return begin_iteration (L);
+    }
+    return finish (L, GR_LBFGS_LINESEARCH_FAILED);
+  }
+  memcpy (L->x, L->xt, sizeof (double) * n);
+  memcpy (L->g, L->gt, sizeof (double) * n);
+  L->f = fnew;
+  L->iter++;
+  L->gnorm = sqrt (dot (L->g, L->g, n));
+
+  /* correction pair */
+  const size_t nn = (size_t) n;
+  double *s = L->S + (size_t) L->head * nn, *y = L->Y + (size_t) L->head * nn;
+  for (int i = 0; i < n; i++) {
+    s[i] = L->x[i] - L->xp[i];
+    y[i] = L->g[i] - L->gp[i];
+  }
+  double sy = dot (s, y, n), yy = dot (y, y, n);
+  if (sy > 1e-300 && yy > 0.0 && sy > 1e-12 * sqrt (dot (s, s, n) * yy)) {
+    L->rho[L->head] = 1.0 / sy;
+    L->gamma = sy / yy;
+    L->head = (L->head + 1) % L->m;
+    if (L->hist < L->m)
+      L->hist++;
+  }
+  L->phase = PH_ITERATED;
+  return GR_LBFGS_NEW_ITERATE;
+}
+
+GrLbfgsRequest
+gr_lbfgs_start (GrLbfgs *L, const double *x0)
+{
+  memcpy (L->x, x0, sizeof (double) * L->n);
+  memset (&L->info, 0, sizeof L->info);
+  L->nevals = L->iter = L->hist = L->head = 0;
+  L->gamma = 1.0;
+  L->f = NAN;
+  L->gnorm = NAN;
+  L->alpha = 0.0;
+  L->phase = PH_INIT;
+  return GR_LBFGS_NEED_EVALUATION;
+}
+
+const double *
+gr_lbfgs_point (const GrLbfgs *L)
+{
+  return L->phase == PH_BRACKET || L->phase == PH_ZOOM ? L->xt : L->x;
+}
+
+double *
+gr_lbfgs_gradient_buffer (GrLbfgs *L)
+{
+  return L->phase == PH_BRACKET || L->phase == PH_ZOOM ? L->gt : L->g;
+}
+
+GrLbfgsRequest
+gr_lbfgs_tell (GrLbfgs *L, double f, int abort_run)
+{
+  const int n = L->n;
+  L->nevals++;
+  if (L->phase == PH_INIT) {
+    L->f = f;
+    L->gnorm = sqrt (dot (L->g, L->g, n));
+    L->info.f0 = f;
+    L->info.gnorm0 = L->gnorm;
+    if (abort_run || !isfinite (f) || !isfinite (L->gnorm))
+      return finish (L, GR_LBFGS_EVALUATION_ERROR);
+    if (L->gnorm == 0.0 || (L->par.gtol_abs > 0.0 && L->gnorm <= L->par.gtol_abs))
+      return finish (L, GR_LBFGS_CONVERGED_GRADIENT);
+    for (int i = 0; i < n; i++)
+      L->d[i] = -L->g[i];
+    L->a1 = 1.0 / L->gnorm;
+    L->fpast[0] = f;
+    return begin_iteration (L);
+  }
+  if (L->phase != PH_BRACKET && L->phase != PH_ZOOM)
+    return L->phase == PH_DONE ? GR_LBFGS_FINISHED : GR_LBFGS_NEW_ITERATE;
+  L->ls_evals++;
+  if (abort_run)
+    return ls_finished (L, LS_ABORT, f);
+  double da = isfinite (f) ? dot (L->gt, L->d, n) : NAN;
+  double fnew = f;
+  LsResult lr = L->phase == PH_BRACKET ? bracket_told (L, f, da, &fnew)
+      : zoom_told (L, f, da, &fnew);
+  if (lr == LS_PENDING)
+    return GR_LBFGS_NEED_EVALUATION;
+  return ls_finished (L, lr, fnew);
+}
+
+GrLbfgsRequest
+gr_lbfgs_resume (GrLbfgs *L, int stop)
+{
+  if (L->phase != PH_ITERATED)
+    return L->phase == PH_DONE ? GR_LBFGS_FINISHED : GR_LBFGS_NEED_EVALUATION;
+  const GrLbfgsParams *par = &L->par;
+  const int n = L->n, m = L->m, iter = L->iter;
+  const size_t nn = (size_t) n;
+  if (stop)
+    return finish (L, GR_LBFGS_STOPPED);
+  if ((par->gtol_rel > 0.0 && L->gnorm <= par->gtol_rel * L->info.gnorm0) ||
+      (par->gtol_abs > 0.0 && L->gnorm <= par->gtol_abs) || L->gnorm == 0.0)
+    return finish (L, GR_LBFGS_CONVERGED_GRADIENT);
+  if (par->ftol > 0.0 && iter >= par->past) {
+    double fold = L->fpast[iter % par->past];
+    if (fold - L->f <= par->ftol * fabs (L->f))
+      return finish (L, GR_LBFGS_CONVERGED_FUNCTION);
+  }
+  L->fpast[iter % par->past] = L->f;
+  if (par->max_iterations > 0 && iter >= par->max_iterations)
+    return finish (L, GR_LBFGS_MAX_ITERATIONS);
+  if (par->max_evaluations > 0 && L->nevals >= par->max_evaluations)
+    return finish (L, GR_LBFGS_MAX_EVALUATIONS);
+
+  /* two-loop recursion: d = -H g */
+  double *d = L->d;
+  for (int i = 0; i < n; i++)
+    d[i] = -L->g[i];
+  int k = L->head;
+  for (int c = 0; c < L->hist; c++) {
+    k = (k - 1 + m) % m;
+    const double *sk = L->S + (size_t) k * nn, *yk = L->Y + (size_t) k * nn;
+    L->alph[k] = L->rho[k] * dot (sk, d, n);
+    for (int i = 0; i < n; i++)
+      d[i] -= L->alph[k] * yk[i];
+  }
+  if (L->hist > 0)
+    for (int i = 0; i < n; i++)
+      d[i] *= L->gamma;
+  for (int c = 0; c < L->hist; c++) {
+    const double *sk = L->S + (size_t) k * nn, *yk = L->Y + (size_t) k * nn;
+    double b = L->rho[k] * dot (yk, d, n);
+    for (int i = 0; i < n; i++)
+      d[i] += sk[i] * (L->alph[k] - b);
+    k = (k + 1) % m;
+  }
+  L->a1 = L->hist > 0 ? 1.0 : 1.0 / L->gnorm;
+  return begin_iteration (L);
+}
+
+const double *
+gr_lbfgs_x (const GrLbfgs *L)
+{
+  return L->x;
+}
+
+const double *
+gr_lbfgs_g (const GrLbfgs *L)
+{
+  return L->g;
+}
+
+double
+gr_lbfgs_f (const GrLbfgs *L)
+{
+  return L->f;
+}
+
+GrLbfgsResult
+gr_lbfgs_result (const GrLbfgs *L, GrLbfgsInfo *info)
+{
+  if (info) {
+    *info = L->info;
+    if (L->phase != PH_DONE) {
+      info->iterations = L->iter;
+      info->evaluations = L->nevals;
+      info->f = L->f;
+      info->gnorm = L->gnorm;
+    }
+  }
+  return L->result;
+}
+
+/* ---- the minimizer with a callback -------------------------------------------------- */
 
 GrLbfgsResult
 gr_lbfgs_minimize (int n, double *x, double *g_out, GrLbfgsEvaluate eval,
     GrLbfgsProgress progress, void *user, const GrLbfgsParams *params, GrLbfgsInfo *info)
 {
-  GrLbfgsParams def;
-  if (!params) {
-    gr_lbfgs_params_init (&def);
-    params = &def;
-  }
   GrLbfgsInfo dummy;
   if (!info)
     info = &dummy;
   memset (info, 0, sizeof *info);
-  if (n <= 0 || !x || !eval || params->m < 1 || params->c1 <= 0.0 ||
-      params->c2 <= params->c1 || params->c2 >= 1.0 || params->max_linesearch < 1 ||
-      params->max_iterations < 0 || params->past < 1)
+  if (!x || !eval)
     return GR_LBFGS_INVALID;
-
-  const int m = params->m;
-  size_t nn = (size_t) n;
-  /* g, d, xp, gp, xt, gt, xb, gb, s[m], y[m] */
-  double *mem = malloc (sizeof (double) * nn * (8 + 2 * (size_t) m));
-  double *rho = malloc (sizeof (double) * m);
-  double *alph = malloc (sizeof (double) * m);
-  double *fpast = malloc (sizeof (double) * params->past);
-  if (!mem || !rho || !alph || !fpast) {
-    free (mem);
-    free (rho);
-    free (alph);
-    free (fpast);
-    return GR_LBFGS_NOMEM;
+  GrLbfgsResult why;
+  GrLbfgs *L = gr_lbfgs_new (n, params, &why);
+  if (!L)
+    return why;
+  GrLbfgsRequest req = gr_lbfgs_start (L, x);
+  while (req != GR_LBFGS_FINISHED) {
+    if (req == GR_LBFGS_NEED_EVALUATION) {
+      int abort_run = 0;
+      double f = eval (user, gr_lbfgs_point (L), gr_lbfgs_gradient_buffer (L), n,
+          &abort_run);
+      req = gr_lbfgs_tell (L, f, abort_run);
+    } else {
+      int stop = progress && progress (user, L->x, L->g, L->f, L->gnorm, L->alpha, n,
+          L->iter, L->nevals);
+      req = gr_lbfgs_resume (L, stop);
+    }
   }
-  double *g = mem, *d = g + nn, *xp = d + nn, *gp = xp + nn, *xt = gp + nn, *gt = xt + nn;
-  double *xb = gt + nn, *gb = xb + nn, *S = gb + nn, *Y = S + nn * m;
-  int nevals = 0, iter = 0;
-  GrLbfgsResult res;
-
-  int abort_run = 0;
-  double f = eval (user, x, g, n, &abort_run);
-  nevals = 1;
-  double gnorm = sqrt (dot (g, g, n));
-  info->f0 = f;
-  info->gnorm0 = gnorm;
-  if (abort_run || !isfinite (f) || !isfinite (gnorm)) {
-    res = GR_LBFGS_EVALUATION_ERROR;
-    goto done;
-  }
-  if (gnorm == 0.0 || (params->gtol_abs > 0.0 && gnorm <= params->gtol_abs)) {
-    res = GR_LBFGS_CONVERGED_GRADIENT;
-    goto done;
-  }
-
-  Ls ls = { .n = n, .x0 = xp, .d = d, .xt = xt, .gt = gt, .xb = xb, .gb = gb,
-    .eval = eval, .user = user, .nevals = &nevals, .max_evals = params->max_evaluations,
-    .max_ls = params->max_linesearch, .c1 = params->c1, .c2 = params->c2 };
-  int hist = 0, head = 0;       /* pairs stored; slot of the next pair */
-  double gamma = 1.0;
-  for (int i = 0; i < n; i++)
-    d[i] = -g[i];
-  double a1 = 1.0 / gnorm;
-  fpast[0] = f;
-
-  for (;;) {
-    double dphi0 = dot (g, d, n);
-    if (!(dphi0 < 0.0)) {
-      /* not a descent direction: restart from steepest descent */
-      hist = 0;
-      for (int i = 0; i < n; i++)
-        d[i] = -g[i];
-      dphi0 = -gnorm * gnorm;
-      a1 = 1.0 / gnorm;
-    }
-    memcpy (xp, x, sizeof (double) * nn);
-    memcpy (gp, g, sizeof (double) * nn);
-    ls.phi0 = f;
-    ls.dphi0 = dphi0;
-    double alpha = 0.0, fnew = f;
-    LsResult lr = line_search (&ls, a1, &alpha, &fnew);
-    if (lr == LS_ABORT) {
-      res = GR_LBFGS_EVALUATION_ERROR;
-      goto done;
-    }
-    if (lr == LS_MAXEVAL) {
-      res = params->max_evaluations > 0 && nevals >= params->max_evaluations
-          ? GR_LBFGS_MAX_EVALUATIONS : GR_LBFGS_LINESEARCH_FAILED;
-      goto done;
-    }
-    if (lr == LS_FAIL) {
-      if (hist > 0) {
-        /* the quasi-Newton model failed: retry once from steepest descent */
-        hist = 0;
-        for (int i = 0; i < n; i++)
-          d[i] = -g[i];
-        a1 = 1.0 / gnorm;
-        continue;
-      }
-      res = GR_LBFGS_LINESEARCH_FAILED;
-      goto done;
-    }
-    memcpy (x, xt, sizeof (double) * nn);
-    memcpy (g, gt, sizeof (double) * nn);
-    f = fnew;
-    iter++;
-    gnorm = sqrt (dot (g, g, n));
-
-    /* correction pair */
-    double *s = S + (size_t) head * nn, *y = Y + (size_t) head * nn;
-    for (int i = 0; i < n; i++) {
-      s[i] = x[i] - xp[i];
-      y[i] = g[i] - gp[i];
-    }
-    double sy = dot (s, y, n), yy = dot (y, y, n);
-    if (sy > 1e-300 && yy > 0.0 && sy > 1e-12 * sqrt (dot (s, s, n) * yy)) {
-      rho[head] = 1.0 / sy;
-      gamma = sy / yy;
-      head = (head + 1) % m;
-      if (hist < m)
-        hist++;
-    }
-
-    if (progress && progress (user, x, g, f, gnorm, alpha, n, iter, nevals)) {
-      res = GR_LBFGS_STOPPED;
-      goto done;
-    }
-    if ((params->gtol_rel > 0.0 && gnorm <= params->gtol_rel * info->gnorm0) ||
-        (params->gtol_abs > 0.0 && gnorm <= params->gtol_abs) || gnorm == 0.0) {
-      res = GR_LBFGS_CONVERGED_GRADIENT;
-      goto done;
-    }
-    if (params->ftol > 0.0 && iter >= params->past) {
-      double fold = fpast[iter % params->past];
-      if (fold - f <= params->ftol * fabs (f)) {
-        res = GR_LBFGS_CONVERGED_FUNCTION;
-        goto done;
-      }
-    }
-    fpast[iter % params->past] = f;
-    if (params->max_iterations > 0 && iter >= params->max_iterations) {
-      res = GR_LBFGS_MAX_ITERATIONS;
-      goto done;
-    }
-    if (params->max_evaluations > 0 && nevals >= params->max_evaluations) {
-      res = GR_LBFGS_MAX_EVALUATIONS;
-      goto done;
-    }
-
-    /* two-loop recursion: d = -H g */
-    for (int i = 0; i < n; i++)
-      d[i] = -g[i];
-    int k = head;
-    for (int c = 0; c < hist; c++) {
-      k = (k - 1 + m) % m;
-      const double *sk = S + (size_t) k * nn, *yk = Y + (size_t) k * nn;
-      alph[k] = rho[k] * dot (sk, d, n);
-      for (int i = 0; i < n; i++)
-        d[i] -= alph[k] * yk[i];
-    }
-    if (hist > 0)
-      for (int i = 0; i < n; i++)
-        d[i] *= gamma;
-    for (int c = 0; c < hist; c++) {
-      const double *sk = S + (size_t) k * nn, *yk = Y + (size_t) k * nn;
-      double b = rho[k] * dot (yk, d, n);
-      for (int i = 0; i < n; i++)
-        d[i] += sk[i] * (alph[k] - b);
-      k = (k + 1) % m;
-    }
-    a1 = hist > 0 ? 1.0 : 1.0 / gnorm;
-  }
-
-done:
-  info->iterations = iter;
-  info->evaluations = nevals;
-  info->f = f;
-  info->gnorm = gnorm;
+  GrLbfgsResult r = gr_lbfgs_result (L, info);
+  /* the start point stays when f(x0) could not be evaluated, as before */
+  if (L->iter > 0)
+    memcpy (x, L->x, sizeof (double) * n);
   if (g_out)
-    memcpy (g_out, g, sizeof (double) * nn);
-  free (mem);
-  free (rho);
-  free (alph);
-  free (fpast);
-  return res;
+    memcpy (g_out, L->g, sizeof (double) * n);
+  gr_lbfgs_free (L);
+  return r;
 }

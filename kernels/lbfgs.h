@@ -73,6 +73,39 @@ GrLbfgsResult gr_lbfgs_minimize (int n, double *x, double *g_out, GrLbfgsEvaluat
     GrLbfgsProgress progress, void *user, const GrLbfgsParams *params,
     GrLbfgsInfo *info);
 
+/* ---- reverse communication ---------------------------------------------------------
+ * The same minimization, asking its caller for evaluations instead of calling back, so
+ * that many independent minimizations (each with its own state) can share batched
+ * evaluations: start, then while the answer is not FINISHED:
+ *   NEED_EVALUATION: evaluate f at gr_lbfgs_point, write the gradient into
+ *     gr_lbfgs_gradient_buffer, then gr_lbfgs_tell (f, abort_run);
+ *   NEW_ITERATE: an iteration was accepted (gr_lbfgs_x / _g / _f); report progress,
+ *     then gr_lbfgs_resume (stop).
+ * gr_lbfgs_minimize is this loop with a callback: both give the same iterates. */
+typedef struct GrLbfgs GrLbfgs;
+
+typedef enum {
+  GR_LBFGS_NEED_EVALUATION = 0,
+  GR_LBFGS_NEW_ITERATE = 1,
+  GR_LBFGS_FINISHED = 2,
+} GrLbfgsRequest;
+
+/* n unknowns; params may be NULL (defaults).  NULL with *why = INVALID or NOMEM. */
+GrLbfgs *gr_lbfgs_new (int n, const GrLbfgsParams *params, GrLbfgsResult *why);
+void gr_lbfgs_free (GrLbfgs *L);
+/* Starts (or restarts) from x0 (copied); asks for the first evaluation. */
+GrLbfgsRequest gr_lbfgs_start (GrLbfgs *L, const double *x0);
+const double *gr_lbfgs_point (const GrLbfgs *L);
+double *gr_lbfgs_gradient_buffer (GrLbfgs *L);
+GrLbfgsRequest gr_lbfgs_tell (GrLbfgs *L, double f, int abort_run);
+GrLbfgsRequest gr_lbfgs_resume (GrLbfgs *L, int stop);
+/* The current iterate (the best point accepted so far), its gradient and value. */
+const double *gr_lbfgs_x (const GrLbfgs *L);
+const double *gr_lbfgs_g (const GrLbfgs *L);
+double gr_lbfgs_f (const GrLbfgs *L);
+/* The result once FINISHED (info may be NULL). */
+GrLbfgsResult gr_lbfgs_result (const GrLbfgs *L, GrLbfgsInfo *info);
+
 #ifdef __cplusplus
 }
 #endif

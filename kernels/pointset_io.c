@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,9 +35,11 @@ gr_pointset_clear (GrPointSet *ps)
   if (!ps)
     return;
   free (ps->xyz);
+  free (ps->cells);
   ps->xyz = NULL;
-  ps->n = 0;
-  ps->dim = 0;
+  ps->cells = NULL;
+  ps->n = ps->ncells = 0;
+  ps->dim = ps->cell_size = 0;
 }
 
 /* ---- growable coordinate array ---------------------------------------------------- */
@@ -58,6 +61,57 @@ darray_push (DArray *a, double x)
     a->cap = cap;
   }
   a->v[a->len++] = x;
+  return true;
+}
+
+/* Connectivity being read: vertex indices, cell_size per cell. */
+typedef struct {
+  uint32_t *v;
+  size_t len, cap;
+  int cell_size;                /* 0 none yet, 2 segments, 3 triangles */
+} Cells;
+
+static bool
+cells_push (Cells *c, uint32_t i)
+{
+  if (c->len == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 1024;
+    uint32_t *v = realloc (c->v, cap * sizeof *v);
+    if (!v)
+      return false;
+    c->v = v;
+    c->cap = cap;
+  }
+  c->v[c->len++] = i;
+  return true;
+}
+
+/* A polygon (k >= 3 indices) as a fan of triangles, or a polyline (k >= 2) as
+ * segments; false when out of memory. */
+static bool
+cells_add (Cells *c, const uint32_t *idx, unsigned k, bool polygon)
+{
+  for (unsigned j = 1; j + (polygon ? 1 : 0) < k; j++) {
+    if (polygon) {
+      if (!cells_push (c, idx[0]) || !cells_push (c, idx[j]) || !cells_push (c, idx[j + 1]))
+        return false;
+    } else if (!cells_push (c, idx[j - 1]) || !cells_push (c, idx[j])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* A vertex index token: a non-negative integer. */
+static bool
+parse_index (const char *tok, unsigned long long max, uint32_t *out)
+{
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull (tok, &end, 10);
+  if (!*tok || *end || end == tok || errno || tok[0] == '-' || v > max)
+    return false;
+  *out = (uint32_t) v;
   return true;
 }
 
@@ -104,6 +158,27 @@ is_blank_or_comment (const char *s)
   while (*s == ' ' || *s == '\t' || *s == '\f' || *s == '\v')
     s++;
   return *s == '\0' || *s == '#';
+}
+
+/* Point sets travel as float32 (application/x-pointset): a finite value beyond float32's
+ * range (1e300, 3.4028236e38, which rounds up to infinity) would become inf without a
+ * word, so it is refused here like NaN and Inf.  Returns false with the message set. */
+static bool
+check_coordinate (double x, long lineno, char *errbuf, size_t errlen)
+{
+  if (!isfinite (x)) {
+    gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", lineno,
+        isnan (x) ? "NaN" : "Inf");
+    return false;
+  }
+  /* rounds to infinity in float32 from the midpoint between FLT_MAX and 2^128 up
+   * (tested on the double: converting an out-of-range double to float is undefined) */
+  if (fabs (x) >= 0x1.ffffffp+127) {
+    gr_set_err (errbuf, errlen, "line %ld: coordinate %.9g does not fit float32 "
+        "(largest magnitude %.9g)", lineno, x, (double) FLT_MAX);
+    return false;
+  }
+  return true;
 }
 
 /* Strict number: the whole token must be consumed. */
@@ -257,11 +332,8 @@ parse_csv (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
         gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
         return GR_ERR_FORMAT;
       }
-      if (!isfinite (x)) {
-        gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
-            isnan (x) ? "NaN" : "Inf");
+      if (!check_coordinate (x, it.lineno, errbuf, errlen))
         return GR_ERR_FORMAT;
-      }
       if (!darray_push (out, x))
         return GR_ERR_NOMEM;
     }
@@ -281,7 +353,9 @@ typedef struct {
   unsigned long count;
   int nprops;
   bool has_list;
+  int list_at;                  /* the list property's position, -1 none */
   int ix, iy, iz;
+  int iv1, iv2;                 /* edge: vertex1, vertex2 */
 } PlyElement;
 
 static int
@@ -303,7 +377,8 @@ split_ws (char *line, char **tok, int maxtok)
 }
 
 static GrStatus
-parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_t errlen)
+parse_ply (char *buf, size_t len, DArray *out, int *dim_out, Cells *cells, char *errbuf,
+    size_t errlen)
 {
   LineIter it = { buf, buf + len, 0 };
   char *tok[MAX_COLUMNS];
@@ -348,7 +423,7 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       memset (e, 0, sizeof *e);
       snprintf (e->name, sizeof e->name, "%s", tok[1]);
       e->count = (unsigned long) c;
-      e->ix = e->iy = e->iz = -1;
+      e->ix = e->iy = e->iz = e->iv1 = e->iv2 = e->list_at = -1;
     } else if (strcmp (tok[0], "property") == 0) {
       if (nel == 0 || nt < 3) {
         gr_set_err (errbuf, errlen, "line %ld: PLY property outside an element", it.lineno);
@@ -356,12 +431,16 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       }
       PlyElement *e = &el[nel - 1];
       if (strcmp (tok[1], "list") == 0) {
+        if (!e->has_list)
+          e->list_at = e->nprops;
         e->has_list = true;
       } else {
         const char *name = tok[2];
         if (strcmp (name, "x") == 0) e->ix = e->nprops;
         else if (strcmp (name, "y") == 0) e->iy = e->nprops;
         else if (strcmp (name, "z") == 0) e->iz = e->nprops;
+        else if (strcmp (name, "vertex1") == 0) e->iv1 = e->nprops;
+        else if (strcmp (name, "vertex2") == 0) e->iv2 = e->nprops;
       }
       e->nprops++;
     } else if (strcmp (tok[0], "end_header") == 0) {
@@ -434,16 +513,63 @@ parse_ply (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
         gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
         return GR_ERR_FORMAT;
       }
-      if (!isfinite (x)) {
-        gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
-            isnan (x) ? "NaN" : "Inf");
+      if (!check_coordinate (x, it.lineno, errbuf, errlen))
         return GR_ERR_FORMAT;
-      }
       if (!darray_push (out, x))
         return GR_ERR_NOMEM;
     }
   }
   *dim_out = dim;
+  /* the elements after the vertices: faces (a vertex index list first) or edges
+   * (vertex1, vertex2) become cells; any other element is skipped, one line each */
+  const unsigned long long maxi = v->count ? v->count - 1 : 0;
+  for (int i = vi + 1; i < nel; i++) {
+    PlyElement *e = &el[i];
+    bool face = strcmp (e->name, "face") == 0 && e->list_at == 0;
+    bool edge = strcmp (e->name, "edge") == 0 && e->iv1 >= 0 && e->iv2 >= 0 &&
+        !e->has_list;
+    if ((face || edge) && cells->cell_size && cells->cell_size != (face ? 3 : 2)) {
+      gr_set_err (errbuf, errlen, "PLY file with both faces and edges: not supported");
+      return GR_ERR_FORMAT;
+    }
+    for (unsigned long k = 0; k < e->count; k++) {
+      line = next_line (&it);
+      if (!line) {
+        gr_set_err (errbuf, errlen, "PLY file ends inside element '%s' (%lu of %lu)",
+            e->name, k, e->count);
+        return GR_ERR_FORMAT;
+      }
+      if (is_blank_or_comment (line)) {
+        k--;
+        continue;
+      }
+      if (!face && !edge)
+        continue;
+      int nt = split_ws (line, tok, MAX_COLUMNS);
+      uint32_t idx[MAX_COLUMNS];
+      unsigned cnt = 2;
+      bool ok = nt >= 2;
+      if (face) {
+        ok = ok && parse_index (tok[0], MAX_COLUMNS - 1, idx) && idx[0] >= 3 &&
+            (int) idx[0] + 1 <= nt;
+        cnt = ok ? idx[0] : 0;
+        for (unsigned j = 0; ok && j < cnt; j++)
+          ok = parse_index (tok[1 + j], maxi, &idx[j]);
+      } else {
+        ok = ok && e->iv1 < nt && e->iv2 < nt && parse_index (tok[e->iv1], maxi, &idx[0])
+            && parse_index (tok[e->iv2], maxi, &idx[1]);
+      }
+      if (!ok) {
+        gr_set_err (errbuf, errlen, "line %ld: bad PLY %s: expected %s, indices below %lu",
+            it.lineno, face ? "face" : "edge", face ? "a count >= 3 and that many vertex "
+            "indices" : "two vertex indices", v->count);
+        return GR_ERR_FORMAT;
+      }
+      cells->cell_size = face ? 3 : 2;
+      if (!cells_add (cells, idx, cnt, face))
+        return GR_ERR_NOMEM;
+    }
+  }
   return GR_OK;
 }
 
@@ -476,8 +602,59 @@ next_token (TokIter *it)
   return t;
 }
 
+/* After POINTS: the LINES or POLYGONS section, when there is one ("LINES n size", then
+ * n cells "k i0 .. i(k-1)"); other sections end the reading. */
 static GrStatus
-parse_vtk (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_t errlen)
+parse_vtk_cells (TokIter *it, unsigned long long npoints, Cells *cells, char *errbuf,
+    size_t errlen)
+{
+  char *t;
+  while ((t = next_token (it))) {
+    bool poly = g_ascii_strcasecmp (t, "POLYGONS") == 0;
+    if (!poly && g_ascii_strcasecmp (t, "LINES") != 0)
+      continue;
+    if (cells->cell_size) {
+      gr_set_err (errbuf, errlen, "line %ld: VTK file with both LINES and POLYGONS: not "
+          "supported", it->lineno);
+      return GR_ERR_FORMAT;
+    }
+    long sl = it->lineno;
+    char *tn = next_token (it), *ts = tn ? next_token (it) : NULL;
+    uint32_t n = 0, size = 0;
+    if (!tn || !ts || !parse_index (tn, GR_POINTSET_MAX_POINTS, &n) ||
+        !parse_index (ts, 4ull * GR_POINTSET_MAX_POINTS, &size)) {
+      gr_set_err (errbuf, errlen, "line %ld: expected '%s <cells> <size>'", sl,
+          poly ? "POLYGONS" : "LINES");
+      return GR_ERR_FORMAT;
+    }
+    cells->cell_size = poly ? 3 : 2;
+    uint32_t idx[MAX_COLUMNS];
+    for (uint32_t c = 0; c < n; c++) {
+      t = next_token (it);
+      uint32_t k = 0;
+      if (!t || !parse_index (t, MAX_COLUMNS, &k) || k < (poly ? 3u : 2u)) {
+        gr_set_err (errbuf, errlen, "line %ld: VTK cell %u: expected a vertex count of "
+            "%s to %d", it->lineno, c, poly ? "3" : "2", MAX_COLUMNS);
+        return GR_ERR_FORMAT;
+      }
+      for (uint32_t j = 0; j < k; j++) {
+        t = next_token (it);
+        if (!t || !parse_index (t, npoints ? npoints - 1 : 0, &idx[j])) {
+          gr_set_err (errbuf, errlen, "line %ld: VTK cell %u: a vertex index below %llu "
+              "expected", it->lineno, c, npoints);
+          return GR_ERR_FORMAT;
+        }
+      }
+      if (!cells_add (cells, idx, k, poly))
+        return GR_ERR_NOMEM;
+    }
+  }
+  return GR_OK;
+}
+
+static GrStatus
+parse_vtk (char *buf, size_t len, DArray *out, int *dim_out, Cells *cells, char *errbuf,
+    size_t errlen)
 {
   LineIter li = { buf, buf + len, 0 };
   char shown[40];
@@ -531,16 +708,13 @@ parse_vtk (char *buf, size_t len, DArray *out, int *dim_out, char *errbuf, size_
       gr_set_err (errbuf, errlen, "line %ld: '%s' is not a number", it.lineno, shown);
       return GR_ERR_FORMAT;
     }
-    if (!isfinite (x)) {
-      gr_set_err (errbuf, errlen, "line %ld: non-finite coordinate (%s)", it.lineno,
-          isnan (x) ? "NaN" : "Inf");
+    if (!check_coordinate (x, it.lineno, errbuf, errlen))
       return GR_ERR_FORMAT;
-    }
     if (!darray_push (out, x))
       return GR_ERR_NOMEM;
   }
   *dim_out = 3;
-  return GR_OK;
+  return parse_vtk_cells (&it, n, cells, errbuf, errlen);
 }
 
 /* ---- entry points --------------------------------------------------------------- */
@@ -599,14 +773,20 @@ gr_pointset_parse (const char *data, size_t len, GrPointSetFormat format, int wa
     format = detect (s);
 
   DArray a = { 0 };
+  Cells cells = { 0 };
   int dim = 0;
   GrStatus st;
   switch (format) {
-    case GR_POINTSET_PLY: st = parse_ply (s, slen, &a, &dim, errbuf, errlen); break;
-    case GR_POINTSET_VTK: st = parse_vtk (s, slen, &a, &dim, errbuf, errlen); break;
+    case GR_POINTSET_PLY: st = parse_ply (s, slen, &a, &dim, &cells, errbuf, errlen); break;
+    case GR_POINTSET_VTK: st = parse_vtk (s, slen, &a, &dim, &cells, errbuf, errlen); break;
     default: st = parse_csv (s, slen, &a, &dim, errbuf, errlen); break;
   }
   free (buf);
+  if (st != GR_OK || cells.len == 0) {
+    free (cells.v);
+    cells.v = NULL;
+    cells.cell_size = 0;
+  }
   if (st == GR_OK && (a.len == 0 || dim == 0)) {
     gr_set_err (errbuf, errlen, "no points in the %s data", gr_pointset_format_name (format));
     st = GR_ERR_FORMAT;
@@ -615,6 +795,7 @@ gr_pointset_parse (const char *data, size_t len, GrPointSetFormat format, int wa
     if (st == GR_ERR_NOMEM)
       gr_set_err (errbuf, errlen, "out of memory");
     free (a.v);
+    free (cells.v);
     return st;
   }
   size_t n = a.len / dim;
@@ -624,6 +805,7 @@ gr_pointset_parse (const char *data, size_t len, GrPointSetFormat format, int wa
         gr_set_err (errbuf, errlen, "2-D points asked for, but point %zu has z = %g (the data "
             "is 3-D)", i, a.v[3 * i + 2]);
         free (a.v);
+        free (cells.v);
         return GR_ERR_FORMAT;
       }
     for (size_t i = 0; i < n; i++) {
@@ -635,6 +817,7 @@ gr_pointset_parse (const char *data, size_t len, GrPointSetFormat format, int wa
     double *v = malloc (3 * n * sizeof *v);
     if (!v) {
       free (a.v);
+      free (cells.v);
       return GR_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {
@@ -650,7 +833,57 @@ gr_pointset_parse (const char *data, size_t len, GrPointSetFormat format, int wa
   out->n = n;
   out->dim = dim;
   out->format = format;
+  out->cells = cells.v;
+  out->cell_size = cells.cell_size;
+  out->ncells = cells.cell_size ? cells.len / cells.cell_size : 0;
   return GR_OK;
+}
+
+char *
+gr_pointset_format_ply (const double *xyz, size_t n, int dim, const uint32_t *cells,
+    size_t ncells, int cell_size, size_t *len_out)
+{
+  if (!xyz || n == 0 || (dim != 2 && dim != 3) || (cell_size != 0 && cell_size != 2 &&
+          cell_size != 3) || (cell_size && ncells && !cells))
+    return NULL;
+  for (size_t i = 0; cell_size && i < ncells * (size_t) cell_size; i++)
+    if (cells[i] >= n)
+      return NULL;
+  GString *s = g_string_sized_new (64 + n * dim * 26 + ncells * cell_size * 12);
+  if (!s)
+    return NULL;
+  g_string_append_printf (s, "ply\nformat ascii 1.0\ncomment georeg\nelement vertex %zu\n"
+      "property double x\nproperty double y\n%s", n, dim == 3 ? "property double z\n" : "");
+  if (cell_size == 3 && ncells)
+    g_string_append_printf (s, "element face %zu\nproperty list uchar uint "
+        "vertex_indices\n", ncells);
+  else if (cell_size == 2 && ncells)
+    g_string_append_printf (s, "element edge %zu\nproperty uint vertex1\n"
+        "property uint vertex2\n", ncells);
+  g_string_append (s, "end_header\n");
+  char num[G_ASCII_DTOSTR_BUF_SIZE];
+  for (size_t i = 0; i < n; i++)
+    for (int d = 0; d < dim; d++) {
+      g_ascii_formatd (num, sizeof num, "%.17g", xyz[i * dim + d]);
+      g_string_append (s, num);
+      g_string_append_c (s, d + 1 < dim ? ' ' : '\n');
+    }
+  for (size_t f = 0; f < ncells && cell_size; f++) {
+    const uint32_t *c = cells + f * cell_size;
+    if (cell_size == 3)
+      g_string_append_printf (s, "3 %u %u %u\n", c[0], c[1], c[2]);
+    else
+      g_string_append_printf (s, "%u %u\n", c[0], c[1]);
+  }
+  if (len_out)
+    *len_out = s->len;
+  char *g = g_string_free (s, FALSE);
+  /* callers free () it, as the CSV writer's result */
+  char *out = malloc (strlen (g) + 1);
+  if (out)
+    memcpy (out, g, strlen (g) + 1);
+  g_free (g);
+  return out;
 }
 
 GrStatus

@@ -12,11 +12,14 @@
  *  - Legacy VTK ASCII ("# vtk DataFile Version ..."): the POINTS section (always 3
  *    coordinates).  BINARY files are refused.
  * Numbers are read locale-independently ('.' decimal point).  Every coordinate must be
- * finite: NaN or Inf is an error naming the line.  Errors never crash: they return a
+ * finite and fit float32 (the point-set buffers are float32): NaN, Inf and values such
+ * as 1e300 are errors naming the line.  Errors never crash: they return a
  * status and a message naming the line and the problem.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef GR_POINTSET_IO_H
 #define GR_POINTSET_IO_H
+
+#include <stdint.h>
 
 #include "gr_common.h"
 
@@ -39,6 +42,13 @@ typedef struct {
   size_t n;
   int dim;                      /* 2 or 3 */
   GrPointSetFormat format;      /* the format the data was read as */
+  /* connectivity, when the file has some (PLY faces or edges, VTK POLYGONS or LINES):
+   * ncells cells of cell_size vertex indices (2 segments, 3 triangles; polygons are
+   * split into triangles as fans, polylines into segments); cell_size 0 and cells
+   * NULL for a plain point set */
+  uint32_t *cells;
+  size_t ncells;
+  int cell_size;
 } GrPointSet;
 
 const char *gr_pointset_format_name (GrPointSetFormat format);
@@ -64,6 +74,13 @@ void gr_pointset_clear (GrPointSet *ps);
  * when out of memory or arguments are bad. */
 char *gr_pointset_format_csv (const double *xyz, const float *xyz_f, size_t n, int dim,
     size_t *len_out);
+
+/* Writes PLY ASCII: the vertices (x, y[, z]) and, when cell_size is 2 or 3, the cells
+ * as 'edge' (vertex1, vertex2) or 'face' (vertex_indices) elements; 17 significant
+ * digits (doubles round-trip).  A malloc'ed NUL-terminated string (length in *len_out),
+ * or NULL when out of memory or arguments are bad. */
+char *gr_pointset_format_ply (const double *xyz, size_t n, int dim, const uint32_t *cells,
+    size_t ncells, int cell_size, size_t *len_out);
 
 GrStatus gr_pointset_save_csv (const char *path, const double *xyz, size_t n, int dim,
     char *errbuf, size_t errlen);

@@ -12,6 +12,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include "shoot.h"
+#include "shoot_internal.h"
 #include "shoot_cuda.h"
 
 #include <math.h>
@@ -98,8 +99,11 @@ struct GrShoot {
   void *xqR, *xpR;              /* == xq, xp in float64 mode */
   void *yqR, *ypR;              /* Ralston stage states [T-1][D][n] */
   bool traj_valid;              /* the trajectory matches the last p0 shot */
+  GrShootDataTerm term;         /* a data term in place of the landmark mismatch */
+  void *term_user;
+  double *q1pm, *gq1pm;         /* its q(1) and gradient, point-major */
   /* CPU work arrays, [D][n] */
-  double *hp, *hq, *k1q, *k1p, *hp0, *tmpq, *tmpp;
+  double *hp, *hq, *k1q, *k1p, *hp0, *hq0, *tmpq, *tmpp;
   double *a, *b, *ra, *rb, *mua, *mub, *wa, *wb;
   void *aR, *bR, *waR, *wbR;
 #if GR_HAVE_CUDA
@@ -204,7 +208,8 @@ alloc_cpu_work (GrShoot *s)
 {
   bool ok = true;
   size_t b = sizeof (double) * s->dn;
-  double **d[] = { &s->hp, &s->hq, &s->k1q, &s->k1p, &s->hp0, &s->tmpq, &s->tmpp, &s->a,
+  double **d[] = { &s->hp, &s->hq, &s->k1q, &s->k1p, &s->hp0, &s->hq0, &s->tmpq, &s->tmpp,
+    &s->a,
     &s->b, &s->ra, &s->rb, &s->mua, &s->mub, &s->wa, &s->wb };
   for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
     *d[i] = xalloc (b, &ok);
@@ -328,7 +333,10 @@ gr_shoot_free (GrShoot *s)
   free (s->xp);
   free (s->yqR);
   free (s->ypR);
-  double *d[] = { s->tgt, s->hp, s->hq, s->k1q, s->k1p, s->hp0, s->tmpq, s->tmpp, s->a,
+  free (s->q1pm);
+  free (s->gq1pm);
+  double *d[] = { s->tgt, s->hp, s->hq, s->k1q, s->k1p, s->hp0, s->hq0, s->tmpq, s->tmpp,
+    s->a,
     s->b, s->ra, s->rb, s->mua, s->mub, s->wa, s->wb };
   for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
     free (d[i]);
@@ -359,17 +367,6 @@ gr_shoot_set_threads (GrShoot *s, int threads)
   s->threads = threads > 0 ? threads : 0;
   if (s->backend == GR_BACKEND_CPU)
     snprintf (s->desc, sizeof s->desc, "CPU, %d OpenMP threads", nthreads (s));
-}
-
-static bool
-all_finite (const double *v, size_t count, size_t *bad)
-{
-  for (size_t i = 0; i < count; i++)
-    if (!isfinite (v[i])) {
-      *bad = i;
-      return false;
-    }
-  return true;
 }
 
 /* point-major -> SoA */
@@ -416,7 +413,7 @@ gr_shoot_set_template (GrShoot *s, const double *q0, char *errbuf, size_t errlen
     gr_set_err (errbuf, errlen, "no template");
     return GR_ERR_INVALID;
   }
-  if (!all_finite (q0, s->dn, &bad)) {
+  if (!gr_shoot_all_finite (q0, s->dn, &bad)) {
     gr_set_err (errbuf, errlen, "template point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
@@ -436,6 +433,32 @@ gr_shoot_set_template (GrShoot *s, const double *q0, char *errbuf, size_t errlen
 }
 
 GrStatus
+gr_shoot_set_data_term (GrShoot *s, GrShootDataTerm term, void *user, char *errbuf,
+    size_t errlen)
+{
+  if (!s) {
+    gr_set_err (errbuf, errlen, "no engine");
+    return GR_ERR_INVALID;
+  }
+  if (term && s->backend != GR_BACKEND_CPU) {
+    gr_set_err (errbuf, errlen, "data terms run on the CPU backend only");
+    return GR_ERR_INVALID;
+  }
+  if (term && !s->q1pm) {
+    s->q1pm = malloc (sizeof (double) * s->dn);
+    s->gq1pm = malloc (sizeof (double) * s->dn);
+    if (!s->q1pm || !s->gq1pm) {
+      gr_set_err (errbuf, errlen, "out of memory");
+      return GR_ERR_NOMEM;
+    }
+  }
+  s->term = term;
+  s->term_user = user;
+  s->traj_valid = false;
+  return GR_OK;
+}
+
+GrStatus
 gr_shoot_set_target (GrShoot *s, const double *target, char *errbuf, size_t errlen)
 {
   size_t bad;
@@ -443,7 +466,7 @@ gr_shoot_set_target (GrShoot *s, const double *target, char *errbuf, size_t errl
     gr_set_err (errbuf, errlen, "no target");
     return GR_ERR_INVALID;
   }
-  if (!all_finite (target, s->dn, &bad)) {
+  if (!gr_shoot_all_finite (target, s->dn, &bad)) {
     gr_set_err (errbuf, errlen, "target point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
@@ -531,6 +554,7 @@ cpu_forward (GrShoot *s, const double *p0)
     pair_forward (s, rslot (s, s->xqR, t), rslot (s, s->xpR, t), s->hp, s->hq);
     if (t == 0) {
       memcpy (s->hp0, s->hp, sizeof (double) * dn);
+      memcpy (s->hq0, s->hq, sizeof (double) * dn);
       for (size_t e = 0; e < dn; e++)
         energy += xp[e] * s->hp[e];
       energy *= 0.5;
@@ -563,14 +587,18 @@ cpu_forward (GrShoot *s, const double *p0)
   return energy;
 }
 
+/* The adjoint; grad (may be NULL) gets d loss / d p0, grad_q0 (may be NULL)
+ * d loss / d q0 = the adjoint's q part at t = 0 + dH/dq (q0, p0). */
 static void
-cpu_backward (GrShoot *s, double *grad)
+cpu_backward (GrShoot *s, double *grad, double *grad_q0)
 {
   const size_t dn = s->dn;
   const double dt = s->dt, lam = s->p.lambda;
   const double *qT = s->xq + (size_t) (s->T - 1) * dn;
+  if (s->term)
+    to_soa (s->gq1pm, s->a, s->n, s->D);
   for (size_t e = 0; e < dn; e++) {
-    s->a[e] = lam * (qT[e] - s->tgt[e]);
+    s->a[e] = s->term ? 0.5 * lam * s->a[e] : lam * (qT[e] - s->tgt[e]);
     s->b[e] = 0.0;
   }
   to_R (s, s->aR, s->a, dn);
@@ -603,25 +631,37 @@ cpu_backward (GrShoot *s, double *grad)
     to_R (s, s->aR, s->a, dn);
     to_R (s, s->bR, s->b, dn);
   }
-  for (size_t e = 0; e < dn; e++)
-    s->tmpp[e] = s->b[e] + s->hp0[e];
-  from_soa (s->tmpp, grad, s->n, s->D);
+  if (grad) {
+    for (size_t e = 0; e < dn; e++)
+      s->tmpp[e] = s->b[e] + s->hp0[e];
+    from_soa (s->tmpp, grad, s->n, s->D);
+  }
+  if (grad_q0) {
+    for (size_t e = 0; e < dn; e++)
+      s->tmpq[e] = s->a[e] + s->hq0[e];
+    from_soa (s->tmpq, grad_q0, s->n, s->D);
+  }
 }
 
 GrStatus
-gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad, GrShootLoss *loss,
-    char *errbuf, size_t errlen)
+gr_shoot_loss_grad_template (GrShoot *s, const double *p0, double *grad, double *grad_q0,
+    GrShootLoss *loss, char *errbuf, size_t errlen)
 {
   if (!s || !p0) {
     gr_set_err (errbuf, errlen, "no momentum");
     return GR_ERR_INVALID;
   }
-  if (!s->has_template || !s->has_target) {
+  if (!s->has_template || (!s->has_target && !s->term)) {
     gr_set_err (errbuf, errlen, "template or target not set");
     return GR_ERR_INVALID;
   }
   GrShootLoss l = { 0 };
 #if GR_HAVE_CUDA
+  if (s->cuda && grad_q0) {
+    gr_set_err (errbuf, errlen, "the template gradient is computed on the CPU backend "
+        "only");
+    return GR_ERR_INVALID;
+  }
   if (s->cuda) {
     double out[3];
     GrStatus st = gr_shoot_cuda_eval (s->cuda, p0, grad, out, errbuf, errlen);
@@ -639,18 +679,33 @@ gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad, GrShootLoss *los
   l.kinetic = cpu_forward (s, p0);
   const double *qT = s->xq + (size_t) (s->T - 1) * s->dn;
   double m = 0.0;
-  for (size_t e = 0; e < s->dn; e++) {
-    double r = qT[e] - s->tgt[e];
-    m += r * r;
+  if (s->term) {
+    from_soa (qT, s->q1pm, s->n, s->D);
+    GrStatus st = s->term (s->term_user, s->q1pm, &m, grad || grad_q0 ? s->gq1pm : NULL,
+        errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+  } else {
+    for (size_t e = 0; e < s->dn; e++) {
+      double r = qT[e] - s->tgt[e];
+      m += r * r;
+    }
   }
   l.mismatch = m;
   l.loss = l.kinetic + 0.5 * s->p.lambda * m;
   s->traj_valid = true;
-  if (grad)
-    cpu_backward (s, grad);
+  if (grad || grad_q0)
+    cpu_backward (s, grad, grad_q0);
   if (loss)
     *loss = l;
   return GR_OK;
+}
+
+GrStatus
+gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad, GrShootLoss *loss,
+    char *errbuf, size_t errlen)
+{
+  return gr_shoot_loss_grad_template (s, p0, grad, NULL, loss, errbuf, errlen);
 }
 
 GrStatus
@@ -666,11 +721,11 @@ gr_shoot_flow (GrShoot *s, const double *p0, double *q1, double *p1, const doubl
     return GR_ERR_INVALID;
   }
   size_t bad;
-  if (!all_finite (p0, s->dn, &bad)) {
+  if (!gr_shoot_all_finite (p0, s->dn, &bad)) {
     gr_set_err (errbuf, errlen, "momentum %zu is not finite", bad / s->D);
     return GR_ERR_INVALID;
   }
-  if (n_extra > 0 && !all_finite (extra, n_extra * s->D, &bad)) {
+  if (n_extra > 0 && !gr_shoot_all_finite (extra, n_extra * s->D, &bad)) {
     gr_set_err (errbuf, errlen, "extra point %zu has a non-finite coordinate", bad / s->D);
     return GR_ERR_INVALID;
   }
@@ -780,14 +835,6 @@ fit_progress (void *user, const double *x, const double *g, double fx, double gn
   return 0;
 }
 
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 GrStatus
 gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgress progress,
     void *user, GrShootFitResult *result, char *errbuf, size_t errlen)
@@ -805,11 +852,11 @@ gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgres
     return GR_ERR_INVALID;
   }
   size_t bad;
-  if (!all_finite (p0, s->dn, &bad)) {
+  if (!gr_shoot_all_finite (p0, s->dn, &bad)) {
     gr_set_err (errbuf, errlen, "initial momentum %zu is not finite", bad / s->D);
     return GR_ERR_INVALID;
   }
-  double t0 = now_s ();
+  double t0 = gr_shoot_now_s ();
   GrShootLoss l0;
   GrStatus st = gr_shoot_loss_grad (s, p0, NULL, &l0, errbuf, errlen);
   if (st != GR_OK)
@@ -842,7 +889,7 @@ gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs, GrShootProgres
   result->mismatch0 = l0.mismatch;
   result->gnorm = info.gnorm;
   result->gnorm0 = info.gnorm0;
-  result->seconds = now_s () - t0;
+  result->seconds = gr_shoot_now_s () - t0;
   if (r == GR_LBFGS_EVALUATION_ERROR) {
     gr_set_err (errbuf, errlen, "the loss is not finite at the starting momentum");
     return GR_ERR_INVALID;

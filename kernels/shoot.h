@@ -90,6 +90,24 @@ typedef struct {
 GrStatus gr_shoot_loss_grad (GrShoot *s, const double *p0, double *grad,
     GrShootLoss *loss, char *errbuf, size_t errlen);
 
+/* A data term in place of |q(1) - target|^2, for shapes without correspondence (e.g.
+ * a varifold distance, varifold.h): it returns the mismatch m at q1 (n * dim,
+ * point-major) and writes d m / d q1 into grad_q1 (when not NULL); the loss becomes
+ * H(q0, p0) + lambda / 2 * m(q(1)).  Non-zero status: the evaluation fails with it. */
+typedef GrStatus (*GrShootDataTerm) (void *user, const double *q1, double *mismatch,
+    double *grad_q1, char *errbuf, size_t errlen);
+
+/* Sets (or, with NULL, removes) the data term; no target is needed while one is set.
+ * CPU backend only (GR_ERR_INVALID on CUDA). */
+GrStatus gr_shoot_set_data_term (GrShoot *s, GrShootDataTerm term, void *user,
+    char *errbuf, size_t errlen);
+
+/* As gr_shoot_loss_grad, and grad_q0 (n * dim, may be NULL) receives the gradient on
+ * the template q0 (what atlas estimation needs).  CPU backend only (GR_ERR_INVALID on
+ * CUDA when grad_q0 is asked for). */
+GrStatus gr_shoot_loss_grad_template (GrShoot *s, const double *p0, double *grad,
+    double *grad_q0, GrShootLoss *loss, char *errbuf, size_t errlen);
+
 /* Shoots from p0: q1 (n * dim, may be NULL) receives q(1); p1 (may be NULL) p(1).
  * When n_extra > 0, the points extra (n_extra * dim) are carried along the same flow
  * by the velocity v(x, t) = sum_l g(|q_l(t) - x|) p_l(t) with the same integrator, into
@@ -119,6 +137,85 @@ typedef struct {
 GrStatus gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs,
     GrShootProgress progress, void *user, GrShootFitResult *result, char *errbuf,
     size_t errlen);
+
+/* ---- populations: many targets registered to one template together --------------
+ *
+ * A batch holds S subjects (targets) that share the template and the parameters; each
+ * subject has its own momenta and its own L-BFGS state (the same minimization as
+ * gr_shoot_fit, driven by reverse communication), and the evaluations the active
+ * subjects ask for are done together: on the CPU in parallel over subjects (OpenMP,
+ * one engine per thread), on CUDA in one launch per time step covering every active
+ * subject (grid: row blocks x subjects).  Each subject goes through exactly the steps
+ * it would take alone: on the CPU its loss is bit-identical to gr_shoot_fit's. */
+typedef struct GrShootBatch GrShootBatch;
+
+/* Up to `subjects` targets (>= 1; at most 65535 on CUDA).  Backend and errors as
+ * gr_shoot_new; CUDA memory grows with the subjects (about 4 T n D 12 bytes each). */
+GrShootBatch *gr_shoot_batch_new (const GrShootParams *params, size_t subjects,
+    GrBackend backend, int cuda_device, GrStatus *status, char *errbuf, size_t errlen);
+void gr_shoot_batch_free (GrShootBatch *b);
+GrBackend gr_shoot_batch_backend (const GrShootBatch *b);
+const char *gr_shoot_batch_device_description (const GrShootBatch *b);
+size_t gr_shoot_batch_capacity (const GrShootBatch *b);
+/* CPU threads (0 = OpenMP's default). */
+void gr_shoot_batch_set_threads (GrShootBatch *b, int threads);
+
+GrStatus gr_shoot_batch_set_template (GrShootBatch *b, const double *q0, char *errbuf,
+    size_t errlen);
+/* The target of one subject (0 .. capacity-1), n * dim point-major, copied. */
+GrStatus gr_shoot_batch_set_target (GrShootBatch *b, size_t subject, const double *target,
+    char *errbuf, size_t errlen);
+
+/* Loss and gradients of `count` subjects at once: subject which[k] at p0[k] (n * dim
+ * each); grad[k] may be NULL (or grad itself NULL) for no gradient; loss[k] set. */
+GrStatus gr_shoot_batch_loss_grad (GrShootBatch *b, const size_t *which, size_t count,
+    const double *const *p0, double *const *grad, GrShootLoss *loss, char *errbuf,
+    size_t errlen);
+
+/* Called after each accepted L-BFGS iteration of a subject; non-zero stops it. */
+typedef int (*GrShootBatchProgress) (void *user, size_t subject, int iteration,
+    int evaluations, double loss, double gnorm);
+
+/* Fits subjects 0 .. count-1 (count <= capacity): p0 holds count * n * dim starting
+ * momenta (subject-major, each point-major), replaced by the results; results[count]
+ * as gr_shoot_fit's (seconds: the wall time of the whole batch).  GR_OK whenever p0
+ * holds usable results; an error only when an evaluation failed (CUDA) or memory ran
+ * out. */
+GrStatus gr_shoot_batch_fit (GrShootBatch *b, size_t count, double *p0,
+    const GrLbfgsParams *lbfgs, GrShootBatchProgress progress, void *user,
+    GrShootFitResult *results, char *errbuf, size_t errlen);
+
+/* ---- atlas: the template estimated from a population ------------------------------
+ *
+ * Deterministic atlas (as Deformetrica's): the template q0 and every subject's momenta
+ * p_s minimize together
+ *     F(q0, p_1 .. p_S) = sum_s [ H(q0, p_s) + lambda / 2 |q_s(1) - target_s|^2 ]
+ * by L-BFGS over all of them, with exact gradients (the adjoint's q part at t = 0 plus
+ * dH/dq0 for the template).  CPU, in parallel over subjects (OpenMP); the sums over
+ * subjects are taken in subject order, so the result does not depend on the thread
+ * count.  The momenta are the per-subject output for statistics on shape (their PCA). */
+typedef enum {
+  GR_SHOOT_ATLAS_FROM_MEAN = 0,   /* start from the mean of the targets */
+  GR_SHOOT_ATLAS_FROM_GIVEN = 1,  /* start from the template passed in */
+} GrShootAtlasStart;
+
+typedef struct {
+  GrLbfgsResult result;
+  int iterations, evaluations;
+  double loss0, loss;             /* F at the start and at the end */
+  double kinetic, mismatch;       /* their sums over subjects, at the end */
+  double seconds;
+} GrShootAtlasResult;
+
+/* targets: subjects * n * dim (subject-major, each point-major).  template_io: n * dim,
+ * the initial template with FROM_GIVEN, filled with the mean first with FROM_MEAN; the
+ * estimate on return.  momenta_io: subjects * n * dim starting momenta (zeros are a
+ * good start), the estimates on return.  threads 0 = OpenMP's default.  GR_OK whenever
+ * the outputs hold a usable estimate (see result->result). */
+GrStatus gr_shoot_atlas (const GrShootParams *params, size_t subjects,
+    const double *targets, GrShootAtlasStart start, double *template_io,
+    double *momenta_io, const GrLbfgsParams *lbfgs, int threads,
+    GrShootAtlasResult *result, char *errbuf, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -12,9 +12,18 @@
  * Integration states (q, p), the adjoint and the loss are float64; the kernels read
  * float32 copies of them for the pair arithmetic (float64 copies in float64 mode).
  * One evaluation = H2D copy of p0, 2 (T-1) step kernels (4 (T-1) for Ralston), a
- * one-block loss kernel and a D2H copy, captured once into a CUDA graph and replayed:
- * no allocation and no host synchronization between the steps.  The variant choice
- * (rows per thread, tiling, group size) is in gr_shoot_cuda_new.
+ * one-block loss kernel and a D2H copy; the kernels are captured once into a CUDA
+ * graph and replayed: no allocation and no host synchronization between the steps.
+ * The variant choice (rows per thread, tiling, group size) is in gr_shoot_cuda_new.
+ *
+ * Populations: an engine holds `cap` evaluation slots.  Every launch has a second grid
+ * dimension over slots (blockIdx.y = slot k); slot k evaluates subject active[k] (its
+ * target), the first `count` slots are used and the blocks of the others return at
+ * once.  One launch per time step thus covers every subject being evaluated, which is
+ * what fills the GPU: one subject of n = 1847 is ~120 blocks, a few per SM.  Graphs
+ * are captured for slot grids of cap, cap/4, cap/16, ... and an evaluation replays the
+ * smallest that covers its count, so the tail of a fit (few subjects left) does not
+ * pay for the empty slots.  A single subject is the same engine with cap = 1.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cuda_runtime.h>
 #include <cuda_pipeline.h>
@@ -101,7 +110,8 @@ stage_tile (V4<S> (*buf)[BLOCK], const V4<S> *const *src, int base, int n)
 }
 
 template <typename S> struct Bufs {
-  int n, T;
+  int n, T, dim;
+  const int *slots;             /* [0] = slots in use, [1 + k] = subject of slot k */
   double dt, k, c, lambda;
   S kl, r2cut;
   V4<S> *xq_s, *xp_s;           /* [T][n] pair copies of the states */
@@ -119,6 +129,43 @@ template <typename S> struct Bufs {
   double *grad_out;             /* [n * D] point-major */
   double *scal;                 /* loss, kinetic, mismatch */
 };
+
+/* Moves b's pointers to the block's slot (blockIdx.y): its trajectory and work arrays,
+ * and its subject's target.  False for a slot beyond the count in use. */
+template <typename S>
+__device__ __forceinline__ bool
+at_slot (Bufs<S> &b)
+{
+  const int k = blockIdx.y;
+  if (k >= b.slots[0])
+    return false;
+  const size_t n = b.n, T = b.T, kk = k;
+  b.xq_s += kk * T * n;
+  b.xp_s += kk * T * n;
+  b.xq_d += kk * T * n;
+  b.xp_d += kk * T * n;
+  if (b.yq_s) {
+    b.yq_s += kk * (T - 1) * n;
+    b.yp_s += kk * (T - 1) * n;
+    b.k1q += kk * n;
+    b.k1p += kk * n;
+    b.mua += kk * n;
+    b.mub += kk * n;
+    b.wa_s += kk * n;
+    b.wb_s += kk * n;
+  }
+  b.hp0 += kk * n;
+  b.erow += kk * n;
+  b.tgt += (size_t) b.slots[1 + k] * n;
+  b.La_d += kk * n;
+  b.Lb_d += kk * n;
+  b.La_s += 2 * kk * n;
+  b.Lb_s += 2 * kk * n;
+  b.p0_in += kk * n * b.dim;
+  b.grad_out += kk * n * b.dim;
+  b.scal += 4 * kk;
+  return true;
+}
 
 enum { F_EULER = 0, F_RAL1 = 1, F_RAL2 = 2 };
 enum { B_EULER = 0, B_RAL1 = 1, B_RAL2 = 2 };
@@ -164,6 +211,8 @@ __global__ void __launch_bounds__ (BLOCK)
 k_forward (Bufs<S> b, int t, int tpr)
 {
   __shared__ double red[(BLOCK / 32) * RPT * 2 * D];
+  if (!at_slot (b))
+    return;
   const int n = b.n;
   const int group = threadIdx.x / tpr, lane = threadIdx.x % tpr;
   const int row0 = (blockIdx.x * (BLOCK / tpr) + group) * RPT;
@@ -336,6 +385,8 @@ __global__ void __launch_bounds__ (BLOCK)
 k_backward (Bufs<S> b, int t, int tpr, int rbuf)
 {
   __shared__ double red[(BLOCK / 32) * RPT * 2 * D];
+  if (!at_slot (b))
+    return;
   const int n = b.n;
   const int group = threadIdx.x / tpr, lane = threadIdx.x % tpr;
   const int row0 = (blockIdx.x * (BLOCK / tpr) + group) * RPT;
@@ -508,7 +559,7 @@ __global__ void
 k_init (Bufs<S> b)
 {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= b.n)
+  if (i >= b.n || !at_slot (b))
     return;
   V4<double> p = zero4<double> ();
 #pragma unroll
@@ -525,6 +576,8 @@ __global__ void __launch_bounds__ (1024)
 k_terminal (Bufs<S> b)
 {
   __shared__ double sm[1024], se[1024];
+  if (!at_slot (b))
+    return;
   const int n = b.n;
   const V4<double> *qT = b.xq_d + (size_t) (b.T - 1) * n;
   double m = 0.0, e = 0.0;
@@ -570,9 +623,13 @@ struct GrShootCuda {
   int tiled;                    /* j points staged in shared memory: 0 no, 1 one
                                  * buffer, 2 double-buffered (cp.async) */
   cudaStream_t stream;
-  cudaGraphExec_t exec;
+  size_t cap;                   /* evaluation slots (subjects evaluated at once) */
+  int ngraphs;
+  cudaGraphExec_t exec[8];      /* for slot grids graph_slots[g], cap down to 1 */
+  int graph_slots[8];
   void *arena;
-  double *h_p0, *h_grad, *h_scal;   /* pinned */
+  double *h_p0, *h_grad, *h_scal;   /* pinned, [cap] slots each */
+  int *h_slots, *slots_d;       /* [0] = count, [1 + k] = subject of slot k */
   /* device pointers, stored untyped; Bufs<S> is rebuilt from them */
   void *xq_s, *xp_s, *yq_s, *yp_s, *La_s, *Lb_s, *wa_s, *wb_s;
   V4<double> *xq_d, *xp_d, *k1q, *k1p, *hp0, *tgt, *La_d, *Lb_d, *mua, *mub;
@@ -596,6 +653,8 @@ make_bufs (const GrShootCuda *c)
   Bufs<S> b;
   b.n = c->n;
   b.T = c->T;
+  b.dim = c->D;
+  b.slots = c->slots_d;
   b.dt = 1.0 / (c->T - 1);
   b.k = 1.0 / (2.0 * c->p.sigma * c->p.sigma);
   b.c = -1.0 / (c->p.sigma * c->p.sigma);
@@ -630,21 +689,17 @@ make_bufs (const GrShootCuda *c)
   return b;
 }
 
-/* Enqueues one whole evaluation on the stream (captured into the graph). */
+/* Enqueues the kernels of one evaluation of up to G slots on the stream (captured
+ * into a graph; the copies around them are made per evaluation, sized by the count). */
 template <typename S, int D, int RPT, int TILED>
 static cudaError_t
-enqueue_eval (GrShootCuda *c)
+enqueue_eval (GrShootCuda *c, int G)
 {
   Bufs<S> b = make_bufs<S> (c);
   const int n = c->n, T = c->T, tpr = c->tpr;
-  const size_t pbytes = sizeof (double) * (size_t) n * D;
-  cudaError_t e = cudaMemcpyAsync (c->p0_in, c->h_p0, pbytes, cudaMemcpyHostToDevice,
-      c->stream);
-  if (e != cudaSuccess)
-    return e;
-  k_init<S, D><<<(n + 255) / 256, 256, 0, c->stream>>> (b);
+  k_init<S, D><<<dim3 ((n + 255) / 256, G), 256, 0, c->stream>>> (b);
   const int rows_per_block = (BLOCK / tpr) * RPT;
-  const int grid = (n + rows_per_block - 1) / rows_per_block;
+  const dim3 grid ((n + rows_per_block - 1) / rows_per_block, G);
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
@@ -654,7 +709,7 @@ enqueue_eval (GrShootCuda *c)
       k_forward<S, D, RPT, F_RAL2, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr);
     }
   }
-  k_terminal<S, D><<<1, 1024, 0, c->stream>>> (b);
+  k_terminal<S, D><<<dim3 (1, G), 1024, 0, c->stream>>> (b);
   for (int t = T - 2; t >= 0; t--) {
     if (!ral) {
       int rbuf = (T - 2 - t) & 1;
@@ -664,40 +719,34 @@ enqueue_eval (GrShootCuda *c)
       k_backward<S, D, RPT, B_RAL2, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr, 0);
     }
   }
-  e = cudaGetLastError ();
-  if (e != cudaSuccess)
-    return e;
-  e = cudaMemcpyAsync (c->h_grad, c->grad_out, pbytes, cudaMemcpyDeviceToHost, c->stream);
-  if (e != cudaSuccess)
-    return e;
-  return cudaMemcpyAsync (c->h_scal, c->scal, 4 * sizeof (double), cudaMemcpyDeviceToHost,
-      c->stream);
+  return cudaGetLastError ();
 }
 
 template <typename S, int RPT, int TILED>
 static cudaError_t
-enqueue_dim (GrShootCuda *c)
+enqueue_dim (GrShootCuda *c, int G)
 {
-  return c->D == 3 ? enqueue_eval<S, 3, RPT, TILED> (c) : enqueue_eval<S, 2, RPT, TILED> (c);
+  return c->D == 3 ? enqueue_eval<S, 3, RPT, TILED> (c, G)
+      : enqueue_eval<S, 2, RPT, TILED> (c, G);
 }
 
 template <typename S, int RPT>
 static cudaError_t
-enqueue_tiled (GrShootCuda *c)
+enqueue_tiled (GrShootCuda *c, int G)
 {
   switch (c->tiled) {
-    case 0: return enqueue_dim<S, RPT, 0> (c);
-    case 1: return enqueue_dim<S, RPT, 1> (c);
-    default: return enqueue_dim<S, RPT, 2> (c);
+    case 0: return enqueue_dim<S, RPT, 0> (c, G);
+    case 1: return enqueue_dim<S, RPT, 1> (c, G);
+    default: return enqueue_dim<S, RPT, 2> (c, G);
   }
 }
 
 static cudaError_t
-enqueue_dispatch (GrShootCuda *c)
+enqueue_dispatch (GrShootCuda *c, int G)
 {
   if (c->p.precision == GR_SHOOT_FLOAT64)
-    return c->tiled ? enqueue_dim<double, 1, 1> (c) : enqueue_dim<double, 1, 0> (c);
-  return c->rpt == 1 ? enqueue_tiled<float, 1> (c) : enqueue_tiled<float, 2> (c);
+    return c->tiled ? enqueue_dim<double, 1, 1> (c, G) : enqueue_dim<double, 1, 0> (c, G);
+  return c->rpt == 1 ? enqueue_tiled<float, 1> (c, G) : enqueue_tiled<float, 2> (c, G);
 }
 
 /* Resident blocks per SM of the chosen backward kernel (the one that limits). */
@@ -746,14 +795,16 @@ gr_shoot_cuda_free (GrShootCuda *c)
   if (!c)
     return;
   cudaSetDevice (c->dev);
-  if (c->exec)
-    cudaGraphExecDestroy (c->exec);
+  for (int g = 0; g < c->ngraphs; g++)
+    if (c->exec[g])
+      cudaGraphExecDestroy (c->exec[g]);
   if (c->stream)
     cudaStreamDestroy (c->stream);
   cudaFree (c->arena);
   cudaFreeHost (c->h_p0);
   cudaFreeHost (c->h_grad);
   cudaFreeHost (c->h_scal);
+  cudaFreeHost (c->h_slots);
   cudaGetLastError ();
   free (c);
 }
@@ -762,12 +813,24 @@ extern "C" GrShootCuda *
 gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t desclen,
     char *errbuf, size_t errlen)
 {
+  return gr_shoot_cuda_new_batch (params, 1, device, desc, desclen, errbuf, errlen);
+}
+
+extern "C" GrShootCuda *
+gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int device,
+    char *desc, size_t desclen, char *errbuf, size_t errlen)
+{
+  if (subjects < 1 || subjects > 65535) {
+    gr_set_err (errbuf, errlen, "%zu subjects: 1 .. 65535", subjects);
+    return NULL;
+  }
   GrShootCuda *c = (GrShootCuda *) calloc (1, sizeof *c);
   if (!c) {
     gr_set_err (errbuf, errlen, "out of memory");
     return NULL;
   }
   c->p = *params;
+  c->cap = subjects;
   c->dev = device;
   c->n = (int) params->n;
   c->D = params->dim;
@@ -826,7 +889,7 @@ gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t d
           : c->tiled ? ", tiled" : "");
   }
 
-  const size_t n = c->n, T = c->T, es = c->es;
+  const size_t n = c->n * c->cap, T = c->T, es = c->es;   /* n: rows of all slots */
   const size_t v4s = 4 * es, v4d = 4 * sizeof (double);
   const bool ral = params->integrator == GR_SHOOT_RALSTON;
   struct {
@@ -845,7 +908,8 @@ gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t d
     { &c->wa_s, ral ? v4s * n : 0 }, { &c->wb_s, ral ? v4s * n : 0 },
     { (void **) &c->p0_in, sizeof (double) * n * c->D },
     { (void **) &c->grad_out, sizeof (double) * n * c->D },
-    { (void **) &c->scal, 4 * sizeof (double) },
+    { (void **) &c->scal, 4 * sizeof (double) * c->cap },
+    { (void **) &c->slots_d, sizeof (int) * (c->cap + 1) },
   };
   size_t total = 0;
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
@@ -867,18 +931,23 @@ gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t d
           "cudaMallocHost (staging)", errbuf, errlen) ||
       !ck (gr_cuda_malloc_host ((void **) &c->h_grad, sizeof (double) * n * c->D),
           "cudaMallocHost (staging)", errbuf, errlen) ||
-      !ck (gr_cuda_malloc_host ((void **) &c->h_scal, 4 * sizeof (double)),
+      !ck (gr_cuda_malloc_host ((void **) &c->h_scal, 4 * sizeof (double) * c->cap),
+          "cudaMallocHost (staging)", errbuf, errlen) ||
+      !ck (gr_cuda_malloc_host ((void **) &c->h_slots, sizeof (int) * (c->cap + 1)),
           "cudaMallocHost (staging)", errbuf, errlen))
     goto fail;
   if (!ck (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking),
           "cudaStreamCreate", errbuf, errlen))
     goto fail;
-  {
+  /* graphs for slot grids cap, cap/4, cap/16, ..., 1 */
+  for (size_t G = c->cap; c->ngraphs < 8; G = G > 1 ? (G + 3) / 4 : 0) {
+    if (G == 0 || (c->ngraphs == 7 && G > 1))
+      G = 1;                    /* the last one always covers a single subject */
     cudaGraph_t graph = NULL;
     if (!ck (cudaStreamBeginCapture (c->stream, cudaStreamCaptureModeThreadLocal),
             "cudaStreamBeginCapture", errbuf, errlen))
       goto fail;
-    cudaError_t e = enqueue_dispatch (c);
+    cudaError_t e = enqueue_dispatch (c, (int) G);
     cudaError_t e2 = cudaStreamEndCapture (c->stream, &graph);
     if (!ck (e, "kernel launch (capture)", errbuf, errlen) ||
         !ck (e2, "cudaStreamEndCapture", errbuf, errlen)) {
@@ -886,10 +955,13 @@ gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t d
         cudaGraphDestroy (graph);
       goto fail;
     }
-    e = cudaGraphInstantiate (&c->exec, graph, 0);
+    e = cudaGraphInstantiate (&c->exec[c->ngraphs], graph, 0);
     cudaGraphDestroy (graph);
     if (!ck (e, "cudaGraphInstantiate", errbuf, errlen))
       goto fail;
+    c->graph_slots[c->ngraphs++] = (int) G;
+    if (G == 1)
+      break;
   }
   return c;
 
@@ -919,10 +991,13 @@ gr_shoot_cuda_set_points (GrShootCuda *c, const double *q0, const double *target
   if (!tmp)
     return GR_ERR_NOMEM;
   bool ok = true;
+  /* the template is time point 0 of every slot's trajectory */
+  const size_t slot_stride = (size_t) c->T * c->n;
   if (q0) {
     upload_v4 (q0, c->n, c->D, tmp);
-    ok = ck (cudaMemcpy (c->xq_d, tmp, sizeof (V4<double>) * c->n, cudaMemcpyHostToDevice),
-        "cudaMemcpy", errbuf, errlen);
+    for (size_t k = 0; ok && k < c->cap; k++)
+      ok = ck (cudaMemcpy (c->xq_d + k * slot_stride, tmp, sizeof (V4<double>) * c->n,
+              cudaMemcpyHostToDevice), "cudaMemcpy", errbuf, errlen);
     if (ok && c->es == sizeof (float)) {
       V4<float> *tf = (V4<float> *) tmp;      /* fits: half the size */
       for (int i = 0; i < c->n; i++) {
@@ -933,11 +1008,15 @@ gr_shoot_cuda_set_points (GrShootCuda *c, const double *q0, const double *target
         v.w = 0.0f;
         tf[i] = v;
       }
-      ok = ck (cudaMemcpy (c->xq_s, tf, sizeof (V4<float>) * c->n, cudaMemcpyHostToDevice),
-          "cudaMemcpy", errbuf, errlen);
+      for (size_t k = 0; ok && k < c->cap; k++)
+        ok = ck (cudaMemcpy ((V4<float> *) c->xq_s + k * slot_stride, tf,
+                sizeof (V4<float>) * c->n, cudaMemcpyHostToDevice), "cudaMemcpy", errbuf,
+            errlen);
     } else if (ok) {
-      ok = ck (cudaMemcpy (c->xq_s, tmp, sizeof (V4<double>) * c->n,
-              cudaMemcpyHostToDevice), "cudaMemcpy", errbuf, errlen);
+      for (size_t k = 0; ok && k < c->cap; k++)
+        ok = ck (cudaMemcpy ((V4<double> *) c->xq_s + k * slot_stride, tmp,
+                sizeof (V4<double>) * c->n, cudaMemcpyHostToDevice), "cudaMemcpy", errbuf,
+            errlen);
     }
   }
   if (ok && target) {
@@ -950,22 +1029,88 @@ gr_shoot_cuda_set_points (GrShootCuda *c, const double *q0, const double *target
 }
 
 extern "C" GrStatus
-gr_shoot_cuda_eval (GrShootCuda *c, const double *p0, double *grad, double out[3],
+gr_shoot_cuda_set_subject_target (GrShootCuda *c, size_t subject, const double *target,
     char *errbuf, size_t errlen)
+{
+  if (subject >= c->cap) {
+    gr_set_err (errbuf, errlen, "subject %zu out of range", subject);
+    return GR_ERR_INVALID;
+  }
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
+    return GR_ERR_CUDA;
+  V4<double> *tmp = (V4<double> *) malloc (sizeof (V4<double>) * c->n);
+  if (!tmp)
+    return GR_ERR_NOMEM;
+  upload_v4 (target, c->n, c->D, tmp);
+  bool ok = ck (cudaMemcpy (c->tgt + subject * c->n, tmp, sizeof (V4<double>) * c->n,
+          cudaMemcpyHostToDevice), "cudaMemcpy", errbuf, errlen);
+  free (tmp);
+  return ok ? GR_OK : GR_ERR_CUDA;
+}
+
+extern "C" GrStatus
+gr_shoot_cuda_eval_batch (GrShootCuda *c, const size_t *which, size_t count,
+    const double *const *p0, double *const *grad, double (*out)[3], char *errbuf,
+    size_t errlen)
 {
   if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
     return GR_ERR_CUDA;
   const size_t m = (size_t) c->n * c->D;
-  memcpy (c->h_p0, p0, sizeof (double) * m);
-  if (!ck (cudaGraphLaunch (c->exec, c->stream), "cudaGraphLaunch", errbuf, errlen) ||
-      !ck (cudaStreamSynchronize (c->stream), "shooting kernels", errbuf, errlen))
-    return GR_ERR_CUDA;
-  if (grad)
-    memcpy (grad, c->h_grad, sizeof (double) * m);
-  out[0] = c->h_scal[0];
-  out[1] = c->h_scal[1];
-  out[2] = c->h_scal[2];
+  bool want_grad = false;
+  for (size_t k = 0; grad && k < count; k++)
+    want_grad = want_grad || grad[k];
+  /* chunks of at most cap slots */
+  for (size_t done = 0; done < count;) {
+    const size_t cnt = count - done < c->cap ? count - done : c->cap;
+    c->h_slots[0] = (int) cnt;
+    for (size_t k = 0; k < cnt; k++) {
+      if (which[done + k] >= c->cap) {
+        gr_set_err (errbuf, errlen, "subject %zu out of range", which[done + k]);
+        return GR_ERR_INVALID;
+      }
+      c->h_slots[1 + k] = (int) which[done + k];
+      memcpy (c->h_p0 + k * m, p0[done + k], sizeof (double) * m);
+    }
+    int g = 0;
+    while (g + 1 < c->ngraphs && (size_t) c->graph_slots[g + 1] >= cnt)
+      g++;
+    if (!ck (cudaMemcpyAsync (c->slots_d, c->h_slots, sizeof (int) * (cnt + 1),
+                cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
+        !ck (cudaMemcpyAsync (c->p0_in, c->h_p0, sizeof (double) * m * cnt,
+                cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
+        !ck (cudaGraphLaunch (c->exec[g], c->stream), "cudaGraphLaunch", errbuf, errlen) ||
+        (want_grad && !ck (cudaMemcpyAsync (c->h_grad, c->grad_out,
+                    sizeof (double) * m * cnt, cudaMemcpyDeviceToHost, c->stream),
+                "cudaMemcpyAsync", errbuf, errlen)) ||
+        !ck (cudaMemcpyAsync (c->h_scal, c->scal, 4 * sizeof (double) * cnt,
+                cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
+        !ck (cudaStreamSynchronize (c->stream), "shooting kernels", errbuf, errlen))
+      return GR_ERR_CUDA;
+    for (size_t k = 0; k < cnt; k++) {
+      if (grad && grad[done + k])
+        memcpy (grad[done + k], c->h_grad + k * m, sizeof (double) * m);
+      out[done + k][0] = c->h_scal[4 * k];
+      out[done + k][1] = c->h_scal[4 * k + 1];
+      out[done + k][2] = c->h_scal[4 * k + 2];
+    }
+    done += cnt;
+  }
   return GR_OK;
+}
+
+extern "C" GrStatus
+gr_shoot_cuda_eval (GrShootCuda *c, const double *p0, double *grad, double out[3],
+    char *errbuf, size_t errlen)
+{
+  const size_t which = 0;
+  double res[1][3];
+  GrStatus st = gr_shoot_cuda_eval_batch (c, &which, 1, &p0, &grad, res, errbuf, errlen);
+  if (st == GR_OK) {
+    out[0] = res[0][0];
+    out[1] = res[0][1];
+    out[2] = res[0][2];
+  }
+  return st;
 }
 
 /* [slots][n] V4 on the device -> [slots][d][n] on the host */

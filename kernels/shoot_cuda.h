@@ -34,6 +34,19 @@ GrStatus gr_shoot_cuda_eval (GrShootCuda *c, const double *p0, double *grad,
 GrStatus gr_shoot_cuda_trajectory (GrShootCuda *c, double *xq, double *xp, void *xqR,
     void *xpR, void *yqR, void *ypR, char *errbuf, size_t errlen);
 
+/* Populations (shoot_batch.c): an engine for up to `subjects` targets that evaluates
+ * many subjects in one launch per time step (grid: row blocks x subjects).  The
+ * single-subject functions above are this engine with one subject (subject 0). */
+GrShootCuda *gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects,
+    int device, char *desc, size_t desclen, char *errbuf, size_t errlen);
+GrStatus gr_shoot_cuda_set_subject_target (GrShootCuda *c, size_t subject,
+    const double *target, char *errbuf, size_t errlen);
+/* Evaluates subjects which[0 .. count-1] at p0[k] (point-major); grad (or grad[k])
+ * may be NULL; out[k] = {loss, kinetic, mismatch}. */
+GrStatus gr_shoot_cuda_eval_batch (GrShootCuda *c, const size_t *which, size_t count,
+    const double *const *p0, double *const *grad, double (*out)[3], char *errbuf,
+    size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

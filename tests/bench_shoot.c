@@ -25,6 +25,16 @@
  *   GEOREG_BENCH_THREADS        CPU threads (OpenMP's default)
  *   GEOREG_BENCH_DUMP           folder: write tmpl_N.csv and tgt_N.csv (for
  *                               tools/bench_shoot_torch.py, so both solve the same data)
+ *   GEOREG_BENCH_POPULATION     S: instead of the above, a population: S subjects of
+ *                               N points (the first of GEOREG_BENCH_SIZES, default
+ *                               1847) registered to one template together
+ *                               (gr_shoot_batch_fit, seed settings, tolerances 0), on
+ *                               each backend of GEOREG_BENCH_BACKENDS; then
+ *                               GEOREG_BENCH_POP_CHECK subjects (default 3) registered
+ *                               alone, their losses compared (1e-6 relative).  With
+ *                               GEOREG_BENCH_DUMP: pop_tmpl_N.csv and
+ *                               pop_targets_N_S.csv (columns subject,x,y,z) for
+ *                               tools/bench_population_torch.py
  *   GEOREG_BENCH_TUNE           N values: instead of the above, time every CUDA kernel
  *                               variant (GEOREG_SHOOT_TILED / _RPT / _TPR, see
  *                               kernels/shoot_cuda.cu) and the automatic choice; a full
@@ -62,13 +72,10 @@ env_int (const char *name, int def)
   return v && *v ? atoi (v) : def;
 }
 
-static void
-make_problem (size_t n, double *q0, double *tgt)
+/* The seed's settings for n 3-D landmarks. */
+static GrShootParams
+seed_params (size_t n)
 {
-  double radius = 10.0 * sqrt ((double) n / 1847.0);
-  td_bunny3d (n, radius, q0);
-  double *p = malloc (sizeof (double) * n * 3);
-  td_smooth_momentum (q0, n, 3, 0.04, 0.25, p);
   GrShootParams sp;
   gr_shoot_params_init (&sp);
   sp.n = n;
@@ -76,6 +83,17 @@ make_problem (size_t n, double *q0, double *tgt)
   sp.sigma = SIGMA;
   sp.time_points = T_POINTS;
   sp.lambda = LAMBDA;
+  return sp;
+}
+
+static void
+make_problem (size_t n, double *q0, double *tgt)
+{
+  double radius = 10.0 * sqrt ((double) n / 1847.0);
+  td_bunny3d (n, radius, q0);
+  double *p = malloc (sizeof (double) * n * 3);
+  td_smooth_momentum (q0, n, 3, 0.04, 0.25, p);
+  GrShootParams sp = seed_params (n);
   GrShoot *s = gr_shoot_new (&sp, GR_BACKEND_AUTO, -1, NULL, NULL, 0);
   gr_shoot_set_template (s, q0, NULL, 0);
   gr_shoot_set_target (s, q0, NULL, 0);
@@ -104,13 +122,7 @@ static int
 run_one (GrBackend be, size_t n, const double *q0, const double *tgt, int iterations,
     int reps, int fit, int threads, Result *r)
 {
-  GrShootParams sp;
-  gr_shoot_params_init (&sp);
-  sp.n = n;
-  sp.dim = 3;
-  sp.sigma = SIGMA;
-  sp.time_points = T_POINTS;
-  sp.lambda = LAMBDA;
+  GrShootParams sp = seed_params (n);
   char err[256] = "";
   GrStatus st;
   GrShoot *s = gr_shoot_new (&sp, be, -1, &st, err, sizeof err);
@@ -225,9 +237,164 @@ tune (const char *list)
   unsetenv ("GEOREG_SHOOT_TPR");
 }
 
+/* Subject k: the template shot by a smooth momentum of its own amplitude and scale,
+ * plus its own noise. */
+static void
+make_subject (size_t n, const double *q0, GrShoot *shooter, int k, double *tgt)
+{
+  double *p = malloc (sizeof (double) * n * 3);
+  td_smooth_momentum (q0, n, 3, 0.02 + 0.04 * ((k * 37) % 100) / 100.0,
+      0.15 + 0.2 * ((k * 61) % 100) / 100.0, p);
+  gr_shoot_flow (shooter, p, tgt, NULL, NULL, 0, NULL, NULL, 0);
+  uint64_t st = 7919 + (uint64_t) k;
+  for (size_t i = 0; i < n * 3; i++)
+    tgt[i] += 0.05 * td_uniform (&st);
+  free (p);
+}
+
+static int
+population (size_t subjects, size_t n, int iterations, int threads, const char *dump,
+    FILE *json)
+{
+  GrShootParams sp = seed_params (n);
+  const size_t m = n * 3;
+  double *q0 = malloc (sizeof (double) * m), *tgt = malloc (sizeof (double) * m * subjects);
+  double *p = calloc (m * subjects, sizeof (double));
+  GrShootFitResult *res = calloc (subjects, sizeof *res);
+  double radius = 10.0 * sqrt ((double) n / 1847.0);
+  td_bunny3d (n, radius, q0);
+  GrShoot *shooter = gr_shoot_new (&sp, GR_BACKEND_AUTO, -1, NULL, NULL, 0);
+  gr_shoot_set_template (shooter, q0, NULL, 0);
+  gr_shoot_set_target (shooter, q0, NULL, 0);
+  for (size_t k = 0; k < subjects; k++)
+    make_subject (n, q0, shooter, (int) k, tgt + k * m);
+  gr_shoot_free (shooter);
+  if (dump) {
+    char path[512], err[256];
+    snprintf (path, sizeof path, "%s/pop_tmpl_%zu.csv", dump, n);
+    gr_pointset_save_csv (path, q0, n, 3, err, sizeof err);
+    snprintf (path, sizeof path, "%s/pop_targets_%zu_%zu.csv", dump, n, subjects);
+    FILE *f = fopen (path, "w");
+    if (f) {
+      fprintf (f, "subject,x,y,z\n");
+      for (size_t k = 0; k < subjects; k++)
+        for (size_t i = 0; i < n; i++)
+          fprintf (f, "%zu,%.17g,%.17g,%.17g\n", k, tgt[k * m + 3 * i],
+              tgt[k * m + 3 * i + 1], tgt[k * m + 3 * i + 2]);
+      fclose (f);
+    }
+  }
+  const char *be_env = getenv ("GEOREG_BENCH_BACKENDS");
+  GrBackend bes[2] = { GR_BACKEND_CUDA, GR_BACKEND_CPU };
+  int checks = env_int ("GEOREG_BENCH_POP_CHECK", 3), ok = 1;
+  printf ("population: %zu subjects of N = %zu, 3-D, T = %d, sigma %g, lambda %g, "
+      "%d L-BFGS iterations each (tolerances 0)\n", subjects, n, T_POINTS, SIGMA, LAMBDA,
+      iterations);
+  for (int bi = 0; bi < 2; bi++) {
+    GrBackend be = bes[bi];
+    if (be_env && !strstr (be_env, gr_backend_name (be)))
+      continue;
+    if (be == GR_BACKEND_CUDA && gr_cuda_device_count () <= 0)
+      continue;
+    char err[256] = "";
+    GrStatus st;
+    GrShootBatch *b = gr_shoot_batch_new (&sp, subjects, be, -1, &st, err, sizeof err);
+    if (!b) {
+      fprintf (stderr, "%s batch: %s\n", gr_backend_name (be), err);
+      continue;
+    }
+    if (threads > 0)
+      gr_shoot_batch_set_threads (b, threads);
+    gr_shoot_batch_set_template (b, q0, NULL, 0);
+    for (size_t k = 0; k < subjects; k++)
+      gr_shoot_batch_set_target (b, k, tgt + k * m, NULL, 0);
+    memset (p, 0, sizeof (double) * m * subjects);
+    GrLbfgsParams lp;
+    gr_lbfgs_params_init (&lp);
+    lp.max_iterations = iterations;
+    lp.gtol_rel = 0;
+    lp.ftol = 0;
+    double t0 = now ();
+    if (gr_shoot_batch_fit (b, subjects, p, &lp, NULL, NULL, res, err, sizeof err) != GR_OK) {
+      fprintf (stderr, "batch fit: %s\n", err);
+      gr_shoot_batch_free (b);
+      ok = 0;
+      continue;
+    }
+    double secs = now () - t0;
+    long evals = 0, iters = 0;
+    double l0 = 0, l1 = 0;
+    for (size_t k = 0; k < subjects; k++) {
+      evals += res[k].evaluations;
+      iters += res[k].iterations;
+      l0 += res[k].loss0;
+      l1 += res[k].loss;
+    }
+    /* the exponentials: one per pair per step, forward and adjoint */
+    double exps = (double) evals * 2.0 * (T_POINTS - 1) * (double) n * (double) n;
+    printf ("%s: %zu subjects in %.2f s (%.3f s each); %ld iterations, %ld evaluations; "
+        "mean loss %.6g -> %.6g; %.3g pair exponentials, %.3g per second; %s\n",
+        gr_backend_name (be), subjects, secs, secs / subjects, iters, evals,
+        l0 / subjects, l1 / subjects, exps, exps / secs,
+        gr_shoot_batch_device_description (b));
+    fflush (stdout);
+    /* some subjects alone: the same loss */
+    GrShoot *one = gr_shoot_new (&sp, be, -1, NULL, NULL, 0);
+    gr_shoot_set_template (one, q0, NULL, 0);
+    double worst = 0;
+    for (int c = 0; c < checks && c < (int) subjects; c++) {
+      size_t k = (size_t) c * (subjects - 1) / (checks > 1 ? checks - 1 : 1);
+      double *pa = calloc (m, sizeof (double));
+      GrShootFitResult ra;
+      gr_shoot_set_target (one, tgt + k * m, NULL, 0);
+      gr_shoot_fit (one, pa, &lp, NULL, NULL, &ra, NULL, 0);
+      double rel = fabs (ra.loss - res[k].loss) / fabs (ra.loss);
+      printf ("  subject %zu alone: loss %.10g (batch %.10g), relative %.1e, %.3f s\n", k,
+          ra.loss, res[k].loss, rel, ra.seconds);
+      worst = fmax (worst, rel);
+      free (pa);
+    }
+    gr_shoot_free (one);
+    if (worst > 1e-6) {
+      printf ("  FAIL: a subject's batched loss differs from its lone loss by %.1e\n",
+          worst);
+      ok = 0;
+    }
+    if (json)
+      fprintf (json, "  {\"backend\": \"%s\", \"device\": \"%s\", \"subjects\": %zu, "
+          "\"n\": %zu, \"iterations\": %d, \"seconds\": %.6f, \"evaluations\": %ld, "
+          "\"mean_loss_before\": %.9g, \"mean_loss_after\": %.9g, "
+          "\"worst_lone_relative\": %.3g},\n", gr_backend_name (be),
+          gr_shoot_batch_device_description (b), subjects, n, iterations, secs, evals,
+          l0 / subjects, l1 / subjects, worst);
+    gr_shoot_batch_free (b);
+  }
+  free (q0);
+  free (tgt);
+  free (p);
+  free (res);
+  return ok;
+}
+
 int
 main (int argc, char **argv)
 {
+  if (getenv ("GEOREG_BENCH_POPULATION")) {
+    size_t subjects = (size_t) atol (getenv ("GEOREG_BENCH_POPULATION"));
+    const char *sz = getenv ("GEOREG_BENCH_SIZES");
+    size_t n = sz && *sz ? (size_t) atol (sz) : 1847;
+    FILE *json = argc > 1 ? fopen (argv[1], "w") : NULL;
+    if (json)
+      fprintf (json, "{\"benchmark\": \"landmarkshoot-population\", \"results\": [\n");
+    int ok = subjects >= 1 && n >= 2 && population (subjects, n,
+        env_int ("GEOREG_BENCH_ITERATIONS", 400), env_int ("GEOREG_BENCH_THREADS", 0),
+        getenv ("GEOREG_BENCH_DUMP"), json);
+    if (json) {
+      fprintf (json, "  {}]}\n");
+      fclose (json);
+    }
+    return ok ? 0 : 1;
+  }
   if (getenv ("GEOREG_BENCH_TUNE") && gr_cuda_device_count () > 0) {
     tune (getenv ("GEOREG_BENCH_TUNE"));
     return 0;

@@ -8,6 +8,9 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -97,5 +100,124 @@ td_mean_distance (const double *a, const double *b, size_t n, int dim)
   }
   return s / (double) n;
 }
+
+/* Meshes for the varifold tests: closed curves (segments) and ellipsoids (triangles,
+ * oriented outwards), and the known smooth deformation they are matched under. */
+typedef struct {
+  size_t nv, nc;
+  double *v;
+  uint32_t *c;
+} TdMesh;
+
+static inline void
+td_mesh_free (TdMesh *m)
+{
+  free (m->v);
+  free (m->c);
+}
+
+/* Closed polyline: a wobbly circle of nv vertices, segments i -> i + 1. */
+static inline TdMesh
+td_closed_curve (size_t nv, double r, double phase)
+{
+  TdMesh m = { nv, nv, malloc (sizeof (double) * 2 * nv), malloc (sizeof (uint32_t) * 2 * nv) };
+  for (size_t i = 0; i < nv; i++) {
+    double t = 2 * M_PI * i / nv + phase;
+    double rr = r * (1 + 0.15 * sin (3 * t));
+    m.v[2 * i] = rr * cos (t);
+    m.v[2 * i + 1] = 0.8 * rr * sin (t);
+    m.c[2 * i] = (uint32_t) i;
+    m.c[2 * i + 1] = (uint32_t) ((i + 1) % nv);
+  }
+  return m;
+}
+
+/* An ellipsoid (radii a, b, c) meshed by L latitude bands and M longitudes (offset by
+ * lon0), triangles oriented outwards. */
+static inline TdMesh
+td_ellipsoid (int L, int M, double a, double b, double c, double lon0)
+{
+  TdMesh m;
+  m.nv = (size_t) (L - 1) * M + 2;
+  m.nc = (size_t) 2 * M * (L - 1);
+  m.v = malloc (sizeof (double) * 3 * m.nv);
+  m.c = malloc (sizeof (uint32_t) * 3 * m.nc);
+  size_t k = 0;
+  for (int i = 1; i < L; i++)
+    for (int j = 0; j < M; j++, k++) {
+      double th = M_PI * i / L, ph = 2 * M_PI * j / M + lon0;
+      m.v[3 * k] = a * sin (th) * cos (ph);
+      m.v[3 * k + 1] = b * sin (th) * sin (ph);
+      m.v[3 * k + 2] = c * cos (th);
+    }
+  const uint32_t top = (uint32_t) k, bot = (uint32_t) k + 1;
+  m.v[3 * top] = m.v[3 * top + 1] = 0;
+  m.v[3 * top + 2] = c;
+  m.v[3 * bot] = m.v[3 * bot + 1] = 0;
+  m.v[3 * bot + 2] = -c;
+  size_t t = 0;
+#define RING(i, j) ((uint32_t) ((i) - 1) * M + (uint32_t) (((j) + M) % M))
+#define TRI(x, y, z) do { m.c[3 * t] = (x); m.c[3 * t + 1] = (y); m.c[3 * t + 2] = (z); \
+    t++; } while (0)
+  for (int j = 0; j < M; j++) {
+    TRI (top, RING (1, j), RING (1, j + 1));
+    TRI (bot, RING (L - 1, j + 1), RING (L - 1, j));
+    for (int i = 1; i + 1 < L; i++) {
+      TRI (RING (i, j), RING (i + 1, j), RING (i + 1, j + 1));
+      TRI (RING (i, j), RING (i + 1, j + 1), RING (i, j + 1));
+    }
+  }
+#undef RING
+#undef TRI
+  return m;
+}
+
+/* The known smooth deformation. */
+static inline void
+td_deform (double *v, size_t nv)
+{
+  for (size_t i = 0; i < nv; i++) {
+    double *x = v + 3 * i;
+    double dx = 0.1 * x[0] + 0.8 * sin (x[1] / 4.0) + 2.4, dy = 0.7 * cos (x[0] / 5.0)
+        - 0.5, dz = 0.6 * sin ((x[0] + x[1]) / 6.0) + 0.3;
+    x[0] += dx;
+    x[1] += dy;
+    x[2] += dz;
+  }
+}
+
+#ifdef GR_SHOOT_H
+/* A population of `subjects` targets: the template shot by the smooth momentum with
+ * amplitude 0.04 + 0.03 k (scale 0.3 + 0.05 k) under p, plus uniform noise of +-0.005;
+ * subject 3 is the template itself (nothing to do). */
+static inline void
+td_population (const GrShootParams *p, const double *q0, int subjects, double *targets)
+{
+  const size_t m = p->n * p->dim;
+  double *mom = (double *) malloc (sizeof (double) * m);
+  GrShoot *s = gr_shoot_new (p, GR_BACKEND_CPU, -1, NULL, NULL, 0);
+  if (!s || !mom || gr_shoot_set_template (s, q0, NULL, 0) != GR_OK) {
+    fprintf (stderr, "td_population: no engine\n");
+    exit (1);
+  }
+  uint64_t rng = 7;
+  for (int k = 0; k < subjects; k++) {
+    double *t = targets + k * m;
+    if (k == 3) {
+      memcpy (t, q0, sizeof (double) * m);
+      continue;
+    }
+    td_smooth_momentum (q0, p->n, p->dim, 0.04 + 0.03 * k, 0.3 + 0.05 * k, mom);
+    if (gr_shoot_flow (s, mom, t, NULL, NULL, 0, NULL, NULL, 0) != GR_OK) {
+      fprintf (stderr, "td_population: shooting failed\n");
+      exit (1);
+    }
+    for (size_t e = 0; e < m; e++)
+      t[e] += 0.01 * (td_uniform (&rng) - 0.5);
+  }
+  gr_shoot_free (s);
+  free (mom);
+}
+#endif
 
 #endif

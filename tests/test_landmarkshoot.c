@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 #include <glib/gstdio.h>
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
@@ -18,6 +19,7 @@
 #include "landmarkshoot-meta.h"
 #include "pointset_io.h"
 #include "shoot.h"
+#include "varifold.h"
 #include "shoot_testdata.h"
 
 #define N2 40
@@ -379,6 +381,62 @@ GST_START_TEST (test_register_3d)
 }
 GST_END_TEST;
 
+/* batch=3 with 5 targets: 3 results after the third push, the last 2 at EOS; each
+ * result (points, meta, timestamp) the same as with batch=1, in order */
+GST_START_TEST (test_batch)
+{
+  enum { TARGETS = 5 };
+  GstBuffer *ref[TARGETS];
+  double tk[TARGETS][N2 * 2];
+  for (int k = 0; k < TARGETS; k++)
+    for (int i = 0; i < N2 * 2; i++)
+      tk[k][i] = q2[i] + (0.3 + 0.15 * k) * (t2[i] - q2[i]);
+  for (int pass = 0; pass < 2; pass++) {
+    gchar *desc = g_strdup_printf ("landmarkshoot template-location=\"%s\" backend=cpu "
+        "time-steps=12 lambda=1e4 max-iterations=60 batch=%d", atlas2, pass ? 3 : 1);
+    GstHarness *h = gst_harness_new_parse (desc);
+    g_free (desc);
+    gst_harness_set_src_caps_str (h, "application/x-pointset,dimensions=2");
+    for (int k = 0; k < TARGETS; k++) {
+      GstBuffer *in = pointset_buffer (tk[k], N2, 2);
+      GST_BUFFER_PTS (in) = k * GST_SECOND;
+      fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+      if (pass == 1)
+        fail_unless_equals_int (gst_harness_buffers_received (h), k < 2 ? 0 : 3);
+    }
+    gst_harness_push_event (h, gst_event_new_eos ());
+    fail_unless_equals_int (gst_harness_buffers_received (h), TARGETS);
+    for (int k = 0; k < TARGETS; k++) {
+      GstBuffer *out = gst_harness_pull (h);
+      fail_unless_equals_uint64 (GST_BUFFER_PTS (out), k * GST_SECOND);
+      GstLandmarkShootMeta *m = gst_buffer_get_landmark_shoot_meta (out);
+      fail_unless (m != NULL && m->iterations > 0, "result %d has its meta", k);
+      size_t n;
+      double *v = buffer_points (out, 2, &n);
+      double before = td_mean_distance (q2, tk[k], N2, 2);
+      double after = td_mean_distance (v, tk[k], N2, 2);
+      fail_unless (after <= 0.1 * before, "target %d: %g -> %g", k, before, after);
+      g_free (v);
+      if (pass == 0) {
+        ref[k] = out;
+        continue;
+      }
+      GstLandmarkShootMeta *mr = gst_buffer_get_landmark_shoot_meta (ref[k]);
+      fail_unless (m->loss == mr->loss && m->iterations == mr->iterations,
+          "target %d: batched loss %.17g (%u it), alone %.17g (%u it)", k, m->loss,
+          m->iterations, mr->loss, mr->iterations);
+      GstMapInfo a;
+      gst_buffer_map (ref[k], &a, GST_MAP_READ);
+      fail_unless (gst_buffer_memcmp (out, 0, a.data, a.size) == 0, "target %d points", k);
+      gst_buffer_unmap (ref[k], &a);
+      gst_buffer_unref (ref[k]);
+      gst_buffer_unref (out);
+    }
+    gst_harness_teardown (h);
+  }
+}
+GST_END_TEST;
+
 /* the template file itself as extra points: carried along, they land where the
  * landmarks land */
 GST_START_TEST (test_extra_points)
@@ -597,6 +655,41 @@ GST_START_TEST (test_parse_element)
   gst_object_unref (bus);
   gst_harness_teardown (h);
 
+  /* the default mode without an upstream size (a pipe: the harness answers no BYTES
+   * duration): chunks are gathered to EOS and give one set, never one set per chunk */
+  h = gst_harness_new_parse ("pointsetparse");
+  gst_harness_set_src_caps_str (h, "text/csv");
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_memdup (part1,
+              strlen (part1))), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_memdup (part2,
+              strlen (part2))), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  gst_harness_push_event (h, gst_event_new_eos ());
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  out = gst_harness_pull (h);
+  v = buffer_points (out, 3, &n);
+  fail_unless_equals_int (n, 3);
+  fail_unless (v[3] == 4 && v[4] == 5 && v[5] == 6);
+  g_free (v);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+
+  /* a coordinate beyond float32: a clear error, never inf */
+  h = gst_harness_new_parse ("pointsetparse mode=per-buffer");
+  gst_harness_set_src_caps_str (h, "text/csv");
+  bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
+  bad = "1 2\n3 1e300\n";
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_memdup (bad,
+              strlen (bad))), GST_FLOW_ERROR);
+  err = pop_error (bus);
+  fail_unless (err && g_error_matches (err, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE));
+  fail_unless (strstr (err->message, "does not fit float32") != NULL, "%s", err->message);
+  g_error_free (err);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+
   /* stream mode, EOS without any data: an error, not a silent nothing */
   h = gst_harness_new_parse ("pointsetparse");
   bus = gst_bus_new ();
@@ -638,6 +731,19 @@ GST_START_TEST (test_enc_element)
   GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
   fail_unless (gst_structure_has_name (gst_caps_get_structure (caps, 0), "text/csv"));
   gst_caps_unref (caps);
+  /* a non-finite coordinate (from an appsrc, a filter): refused, no "inf" written */
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
+  double pinf[4] = { 0.5, -1.25, INFINITY, 1e6 };
+  fail_unless_equals_int (gst_harness_push (h, pointset_buffer (pinf, 2, 2)),
+      GST_FLOW_ERROR);
+  GError *perr = pop_error (bus);
+  fail_unless (perr && g_error_matches (perr, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT));
+  fail_unless (strstr (perr->message, "point 1") != NULL, "%s", perr->message);
+  g_error_free (perr);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
   /* header=false */
   GstElement *enc = gst_harness_find_element (h, "pointsetenc");
   g_object_set (enc, "header", FALSE, NULL);
@@ -727,6 +833,117 @@ GST_START_TEST (test_pipeline_files)
 }
 GST_END_TEST;
 
+/* A point set read from a pipe in small chunks (fdsrc knows no size): the default mode
+ * gives exactly one set, the whole file. */
+GST_START_TEST (test_pipeline_pipe)
+{
+  if (!have_core) {
+    GST_WARNING ("skipped: no fdsrc in the system plugin folder");
+    return;
+  }
+  char err[256];
+  size_t len = 0;
+  char *text = gr_pointset_format_csv (t2, NULL, N2, 2, &len);
+  fail_unless (text != NULL && len < 60000, "fits a pipe buffer");
+  int fds[2];
+  fail_unless (pipe (fds) == 0);
+  fail_unless (write (fds[1], text, len) == (ssize_t) len);
+  close (fds[1]);
+  free (text);
+  gchar *outp = tmp_path ("from-pipe.csv");
+  gchar *desc = g_strdup_printf ("fdsrc fd=%d blocksize=7 ! pointsetparse ! pointsetenc ! "
+      "filesink location=\"%s\"", fds[0], outp);
+  gchar *perr = NULL;
+  fail_unless (run_pipeline (desc, &perr), "%s: %s", desc, perr);
+  close (fds[0]);
+  GrPointSet ps;
+  fail_unless (gr_pointset_load (outp, GR_POINTSET_AUTO, 0, &ps, err, sizeof err) ==
+      GR_OK, "%s", err);
+  /* one CSV document: a second set would have put a header line mid-file */
+  fail_unless_equals_int (ps.n, N2);
+  for (int i = 0; i < N2 * 2; i++)
+    fail_unless ((float) ps.xyz[i] == (float) t2[i], "value %d", i);
+  gr_pointset_clear (&ps);
+  g_free (perr);
+  g_free (desc);
+  g_free (outp);
+}
+GST_END_TEST;
+
+/* The varifold pipeline of docs/landmarkshoot.md: a mesh matched to a template mesh
+ * meshed differently (no correspondence, other vertex count), written back as PLY with
+ * the template's faces. */
+GST_START_TEST (test_pipeline_varifold)
+{
+  if (!have_core) {
+    GST_WARNING ("skipped: no filesrc in the system plugin folder");
+    return;
+  }
+  TdMesh tm = td_ellipsoid (6, 10, 5.0, 4.0, 3.5, 0.0);
+  TdMesh sm = td_ellipsoid (7, 11, 5.0, 4.0, 3.5, 0.2);
+  td_deform (sm.v, sm.nv);
+  gchar *atlas = tmp_path ("atlas.ply"), *mesh = tmp_path ("mesh.ply"),
+      *warped = tmp_path ("warped.ply");
+  char *a = gr_pointset_format_ply (tm.v, tm.nv, 3, tm.c, tm.nc, 3, NULL);
+  char *b = gr_pointset_format_ply (sm.v, sm.nv, 3, sm.c, sm.nc, 3, NULL);
+  write_file (atlas, a);
+  write_file (mesh, b);
+  free (a);
+  free (b);
+  gchar *desc = g_strdup_printf ("filesrc location=\"%s\" ! pointsetparse ! landmarkshoot "
+      "template-location=\"%s\" data-term=varifold data-sigma=2 sigma=2.5 lambda=300 "
+      "time-steps=8 max-iterations=200 ! pointsetenc ! filesink location=\"%s\"", mesh,
+      atlas, warped);
+  gchar *perr = NULL;
+  fail_unless (run_pipeline (desc, &perr), "%s: %s", desc, perr);
+  char err[256];
+  GrPointSet ps;
+  fail_unless (gr_pointset_load (warped, GR_POINTSET_AUTO, 0, &ps, err, sizeof err) ==
+      GR_OK, "%s", err);
+  fail_unless (ps.format == GR_POINTSET_PLY && ps.n == tm.nv && ps.dim == 3);
+  fail_unless (ps.cell_size == 3 && ps.ncells == tm.nc &&
+      memcmp (ps.cells, tm.c, sizeof (uint32_t) * 3 * tm.nc) == 0,
+      "the template's faces written back");
+  /* closer to the target mesh than the template was, in the varifold distance */
+  GrVarifoldParams vp = { 3, 3, 2.0, GR_VARIFOLD_UNORIENTED, 1, 0 };
+  GrVarifold *v = gr_varifold_new (&vp, sm.v, sm.nv, sm.c, sm.nc, err, sizeof err);
+  double d0, d1;
+  gr_varifold_distance (v, tm.v, tm.nv, tm.c, tm.nc, &d0, NULL, NULL, 0);
+  gr_varifold_distance (v, ps.xyz, ps.n, ps.cells, ps.ncells, &d1, NULL, NULL, 0);
+  GST_INFO ("varifold pipeline: d2 %g -> %g", d0, d1);
+  fail_unless (d1 <= 0.1 * d0, "varifold d2 %g -> %g", d0, d1);
+  gr_varifold_free (v);
+  gr_pointset_clear (&ps);
+  g_free (desc);
+  g_free (perr);
+
+  /* a target without connectivity: a clear error */
+  gchar *csv = tmp_path ("mesh-points.csv");
+  fail_unless (gr_pointset_save_csv (csv, sm.v, sm.nv, 3, err, sizeof err) == GR_OK);
+  desc = g_strdup_printf ("filesrc location=\"%s\" ! pointsetparse ! landmarkshoot "
+      "template-location=\"%s\" data-term=varifold ! fakesink", csv, atlas);
+  perr = NULL;
+  fail_if (run_pipeline (desc, &perr));
+  fail_unless (perr && strstr (perr, "no triangles") != NULL, "%s", perr);
+  g_free (perr);
+  g_free (desc);
+  /* a template without connectivity: refused at start */
+  desc = g_strdup_printf ("filesrc location=\"%s\" ! pointsetparse ! landmarkshoot "
+      "template-location=\"%s\" data-term=varifold ! fakesink", mesh, csv);
+  perr = NULL;
+  fail_if (run_pipeline (desc, &perr));
+  fail_unless (perr && strstr (perr, "has none") != NULL, "%s", perr);
+  g_free (perr);
+  g_free (desc);
+  g_free (csv);
+  g_free (atlas);
+  g_free (mesh);
+  g_free (warped);
+  td_mesh_free (&tm);
+  td_mesh_free (&sm);
+}
+GST_END_TEST;
+
 /* Many subjects through multifilesrc (one file per buffer, no EOS between files). */
 GST_START_TEST (test_pipeline_multifile)
 {
@@ -788,11 +1005,14 @@ landmarkshoot_suite (void)
   tcase_add_test (tc, test_register_2d);
   tcase_add_test (tc, test_register_3d);
   tcase_add_test (tc, test_extra_points);
+  tcase_add_test (tc, test_batch);
   tcase_add_test (tc, test_bad_input);
   tcase_add_test (tc, test_bad_template);
   tcase_add_test (tc, test_parse_element);
   tcase_add_test (tc, test_enc_element);
   tcase_add_test (tc, test_pipeline_files);
+  tcase_add_test (tc, test_pipeline_pipe);
+  tcase_add_test (tc, test_pipeline_varifold);
   tcase_add_test (tc, test_pipeline_multifile);
   return s;
 }

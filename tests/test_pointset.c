@@ -92,6 +92,17 @@ test_csv (void)
   BAD ("1,2\n3,nan\n", "line 2: non-finite coordinate (NaN)");
   BAD ("1,2\n3,inf\n", "non-finite coordinate (Inf)");
   BAD ("1,2\n3,1e999\n", "non-finite");
+  /* finite in float64 but not in float32 (the buffers' type): an error, never inf */
+  BAD ("1,2\n3,1e300\n", "line 2: coordinate 1e+300 does not fit float32");
+  BAD ("1,2\n-1e300,4\n", "does not fit float32");
+  BAD ("1,2\n3,3.4028236e38\n", "does not fit float32");
+  BAD ("1,2\n3,3.4028235677973366e38\n", "does not fit float32");   /* the midpoint */
+  {
+    /* FLT_MAX itself and values that round down to it still fit */
+    const double big[] = { 3.40282346e38, -3.4028235e38 };
+    ps = parse_ok ("3.40282346e38,-3.4028235e38\n", 0, 1, 2, big);
+    gr_pointset_clear (&ps);
+  }
   BAD ("1,2\n3,4,5\n", "line 2: 3 values, expected 2");
   BAD ("1,2,3,4\n", "4 values");
   BAD ("1\n2\n", "1 values");
@@ -134,6 +145,8 @@ test_ply (void)
   ps = parse_ok (ply2, 0, 2, 2, e2);
   gr_pointset_clear (&ps);
 
+  BAD ("ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\n"
+      "end_header\n1 2\n3 1e300\n", "does not fit float32");
   BAD ("ply\nformat binary_little_endian 1.0\nelement vertex 1\nproperty float x\n"
       "property float y\nend_header\n", "not supported");
   BAD ("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
@@ -152,6 +165,90 @@ test_ply (void)
   BAD ("ply\nformat ascii 1.0\nbogus line\nend_header\n", "unknown PLY header keyword");
 }
 
+/* connectivity: PLY faces (polygons as fans) and edges, VTK POLYGONS and LINES, the PLY
+ * writer's round trip, and the refusals */
+static const double tri_points[] = { 0, 0, 1, 0 };
+
+static void
+test_connectivity (void)
+{
+  const char *ply =
+      "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
+      "property float z\nelement face 2\nproperty list uchar int vertex_indices\n"
+      "property uchar red\nend_header\n0 0 0\n1 0 0\n1 1 0\n0 1 1\n4 0 1 2 3 255\n"
+      "3 3 2 1 0\n";
+  GrPointSet ps = parse_ok (ply, 0, 4, 3, NULL);
+  const uint32_t tri[] = { 0, 1, 2, 0, 2, 3, 3, 2, 1 };
+  CHECK (ps.cell_size == 3 && ps.ncells == 3 && memcmp (ps.cells, tri, sizeof tri) == 0,
+      "PLY faces: a quad as two triangles, then a triangle (%d, %zu)", ps.cell_size,
+      ps.ncells);
+  /* the writer's round trip */
+  size_t len = 0;
+  char *text = gr_pointset_format_ply (ps.xyz, ps.n, ps.dim, ps.cells, ps.ncells,
+      ps.cell_size, &len);
+  CHECK (text != NULL && len == strlen (text), "PLY written");
+  GrPointSet back = parse_ok (text, 0, 4, 3, ps.xyz);
+  CHECK (back.cell_size == 3 && back.ncells == 3 && memcmp (back.cells, tri,
+          sizeof tri) == 0, "PLY round trip keeps the faces");
+  gr_pointset_clear (&back);
+  free (text);
+  gr_pointset_clear (&ps);
+  CHECK (ps.cells == NULL && ps.ncells == 0, "cleared");
+
+  const char *edges =
+      "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+      "element edge 2\nproperty int vertex1\nproperty int vertex2\nend_header\n"
+      "0 0\n1 0\n1 1\n0 1\n1 2\n";
+  ps = parse_ok (edges, 0, 3, 2, NULL);
+  const uint32_t seg[] = { 0, 1, 1, 2 };
+  CHECK (ps.cell_size == 2 && ps.ncells == 2 && memcmp (ps.cells, seg, sizeof seg) == 0,
+      "PLY edges");
+  text = gr_pointset_format_ply (ps.xyz, ps.n, ps.dim, ps.cells, ps.ncells, ps.cell_size,
+      NULL);
+  back = parse_ok (text, 0, 3, 2, ps.xyz);
+  CHECK (back.cell_size == 2 && memcmp (back.cells, seg, sizeof seg) == 0,
+      "PLY edges round trip");
+  gr_pointset_clear (&back);
+  free (text);
+  gr_pointset_clear (&ps);
+
+  const char *vtk =
+      "# vtk DataFile Version 3.0\nmesh\nASCII\nDATASET POLYDATA\nPOINTS 4 float\n"
+      "0 0 0 1 0 0 1 1 0 0 1 1\nPOLYGONS 2 9\n4 0 1 2 3\n3 3 2 1\n";
+  ps = parse_ok (vtk, 0, 4, 3, NULL);
+  const uint32_t vtri[] = { 0, 1, 2, 0, 2, 3, 3, 2, 1 };
+  CHECK (ps.cell_size == 3 && ps.ncells == 3 && memcmp (ps.cells, vtri, sizeof vtri) == 0,
+      "VTK POLYGONS");
+  gr_pointset_clear (&ps);
+  const char *vtkl =
+      "# vtk DataFile Version 3.0\ncurve\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n"
+      "0 0 0 1 0 0 1 1 0\nLINES 1 4\n3 0 1 2\n";
+  ps = parse_ok (vtkl, 0, 3, 3, NULL);
+  CHECK (ps.cell_size == 2 && ps.ncells == 2 && memcmp (ps.cells, seg, sizeof seg) == 0,
+      "VTK LINES as segments");
+  gr_pointset_clear (&ps);
+  /* a plain point set has no cells */
+  ps = parse_ok ("1,2\n3,4\n", 0, 2, 2, NULL);
+  CHECK (ps.cells == NULL && ps.cell_size == 0, "CSV: no cells");
+  gr_pointset_clear (&ps);
+
+  BAD ("ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\n"
+      "element face 1\nproperty list uchar int vertex_indices\nend_header\n0 0\n1 0\n"
+      "3 0 1 2\n", "indices below 2");
+  BAD ("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+      "element face 1\nproperty list uchar int vertex_indices\nend_header\n0 0\n1 0\n"
+      "0 1\n2 0 1\n", "bad PLY face");
+  BAD ("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+      "element face 1\nproperty list uchar int vertex_indices\nend_header\n0 0\n1 0\n"
+      "0 1\n", "ends inside element 'face'");
+  BAD ("# vtk DataFile Version 3.0\nm\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n"
+      "0 0 0 1 0 0 1 1 0\nPOLYGONS 1 4\n3 0 1 7\n", "index below 3");
+  BAD ("# vtk DataFile Version 3.0\nm\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n"
+      "0 0 0 1 0 0 1 1 0\nLINES 1 3\n2 0 1\nPOLYGONS 1 4\n3 0 1 2\n", "both LINES");
+  CHECK (gr_pointset_format_ply (tri_points, 2, 2, tri, 1, 3, NULL) == NULL,
+      "the writer refuses an index out of range");
+}
+
 static void
 test_vtk (void)
 {
@@ -166,6 +263,8 @@ test_vtk (void)
   ps = parse_ok ("# vtk DataFile Version 2.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\n"
       "POINTS 2 double\n1 2 0 4 5 0\n", 2, 2, 2, e2);
   gr_pointset_clear (&ps);
+  BAD ("# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\nPOINTS 1 float\n"
+      "1 -3.4028236e38 3\n", "does not fit float32");
   BAD ("# vtk DataFile Version 3.0\nt\nBINARY\nDATASET POLYDATA\nPOINTS 1 float\n",
       "BINARY");
   BAD ("# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n1 2 3\n",
@@ -282,6 +381,7 @@ main (void)
   test_csv ();
   test_ply ();
   test_vtk ();
+  test_connectivity ();
   test_roundtrip_and_files ();
   test_fuzz ();
   return CHECK_DONE ();

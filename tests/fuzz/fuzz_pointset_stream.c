@@ -80,8 +80,9 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   GstHarness *h = gst_harness_new_parse (launch);
   FUZZ_ASSERT (h != NULL, "harness");
   gst_harness_set_src_caps_str (h, "text/plain");
-  /* the harness' source answers no BYTES duration: auto resolves to per-buffer */
-  bool per_buffer = mode != 1;
+  /* the harness' source answers no BYTES duration and is no multi-file source: auto
+   * resolves to stream (read to EOS) */
+  bool per_buffer = mode == 2;
 
   size_t off = 0;
   int chunks = 0;

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Benchmark only: surface matching with a varifold data term, written in PyTorch the
+way a user would (dense kernel matrices, autograd through the Euler steps and through
+the varifold, torch.optim.LBFGS with the strong-Wolfe line search).
+
+The same objective as kernels/varifold.h with kernels/shoot.h's data term:
+  shooting: g = exp(-r^2 / (2 sigma^2)), T Euler steps, H = 1/2 sum g p_i.p_j;
+  varifold: <S, T> = sum_fg exp(-|c_f - c_g|^2 / sigma_w^2) O(n_f, n_g), O = n.n'
+  (oriented) or (n.n')^2 / (|n||n'|) (unoriented), d^2 = <S,S> - 2<S,T> + <T,T>;
+  loss = H(q0, p0) + lambda / 2 d^2(q(1), target), float32 (Hq written out as in
+  bench_shoot_torch.py).  georeg's varifold data term runs on the CPU only so far: this
+  script is the PyTorch side for when the CUDA one exists, and a figure on its own.
+The meshes are those of tests/test_varifold.c: an ellipsoid (radii 5, 4, 3.5) meshed by
+L x M latitude/longitude bands for the source, and the same ellipsoid under the known
+smooth deformation meshed at another resolution for the target; --vertices picks the
+resolutions (about 10,000 and 100,000 vertices in issue 15; dense N x N matrices do
+not fit beyond a few tens of thousands: out of memory is reported, not fatal).
+
+  bench_varifold_torch.py [--vertices 10000,100000] [--iters 100]
+      [--orientation unoriented|oriented] [--out result.json]
+"""
+import argparse
+import json
+import math
+import sys
+import time
+
+import torch
+
+SIGMA, SIGMA_W, T_POINTS, LAMBDA = 2.5, 1.0, 10, 300.0
+
+
+def ellipsoid(L, M, lon0, device):
+    th = torch.arange(1, L, dtype=torch.float64) * math.pi / L
+    ph = torch.arange(M, dtype=torch.float64) * 2 * math.pi / M + lon0
+    th, ph = torch.meshgrid(th, ph, indexing="ij")
+    v = torch.stack([5.0 * th.sin() * ph.cos(), 4.0 * th.sin() * ph.sin(),
+                     3.5 * th.cos()], -1).reshape(-1, 3)
+    v = torch.cat([v, torch.tensor([[0, 0, 3.5], [0, 0, -3.5]], dtype=torch.float64)])
+    top, bot = (L - 1) * M, (L - 1) * M + 1
+
+    def ring(i, j):
+        return (i - 1) * M + (j % M)
+
+    tris = []
+    for j in range(M):
+        tris.append((top, ring(1, j), ring(1, j + 1)))
+        tris.append((bot, ring(L - 1, j + 1), ring(L - 1, j)))
+        for i in range(1, L - 1):
+            tris.append((ring(i, j), ring(i + 1, j), ring(i + 1, j + 1)))
+            tris.append((ring(i, j), ring(i + 1, j + 1), ring(i, j + 1)))
+    return v.to(device), torch.tensor(tris, dtype=torch.long, device=device)
+
+
+def deform(v):
+    x, y, z = v[:, 0], v[:, 1], v[:, 2]
+    return torch.stack([x + 0.1 * x + 0.8 * torch.sin(y / 4) + 2.4,
+                        y + 0.7 * torch.cos(x / 5) - 0.5,
+                        z + 0.6 * torch.sin((x + y) / 6) + 0.3], -1)
+
+
+def features(v, tri):
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    return (a + b + c) / 3, 0.5 * torch.cross(b - a, c - a, dim=1)
+
+
+def inner(c1, n1, c2, n2, oriented):
+    d2 = ((c1[:, None, :] - c2[None, :, :]) ** 2).sum(-1)
+    w = torch.exp(-d2 / SIGMA_W**2)
+    dot = n1 @ n2.T
+    if oriented:
+        o = dot
+    else:
+        o = dot**2 / (n1.norm(dim=1)[:, None] * n2.norm(dim=1)[None, :]).clamp_min(1e-30)
+    return (w * o).sum()
+
+
+def make_loss(q0, tri_s, ct, nt, oriented):
+    k = 1.0 / (2.0 * SIGMA * SIGMA)
+    c = -1.0 / (SIGMA * SIGMA)
+    dt = 1.0 / (T_POINTS - 1)
+    tt = inner(ct, nt, ct, nt, oriented).detach()
+
+    def loss(p0):
+        q, p = q0, p0
+        energy = None
+        for t in range(T_POINTS - 1):
+            K = torch.exp(-k * torch.cdist(q, q) ** 2)
+            hp = K @ p
+            if t == 0:
+                energy = 0.5 * (p * hp).sum()
+            W = K * (p @ p.T)
+            hq = c * (W.sum(1, keepdim=True) * q - W @ q)
+            q, p = q + dt * hp, p - dt * hq
+        cs, ns = features(q, tri_s)
+        d2 = inner(cs, ns, cs, ns, oriented) - 2 * inner(cs, ns, ct, nt, oriented) + tt
+        return energy + 0.5 * LAMBDA * d2, d2
+
+    return loss
+
+
+def resolution(nv):
+    # L x M bands with M ~ 1.6 L: (L - 1) M + 2 ~ nv
+    L = max(4, int(round(math.sqrt(nv / 1.6))))
+    return L, max(6, int(round(nv / L)))
+
+
+def run(nv_src, nv_tgt, iters, oriented, dev):
+    Ls, Ms = resolution(nv_src)
+    Lt, Mt = resolution(nv_tgt)
+    vs, ts = ellipsoid(Ls, Ms, 0.0, dev)
+    vt, tt = ellipsoid(Lt, Mt, 0.2, dev)
+    vt = deform(vt)
+    q0 = vs.float()
+    ct, nt = features(vt.float(), tt)
+    loss_fn = make_loss(q0, ts, ct, nt, oriented)
+    p0 = torch.zeros_like(q0, requires_grad=True)
+    opt = torch.optim.LBFGS([p0], lr=1.0, max_iter=iters, max_eval=int(iters * 1.25) + 10,
+                            tolerance_grad=0.0, tolerance_change=0.0, history_size=10,
+                            line_search_fn="strong_wolfe")
+    evals = [0]
+
+    def closure():
+        opt.zero_grad()
+        l, _ = loss_fn(p0)
+        l.backward()
+        evals[0] += 1
+        return l
+
+    l0, d0 = loss_fn(p0)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    opt.step(closure)
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    l1, d1 = loss_fn(p0)
+    return {"source_vertices": vs.shape[0], "target_vertices": vt.shape[0],
+            "orientation": "oriented" if oriented else "unoriented", "iterations": iters,
+            "evaluations": evals[0], "fit_s": secs, "loss_before": float(l0),
+            "loss_after": float(l1), "varifold_d2_before": float(d0),
+            "varifold_d2_after": float(d1),
+            "peak_gb": torch.cuda.max_memory_allocated(dev) / 2**30,
+            "device": torch.cuda.get_device_name(dev), "torch": torch.__version__}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vertices", default="10000,100000")
+    ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--orientation", choices=["unoriented", "oriented"],
+                    default="unoriented")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA device for PyTorch")
+        return 1
+    dev = torch.device("cuda")
+    results = []
+    for nv in [int(s) for s in a.vertices.split(",") if s]:
+        try:
+            r = run(nv, int(nv * 1.3), a.iters, a.orientation == "oriented", dev)
+        except torch.cuda.OutOfMemoryError as e:
+            r = {"source_vertices": nv, "error": "out of memory",
+                 "detail": str(e).splitlines()[0]}
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(dev)
+        results.append(r)
+        print(json.dumps(r), flush=True)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"benchmark": "varifold-pytorch", "results": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
