@@ -77,6 +77,10 @@ stage () {
   (cd "$build" && find . \( -name '*.o' -o -name '*.a' \) -print0 | tar -cf - --null -T - |
      tar -C "../$build.objs" -xpf - && find . \( -name '*.o' -o -name '*.a' \) -delete)
   du -sh "$build" .gstroot 2>/dev/null
+  local mib
+  mib=$(du -scm "$build" .gstroot 2>/dev/null | awk 'END {print $1}')
+  [ "${mib:-0}" -gt 60 ] && echo "WARNING: the carry is ${mib} MiB (the device tool takes" \
+    "64 MiB): rm -rf $build/live-4k (or stage with GPU_NO_LIVE=1)"
   echo "then: run with carry [\".gstroot\", \"$build\"] and" \
     "\"source .gstroot/env.sh; bash tools/gpu.sh all $build\""
 }
