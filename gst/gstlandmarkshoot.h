@@ -61,6 +61,7 @@ struct _GstLandmarkShoot {
   gdouble *extra;               /* extra-location points, point-major, or NULL */
   gsize n_extra;
   GstLandmarkShootOutput output;
+  GstCaps *refused_caps;        /* caps whose fault was posted (set_caps) */
 
   gdouble *p0;                  /* last result (warm-start) */
   gboolean have_p0;

@@ -427,6 +427,7 @@ done:
 static gboolean
 gst_nmi_localize_stop (GstBaseTransform * trans)
 {
+  gst_caps_replace (&GST_NMI_LOCALIZE (trans)->refused_caps, NULL);
   release_resources (GST_NMI_LOCALIZE (trans));
   return TRUE;
 }
@@ -436,12 +437,15 @@ gst_nmi_localize_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
 {
   GstNmiLocalize *self = GST_NMI_LOCALIZE (trans);
+  if (gst_georeg_caps_refused_before (self->refused_caps, incaps))
+    return FALSE;               /* reported at the first attempt */
   GstVideoInfo info;
   gdouble fs;
 
   if (!gst_video_info_from_caps (&info, incaps)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unsupported caps."),
         ("%" GST_PTR_FORMAT, incaps));
+    gst_georeg_caps_refused (GST_ELEMENT (self), &self->refused_caps, incaps);
     return FALSE;
   }
   GST_OBJECT_LOCK (self);
@@ -456,6 +460,7 @@ gst_nmi_localize_set_caps (GstBaseTransform * trans, GstCaps * incaps,
             "(%dx%d at search scale): check frame-scale and control-scale.",
             GST_VIDEO_INFO_WIDTH (&info), GST_VIDEO_INFO_HEIGHT (&info), tw, th,
             self->ctl_w, self->ctl_h), (NULL));
+    gst_georeg_caps_refused (GST_ELEMENT (self), &self->refused_caps, incaps);
     return FALSE;
   }
   if (self->frame_mask.data && (self->frame_mask.width != GST_VIDEO_INFO_WIDTH (&info)
@@ -464,6 +469,7 @@ gst_nmi_localize_set_caps (GstBaseTransform * trans, GstCaps * incaps,
         ("The frame mask is %dx%d but frames are %dx%d.", self->frame_mask.width,
             self->frame_mask.height, GST_VIDEO_INFO_WIDTH (&info),
             GST_VIDEO_INFO_HEIGHT (&info)), (NULL));
+    gst_georeg_caps_refused (GST_ELEMENT (self), &self->refused_caps, incaps);
     return FALSE;
   }
 
@@ -491,6 +497,7 @@ gst_nmi_localize_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
     return FALSE;
   }
+  gst_caps_replace (&self->refused_caps, NULL);
   return TRUE;
 }
 

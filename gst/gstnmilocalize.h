@@ -57,6 +57,7 @@ struct _GstNmiLocalize {
   /* negotiated */
   GstVideoInfo info;
   gint tpl_w, tpl_h;            /* frame at search scale */
+  GstCaps *refused_caps;        /* caps whose fault was posted (set_caps) */
 
   /* per-frame scratch, reused */
   GrPlaneF full, small;
