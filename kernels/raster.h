@@ -41,8 +41,8 @@ typedef struct {
 
 /* band: 0 = luminance of the colour bands (BT.601 weights for 3 or more bands, the
  * band itself for 1 or 2), 1..bands picks one.  On failure returns GR_ERR_IO (cannot
- * open/read) or GR_ERR_FORMAT (unsupported or corrupt content, band out of range),
- * with a reason naming the path in errbuf. */
+ * open/read) or GR_ERR_FORMAT (unsupported or corrupt content, band out of range,
+ * over the default budget), with a reason naming the path in errbuf. */
 GrStatus gr_raster_load (const char *path, int band, GrRaster *out,
     char *errbuf, size_t errlen);
 /* gr_raster_load with an explicit budget (NULL = the defaults above).  A raster over
