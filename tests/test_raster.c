@@ -1211,6 +1211,47 @@ test_huge_png_refused (void)
   g_free (path);
 }
 
+#if GR_HAVE_GDAL
+/* A VRT is a few hundred bytes of XML that GDAL reads as one raster of any declared
+ * size (issue 18: a mosaic of 200,000 x 200,000 px): refused against the budget from
+ * its declared size, before GDAL reads a block. */
+static void
+test_huge_vrt_refused (void)
+{
+  printf ("budget: 200000 x 200000 VRT\n");
+  char *png = tpath ("vrt-source.png");
+  char *vrt = tpath ("huge.vrt");
+  uint8_t g[8 * 8] = { 0 };
+  PngSpec spec = { .w = 8, .h = 8, .color_type = PNG_COLOR_TYPE_GRAY, .depth = 8,
+    .rows = g, .rowbytes = 8 };
+  write_png (png, &spec);
+  char *xml = g_strdup_printf ("<VRTDataset rasterXSize=\"200000\" rasterYSize=\"200000\">"
+      "<VRTRasterBand dataType=\"Byte\" band=\"1\"><SimpleSource>"
+      "<SourceFilename relativeToVRT=\"0\">%s</SourceFilename><SourceBand>1</SourceBand>"
+      "<SrcRect xOff=\"0\" yOff=\"0\" xSize=\"8\" ySize=\"8\"/>"
+      "<DstRect xOff=\"0\" yOff=\"0\" xSize=\"8\" ySize=\"8\"/>"
+      "</SimpleSource></VRTRasterBand></VRTDataset>\n", png);
+  write_text (vrt, xml);
+  GrRaster r;
+  char err[1024] = "";
+  long rss0 = peak_rss_kib ();
+  gint64 t0 = g_get_monotonic_time ();
+  GrStatus rc = gr_raster_load (vrt, 0, &r, err, sizeof err);
+  double secs = (g_get_monotonic_time () - t0) / 1e6;
+  long grown = peak_rss_kib () - rss0;
+  printf ("  %s in %.3f s, peak RSS +%ld KiB: %s\n", gr_status_string (rc), secs, grown, err);
+  CHECK (rc == GR_ERR_FORMAT && strstr (err, "200000 x 200000") && strstr (err, "budget"),
+      "VRT over the budget: status %d: %s", rc, err);
+  CHECK (secs < 1.0, "refused in %.2f s", secs);
+  CHECK (grown < 64 * 1024, "peak RSS grew by %ld KiB", grown);
+  g_unlink (vrt);
+  g_unlink (png);
+  g_free (xml);
+  g_free (vrt);
+  g_free (png);
+}
+#endif
+
 /* The budget is overridable: the same small files pass or fail by pixels and by bytes,
  * for PNG (plain and interlaced), JPEG and, in GDAL builds, GeoTIFF. */
 static void
@@ -1367,6 +1408,9 @@ main (void)
   }
   printf ("temporary folder %s; GDAL %s\n", tmpdir, GR_HAVE_GDAL ? "built in" : "absent");
   test_huge_png_refused ();
+#if GR_HAVE_GDAL
+  test_huge_vrt_refused ();
+#endif
   test_budget_override ();
   test_special_files ();
   test_world_files ();
