@@ -36,6 +36,7 @@ typedef struct {
   GstVideoInfo info;
   GstGeoregInput input;         /* where the last frame was read from */
   GstGeoregControl *control;
+  GstCaps *refused_caps;        /* caps whose fault was posted (set_caps) */
 } GstGeoregBasePrivate;
 
 G_DEFINE_ABSTRACT_TYPE_WITH_CODE (GstGeoregBase, gst_georeg_base,
@@ -370,6 +371,8 @@ gst_georeg_base_change_state (GstElement * element, GstStateChange transition)
   GstStateChangeReturn ret =
       GST_ELEMENT_CLASS (gst_georeg_base_parent_class)->change_state (element,
       transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_caps_replace (&p->refused_caps, NULL);
   if (transition == GST_STATE_CHANGE_READY_TO_NULL)
     gst_georeg_cuda_close (&p->cuda);
   return ret;
@@ -420,13 +423,21 @@ gst_georeg_base_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   GstGeoregBaseClass *klass = GST_GEOREG_BASE_GET_CLASS (base);
   GstVideoInfo info;
 
+  /* GstBaseTransform retries refused caps at every buffer: one ERROR per fault
+   * (gst_georeg_caps_refused_before), for every subclass's set_info too */
+  if (gst_georeg_caps_refused_before (p->refused_caps, incaps))
+    return FALSE;
   if (!gst_video_info_from_caps (&info, incaps)) {
     GST_ELEMENT_ERROR (base, STREAM, FORMAT, ("Unsupported caps."),
         ("%" GST_PTR_FORMAT, incaps));
+    gst_georeg_caps_refused (GST_ELEMENT (base), &p->refused_caps, incaps);
     return FALSE;
   }
-  if (klass->set_info && !klass->set_info (base, incaps, &info))
+  if (klass->set_info && !klass->set_info (base, incaps, &info)) {
+    gst_georeg_caps_refused (GST_ELEMENT (base), &p->refused_caps, incaps);
     return FALSE;
+  }
+  gst_caps_replace (&p->refused_caps, NULL);
   p->info = info;
   gst_georeg_cuda_set_caps (&p->cuda, incaps);
   return TRUE;
@@ -451,6 +462,7 @@ gst_georeg_base_finalize (GObject * object)
   gst_georeg_control_release (p->control);
   p->control = NULL;
   gst_georeg_cuda_close (&p->cuda);
+  gst_caps_replace (&p->refused_caps, NULL);
   g_free (p->settings.control_location);
   G_OBJECT_CLASS (gst_georeg_base_parent_class)->finalize (object);
 }

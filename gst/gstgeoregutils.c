@@ -128,3 +128,21 @@ gst_georeg_plane_and_mask (GrPlaneF * plane, const GrPlaneF * mask)
     }
   return TRUE;
 }
+
+gboolean
+gst_georeg_caps_refused_before (GstCaps * refused, GstCaps * caps)
+{
+  return refused && caps && gst_caps_is_equal (refused, caps);
+}
+
+void
+gst_georeg_caps_refused (GstElement * element, GstCaps ** refused, GstCaps * caps)
+{
+  /* remembered only when the ERROR reached a bus: an element without one yet (a
+   * harness before its bus is set) reports again at the next attempt */
+  GstBus *bus = gst_element_get_bus (element);
+  if (bus) {
+    gst_caps_replace (refused, caps);
+    gst_object_unref (bus);
+  }
+}

@@ -49,6 +49,15 @@ gboolean gst_georeg_frame_to_plane (const GstVideoFrame * frame, gint nodata,
  * plane's mask if it has none.  FALSE when out of memory. */
 gboolean gst_georeg_plane_and_mask (GrPlaneF * plane, const GrPlaneF * mask);
 
+/* One ERROR per refused caps: GstBaseTransform retries set_caps with the same caps at
+ * every buffer after a refusal (it marks the source pad for reconfiguration), and an
+ * element that posts its fault each time floods the bus (issue 12).  In set_caps:
+ * return FALSE quietly when gst_georeg_caps_refused_before (*refused, incaps); after
+ * posting the ERROR for a refusal, gst_georeg_caps_refused (element, refused, incaps);
+ * on success and in stop, gst_caps_replace (refused, NULL). */
+gboolean gst_georeg_caps_refused_before (GstCaps * refused, GstCaps * caps);
+void gst_georeg_caps_refused (GstElement * element, GstCaps ** refused, GstCaps * caps);
+
 G_END_DECLS
 
 #endif

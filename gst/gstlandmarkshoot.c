@@ -361,6 +361,7 @@ done:
 static gboolean
 gst_landmark_shoot_stop (GstBaseTransform * trans)
 {
+  gst_caps_replace (&GST_LANDMARK_SHOOT (trans)->refused_caps, NULL);
   release_resources (GST_LANDMARK_SHOOT (trans));
   return TRUE;
 }
@@ -370,18 +371,23 @@ gst_landmark_shoot_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
 {
   GstLandmarkShoot *self = GST_LANDMARK_SHOOT (trans);
+  if (gst_georeg_caps_refused_before (self->refused_caps, incaps))
+    return FALSE;               /* reported at the first attempt */
   gint dim;
   if (!gst_pointset_caps_get_dimensions (incaps, &dim)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unsupported caps."),
         ("%" GST_PTR_FORMAT, incaps));
+    gst_georeg_caps_refused (GST_ELEMENT (self), &self->refused_caps, incaps);
     return FALSE;
   }
   if (self->dim && dim != self->dim) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Dimension mismatch: the targets are %d-D point sets, the template is %d-D.",
             dim, self->dim), (NULL));
+    gst_georeg_caps_refused (GST_ELEMENT (self), &self->refused_caps, incaps);
     return FALSE;
   }
+  gst_caps_replace (&self->refused_caps, NULL);
   return TRUE;
 }
 

@@ -79,6 +79,7 @@ struct _GstLandmarkShoot {
   guint32 *tcells;
   gsize ntcells;
   gint tcell_size;
+  GstCaps *refused_caps;        /* caps whose fault was posted (set_caps) */
 
   gdouble *p0;                  /* last result (warm-start) */
   gboolean have_p0;

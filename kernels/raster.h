@@ -23,12 +23,34 @@ typedef struct {
   char driver[32];       /* "GDAL/GTiff", "png", "jpeg", ... */
 } GrRaster;
 
+/* An absolute limit on what loading a control may decode and hold, checked from the
+ * file's header (PNG IHDR, JPEG SOF, GDAL raster size) before anything is decoded or
+ * allocated: a small file can declare a huge image (a 109 KB PNG of 30000 x 30000
+ * 1-bit pixels decodes to 3.6 GB of floats).  A field left 0 takes its default. */
+typedef struct {
+  uint64_t max_pixels;   /* width x height of the raster */
+  uint64_t max_bytes;    /* host memory of the decoded raster: the float plane (4 bytes
+                            a pixel), the mask (1) and the decoder's whole-image buffers
+                            (interlaced PNG, progressive JPEG) */
+} GrRasterBudget;
+
+/* Enough for a 16384 x 16384 control in any layout (4 GiB covers an interlaced 16-bit
+ * RGBA PNG of that size: plane, mask and libpng's image buffer). */
+#define GR_RASTER_DEFAULT_MAX_PIXELS (16384ull * 16384ull)
+#define GR_RASTER_DEFAULT_MAX_BYTES (4ull << 30)
+
 /* band: 0 = luminance of the colour bands (BT.601 weights for 3 or more bands, the
  * band itself for 1 or 2), 1..bands picks one.  On failure returns GR_ERR_IO (cannot
- * open/read) or GR_ERR_FORMAT (unsupported or corrupt content, band out of range),
- * with a reason naming the path in errbuf. */
+ * open/read) or GR_ERR_FORMAT (unsupported or corrupt content, band out of range,
+ * over the default budget), with a reason naming the path in errbuf. */
 GrStatus gr_raster_load (const char *path, int band, GrRaster *out,
     char *errbuf, size_t errlen);
+/* gr_raster_load with an explicit budget (NULL = the defaults above).  A raster over
+ * the budget is GR_ERR_FORMAT, the message naming its size and the limit.  Local paths
+ * must be regular files (or links to one): a FIFO, a device or a directory is GR_ERR_IO
+ * at once, never a blocking open. */
+GrStatus gr_raster_load_budget (const char *path, int band, const GrRasterBudget *budget,
+    GrRaster *out, char *errbuf, size_t errlen);
 void gr_raster_clear (GrRaster *r);
 
 /* Reads a 6-line world file into GDAL-order geo[6] (world files give pixel-centre

@@ -1,4 +1,5 @@
-/* Internal entry points of raster.c, for the tests: not part of the public kernels API.
+/* Internal entry points of the raster loaders (kernels/raster*.c), for the tests: not
+ * part of the public kernels API.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef GR_RASTER_INTERNAL_H
 #define GR_RASTER_INTERNAL_H
@@ -14,6 +15,8 @@ extern "C" {
  * every build so that tests can compare it with the GDAL loader on the same files. */
 GrStatus gr_raster_load_builtin (const char *path, int band, GrRaster *out,
     char *errbuf, size_t errlen);
+GrStatus gr_raster_load_builtin_budget (const char *path, int band,
+    const GrRasterBudget *budget, GrRaster *out, char *errbuf, size_t errlen);
 
 /* Finds the world file beside `path` (<stem>.<first+last ext letter>w, <name>w, .wld,
  * .tfw, in this order): a newly allocated path (free()), or NULL when there is none. */

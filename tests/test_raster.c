@@ -1,5 +1,6 @@
-/* Tests of kernels/raster.c: PNG (gray 8/16/2-bit, gray+alpha, RGBA, palette+tRNS,
- * interlaced), JPEG, world files, geotransforms, GDAL vs the built-in loader on the same
+/* Tests of kernels/raster*.c: the decoding budget (a 30000 x 30000 PNG refused from its
+ * header), FIFOs / devices / directories refused at once, PNG (gray 8/16/2-bit,
+ * gray+alpha, RGBA, palette+tRNS, interlaced), JPEG, world files, geotransforms, GDAL vs the built-in loader on the same
  * files, GeoTIFF with nodata (GDAL builds), and the error paths.  Exit 0 = pass.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -1116,6 +1119,265 @@ test_real_data (void)
   g_free (p);
 }
 
+/* -------------------------------------------------- budget and special files */
+
+typedef GrStatus (*LoadBudgetFn) (const char *, int, const GrRasterBudget *, GrRaster *,
+    char *, size_t);
+
+static const struct {
+  const char *name;
+  LoadBudgetFn fn;
+} budget_loaders[] = {
+  { "builtin", gr_raster_load_builtin_budget },
+#if GR_HAVE_GDAL
+  { "gdal", gr_raster_load_budget },
+#endif
+};
+#define N_BUDGET_LOADERS ((int) (sizeof budget_loaders / sizeof budget_loaders[0]))
+
+static long
+peak_rss_kib (void)
+{
+  struct rusage ru;
+  getrusage (RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+/* A real (decodable) PNG of w x h 1-bit pixels, all zero, at zlib's best compression:
+ * 30000 x 30000 gives ~110 KB that decode to 900 M pixels (3.6 GB as floats). */
+static void
+write_zero_png_1bit (const char *path, int w, int h)
+{
+  FILE *fp = fopen (path, "wb");
+  if (!fp) {
+    perror (path);
+    exit (2);
+  }
+  png_structp png = png_create_write_struct (PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+  png_infop info = png_create_info_struct (png);
+  uint8_t *row = calloc ((size_t) (w + 7) / 8, 1);
+  if (setjmp (png_jmpbuf (png))) {
+    fprintf (stderr, "libpng failed writing %s\n", path);
+    exit (2);
+  }
+  png_init_io (png, fp);
+  png_set_compression_level (png, 9);
+  png_set_IHDR (png, info, (png_uint_32) w, (png_uint_32) h, 1, PNG_COLOR_TYPE_GRAY,
+      PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info (png, info);
+  for (int y = 0; y < h; y++)
+    png_write_row (png, row);
+  png_write_end (png, NULL);
+  png_destroy_write_struct (&png, &info);
+  free (row);
+  fclose (fp);
+}
+
+/* Issue 12: a real 30000 x 30000 PNG of ~110 KB was loaded in full (5-8 GB, over
+ * 60 s).  It must be refused from its header, within a second, without the peak
+ * resident memory growing (run first, so that the peak is still low). */
+static void
+test_huge_png_refused (void)
+{
+  printf ("budget: 30000 x 30000 PNG\n");
+  char *path = tpath ("huge-30000.png");
+  write_zero_png_1bit (path, 30000, 30000);
+  GStatBuf st;
+  g_stat (path, &st);
+  printf ("  %s: %lld bytes\n", path, (long long) st.st_size);
+  CHECK (st.st_size < 200 * 1024, "the test PNG should be small (%lld bytes)",
+      (long long) st.st_size);
+  for (int k = 0; k < N_BUDGET_LOADERS; k++) {
+    GrRaster r;
+    char err[1024] = "";
+    long rss0 = peak_rss_kib ();
+    gint64 t0 = g_get_monotonic_time ();
+    GrStatus rc = budget_loaders[k].fn (path, 0, NULL, &r, err, sizeof err);
+    double secs = (g_get_monotonic_time () - t0) / 1e6;
+    long grown = peak_rss_kib () - rss0;
+    printf ("  [%s] %s in %.3f s, peak RSS +%ld KiB: %s\n", budget_loaders[k].name,
+        gr_status_string (rc), secs, grown, err);
+    CHECK (rc == GR_ERR_FORMAT, "[%s] status %d", budget_loaders[k].name, rc);
+    CHECK (strstr (err, path) && strstr (err, "30000 x 30000") && strstr (err, "budget"),
+        "[%s] message should name the path, the size and the budget: %s",
+        budget_loaders[k].name, err);
+    CHECK (secs < 1.0, "[%s] refused in %.2f s (limit 1 s)", budget_loaders[k].name, secs);
+    CHECK (grown < 64 * 1024, "[%s] peak RSS grew by %ld KiB (limit 64 MiB)",
+        budget_loaders[k].name, grown);
+    CHECK (r.plane.data == NULL && r.plane.mask == NULL, "[%s] output not cleared",
+        budget_loaders[k].name);
+  }
+  g_unlink (path);
+  g_free (path);
+}
+
+#if GR_HAVE_GDAL
+/* A VRT is a few hundred bytes of XML that GDAL reads as one raster of any declared
+ * size (issue 18: a mosaic of 200,000 x 200,000 px): refused against the budget from
+ * its declared size, before GDAL reads a block. */
+static void
+test_huge_vrt_refused (void)
+{
+  printf ("budget: 200000 x 200000 VRT\n");
+  char *png = tpath ("vrt-source.png");
+  char *vrt = tpath ("huge.vrt");
+  uint8_t g[8 * 8] = { 0 };
+  PngSpec spec = { .w = 8, .h = 8, .color_type = PNG_COLOR_TYPE_GRAY, .depth = 8,
+    .rows = g, .rowbytes = 8 };
+  write_png (png, &spec);
+  char *xml = g_strdup_printf ("<VRTDataset rasterXSize=\"200000\" rasterYSize=\"200000\">"
+      "<VRTRasterBand dataType=\"Byte\" band=\"1\"><SimpleSource>"
+      "<SourceFilename relativeToVRT=\"0\">%s</SourceFilename><SourceBand>1</SourceBand>"
+      "<SrcRect xOff=\"0\" yOff=\"0\" xSize=\"8\" ySize=\"8\"/>"
+      "<DstRect xOff=\"0\" yOff=\"0\" xSize=\"8\" ySize=\"8\"/>"
+      "</SimpleSource></VRTRasterBand></VRTDataset>\n", png);
+  write_text (vrt, xml);
+  GrRaster r;
+  char err[1024] = "";
+  long rss0 = peak_rss_kib ();
+  gint64 t0 = g_get_monotonic_time ();
+  GrStatus rc = gr_raster_load (vrt, 0, &r, err, sizeof err);
+  double secs = (g_get_monotonic_time () - t0) / 1e6;
+  long grown = peak_rss_kib () - rss0;
+  printf ("  %s in %.3f s, peak RSS +%ld KiB: %s\n", gr_status_string (rc), secs, grown, err);
+  CHECK (rc == GR_ERR_FORMAT && strstr (err, "200000 x 200000") && strstr (err, "budget"),
+      "VRT over the budget: status %d: %s", rc, err);
+  CHECK (secs < 1.0, "refused in %.2f s", secs);
+  CHECK (grown < 64 * 1024, "peak RSS grew by %ld KiB", grown);
+  g_unlink (vrt);
+  g_unlink (png);
+  g_free (xml);
+  g_free (vrt);
+  g_free (png);
+}
+#endif
+
+/* The budget is overridable: the same small files pass or fail by pixels and by bytes,
+ * for PNG (plain and interlaced), JPEG and, in GDAL builds, GeoTIFF. */
+static void
+test_budget_override (void)
+{
+  printf ("budget: overrides\n");
+  enum { W = 40, H = 30 };
+  uint8_t pix[W * H * 3];
+  for (size_t i = 0; i < sizeof pix; i++)
+    pix[i] = (uint8_t) (i * 7);
+  char *png = tpath ("budget.png");
+  char *ipng = tpath ("budget-interlaced.png");
+  char *jpg = tpath ("budget.jpg");
+  PngSpec spec = { .w = W, .h = H, .color_type = PNG_COLOR_TYPE_RGB, .depth = 8,
+    .rows = pix, .rowbytes = W * 3 };
+  write_png (png, &spec);
+  spec.interlace = true;
+  write_png (ipng, &spec);
+  write_jpeg (jpg, W, H, 3, pix, 90);
+  const char *files[] = { png, ipng, jpg };
+  const char *formats[] = { "PNG", "PNG", "JPEG" };
+  for (int k = 0; k < N_BUDGET_LOADERS; k++) {
+    for (int f = 0; f < 3; f++) {
+      GrRaster r;
+      char err[1024] = "";
+      GrRasterBudget exact = { .max_pixels = W * H, .max_bytes = 0 };
+      GrStatus rc = budget_loaders[k].fn (files[f], 0, &exact, &r, err, sizeof err);
+      CHECK (rc == GR_OK, "[%s] %s within a budget of exactly its pixels: %s",
+          budget_loaders[k].name, files[f], err);
+      gr_raster_clear (&r);
+      GrRasterBudget one_less = { .max_pixels = W * H - 1 };
+      rc = budget_loaders[k].fn (files[f], 0, &one_less, &r, err, sizeof err);
+      CHECK (rc == GR_ERR_FORMAT && strstr (err, "40 x 30") && strstr (err, "pixels"),
+          "[%s] %s over the pixel budget by one: status %d: %s", budget_loaders[k].name,
+          files[f], rc, err);
+      /* GDAL reads every format as "raster"; the built-in loader names it */
+      if (!strcmp (budget_loaders[k].name, "builtin"))
+        CHECK (strstr (err, formats[f]) != NULL, "names the format: %s", err);
+      GrRasterBudget few_bytes = { .max_bytes = W * H * 4 - 1 };
+      rc = budget_loaders[k].fn (files[f], 0, &few_bytes, &r, err, sizeof err);
+      CHECK (rc == GR_ERR_FORMAT && strstr (err, "4799 bytes"),
+          "[%s] %s over the byte budget: status %d: %s", budget_loaders[k].name, files[f],
+          rc, err);
+      printf ("  [%s] %s: %s\n", budget_loaders[k].name, files[f], err);
+    }
+  }
+  /* an interlaced PNG needs libpng's whole-image buffer on top of the plane: a byte
+   * budget that fits the plane alone refuses it, and not the plain PNG */
+  GrRaster r;
+  char err[1024] = "";
+  GrRasterBudget plane_only = { .max_bytes = W * H * 4 };
+  CHECK (gr_raster_load_builtin_budget (png, 0, &plane_only, &r, err, sizeof err) == GR_OK,
+      "plain PNG within a plane-sized budget: %s", err);
+  gr_raster_clear (&r);
+  CHECK (gr_raster_load_builtin_budget (ipng, 0, &plane_only, &r, err, sizeof err) ==
+      GR_ERR_FORMAT, "interlaced PNG needs more than its plane: %s", err);
+  /* the default budget (NULL and zeros) takes them */
+  GrRasterBudget zeros = { 0, 0 };
+  CHECK (gr_raster_load_budget (jpg, 0, &zeros, &r, err, sizeof err) == GR_OK,
+      "zero fields are the defaults: %s", err);
+  gr_raster_clear (&r);
+  g_unlink (png);
+  g_unlink (ipng);
+  g_unlink (jpg);
+  g_free (png);
+  g_free (ipng);
+  g_free (jpg);
+}
+
+/* A FIFO, a device or a directory as the control: a clear GR_ERR_IO at once, never a
+ * blocking open (issue 12: a named pipe blocked the state change for ever).  An
+ * alarm turns a hang into a failure. */
+static void
+test_special_files (void)
+{
+  printf ("special files\n");
+  char *fifo = tpath ("pipe.png");
+  char *dir = tpath ("dir.tif");
+  g_mkdir (dir, 0700);
+  CHECK (mkfifo (fifo, 0600) == 0, "mkfifo %s", fifo);
+  struct { const char *path; const char *kind; } cases[] = {
+    { fifo, "named pipe" }, { "/dev/zero", "character device" }, { dir, "directory" },
+  };
+  alarm (20);                   /* a blocking open would end the test here */
+  for (int k = 0; k < N_LOADERS; k++) {
+    for (size_t c = 0; c < G_N_ELEMENTS (cases); c++) {
+      gint64 t0 = g_get_monotonic_time ();
+      load_fails (&loaders[k], cases[c].path, 0, GR_ERR_IO, cases[c].kind);
+      double secs = (g_get_monotonic_time () - t0) / 1e6;
+      char err[1024] = "";
+      GrRaster r;
+      loaders[k].fn (cases[c].path, 0, &r, err, sizeof err);
+      CHECK (strstr (err, cases[c].kind) != NULL, "[%s] message names '%s': %s",
+          loaders[k].name, cases[c].kind, err);
+      CHECK (secs < 1.0, "[%s] %s took %.2f s", loaders[k].name, cases[c].path, secs);
+    }
+  }
+  double geo[6];
+  char err[1024] = "";
+  CHECK (gr_world_file_read (fifo, geo, err, sizeof err) == GR_ERR_IO
+      && strstr (err, "named pipe"), "world file as a FIFO: %s", err);
+  /* a FIFO where a world file would be is not a world file: the image loads */
+  char *img = tpath ("with-fifo-wf.png");
+  char *wf = tpath ("with-fifo-wf.pgw");
+  uint8_t g[4 * 3] = { 0 };
+  PngSpec spec = { .w = 4, .h = 3, .color_type = PNG_COLOR_TYPE_GRAY, .depth = 8,
+    .rows = g, .rowbytes = 4 };
+  write_png (img, &spec);
+  CHECK (mkfifo (wf, 0600) == 0, "mkfifo %s", wf);
+  for (int k = 0; k < N_LOADERS; k++) {
+    GrRaster r;
+    if (load_ok (&loaders[k], img, 0, &r))
+      CHECK (!r.has_geo, "[%s] no geotransform from a FIFO", loaders[k].name);
+    gr_raster_clear (&r);
+  }
+  alarm (0);
+  g_unlink (img);
+  g_unlink (wf);
+  g_unlink (fifo);
+  g_rmdir (dir);
+  g_free (img);
+  g_free (wf);
+  g_free (fifo);
+  g_free (dir);
+}
+
 static void
 remove_tree (const char *path)
 {
@@ -1145,6 +1407,12 @@ main (void)
     return 2;
   }
   printf ("temporary folder %s; GDAL %s\n", tmpdir, GR_HAVE_GDAL ? "built in" : "absent");
+  test_huge_png_refused ();
+#if GR_HAVE_GDAL
+  test_huge_vrt_refused ();
+#endif
+  test_budget_override ();
+  test_special_files ();
   test_world_files ();
   test_gray8 ();
   test_gray16 ();

@@ -43,10 +43,14 @@ build() {  # name sources...
   "$CC" "${flags[@]}" -o "$out/$name" "$@" "${libs[@]}"
 }
 build fuzz_pointset "$src/tests/fuzz/fuzz_pointset.c" "$src/kernels/pointset_io.c" "$src/kernels/gr_error.c"
-build fuzz_worldfile "$src/tests/fuzz/fuzz_worldfile.c" "$src/kernels/raster.c" "$src/kernels/gr_error.c"
-build fuzz_raster "$src/tests/fuzz/fuzz_raster.c" "$src/kernels/raster.c" "$src/kernels/gr_error.c"
+# the raster loaders: dispatch, world files, PNG, JPEG (and GDAL when found)
+raster=("$src/kernels/raster.c" "$src/kernels/raster_worldfile.c" "$src/kernels/raster_png.c"
+  "$src/kernels/raster_jpeg.c" "$src/kernels/gr_error.c")
+[ "$have_gdal" = 1 ] && raster+=("$src/kernels/raster_gdal.c")
+build fuzz_worldfile "$src/tests/fuzz/fuzz_worldfile.c" "${raster[@]}"
+build fuzz_raster "$src/tests/fuzz/fuzz_raster.c" "${raster[@]}"
 if [ "$have_gdal" = 1 ]; then
-  build fuzz_raster_gdal "$src/tests/fuzz/fuzz_raster_gdal.c" "$src/kernels/raster.c" "$src/kernels/gr_error.c"
+  build fuzz_raster_gdal "$src/tests/fuzz/fuzz_raster_gdal.c" "${raster[@]}"
 fi
 # the point-set elements in a GstHarness (sources compiled in, elements registered
 # statically: no plugin loading)
