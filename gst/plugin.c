@@ -11,6 +11,7 @@
 #include "gstpointsetenc.h"
 #include "gstlandmarkshoot.h"
 #include "gstfeaturematch.h"
+#include "gstgeoregtelemetry.h"
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -23,6 +24,7 @@ plugin_init (GstPlugin * plugin)
   ret |= GST_ELEMENT_REGISTER (pointsetenc, plugin);
   ret |= GST_ELEMENT_REGISTER (landmarkshoot, plugin);
   ret |= GST_ELEMENT_REGISTER (featurematch, plugin);
+  ret |= GST_ELEMENT_REGISTER (georegtelemetry, plugin);
 
   return ret;
 }

@@ -28,16 +28,48 @@
 
 static const GrPriorValue absent = { NAN, 0.0, false };
 
+/* Every measured value of a prior, for the loops below. */
+static const size_t value_offsets[] = {
+  offsetof (GrPosePrior, lat), offsetof (GrPosePrior, lon),
+  offsetof (GrPosePrior, alt_wgs84), offsetof (GrPosePrior, alt_amsl),
+  offsetof (GrPosePrior, height_agl), offsetof (GrPosePrior, rel_alt),
+  offsetof (GrPosePrior, flight_yaw), offsetof (GrPosePrior, flight_pitch),
+  offsetof (GrPosePrior, flight_roll), offsetof (GrPosePrior, gimbal_yaw),
+  offsetof (GrPosePrior, gimbal_pitch), offsetof (GrPosePrior, gimbal_roll),
+  offsetof (GrPosePrior, cam_yaw), offsetof (GrPosePrior, cam_pitch),
+  offsetof (GrPosePrior, cam_roll), offsetof (GrPosePrior, focal_mm),
+  offsetof (GrPosePrior, focal_35mm),
+};
+#define VALUE_AT(p, off) ((GrPriorValue *) ((char *) (p) + (off)))
+
 void
 gr_pose_prior_init (GrPosePrior *p)
 {
   memset (p, 0, sizeof *p);
-  GrPriorValue *v[] = { &p->lat, &p->lon, &p->alt_wgs84, &p->alt_amsl, &p->height_agl,
-    &p->rel_alt, &p->flight_yaw, &p->flight_pitch, &p->flight_roll, &p->gimbal_yaw,
-    &p->gimbal_pitch, &p->gimbal_roll, &p->cam_yaw, &p->cam_pitch, &p->cam_roll,
-    &p->focal_mm, &p->focal_35mm };
-  for (size_t i = 0; i < G_N_ELEMENTS (v); i++)
-    *v[i] = absent;
+  for (size_t i = 0; i < G_N_ELEMENTS (value_offsets); i++)
+    *VALUE_AT (p, value_offsets[i]) = absent;
+}
+
+void
+gr_pose_prior_merge (GrPosePrior *dst, const GrPosePrior *src)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (value_offsets); i++) {
+    const GrPriorValue *v = VALUE_AT (src, value_offsets[i]);
+    if (v->have)
+      *VALUE_AT (dst, value_offsets[i]) = *v;
+  }
+  if (src->image_width > 0 && src->image_height > 0) {
+    dst->image_width = src->image_width;
+    dst->image_height = src->image_height;
+  }
+  if (src->make[0])
+    memcpy (dst->make, src->make, sizeof dst->make);
+  if (src->model[0])
+    memcpy (dst->model, src->model, sizeof dst->model);
+  if (src->utc[0])
+    memcpy (dst->utc, src->utc, sizeof dst->utc);
+  dst->sources |= src->sources;
+  gr_pose_prior_finish (dst);
 }
 
 /* Sets v when value is finite and inside [lo, hi]; anything else stays absent, so a
@@ -290,7 +322,7 @@ read_xmp_fields (XmpPtr xmp, const char *ns, const XmpField *fields, size_t n,
   double v;
   for (size_t i = 0; i < n; i++)
     if (xmp_double (xmp, ns, fields[i].name, &v)) {
-      GrPriorValue *dst = (GrPriorValue *) ((char *) p + fields[i].offset);
+      GrPriorValue *dst = VALUE_AT (p, fields[i].offset);
       set_value (dst, v, fields[i].sigma, fields[i].lo, fields[i].hi);
       any = any || dst->have;
     }

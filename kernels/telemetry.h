@@ -69,6 +69,11 @@ void gr_pose_prior_init (GrPosePrior *p);
  * ground under the camera) when there is no better height.  Idempotent. */
 void gr_pose_prior_finish (GrPosePrior *p);
 
+/* Overlays src on dst: every value src has replaces dst's, src's non-empty strings and
+ * non-zero image size replace dst's, sources are OR'ed; then gr_pose_prior_finish.
+ * (A CSV row given by the user overrides what the JPEG says.) */
+void gr_pose_prior_merge (GrPosePrior *dst, const GrPosePrior *src);
+
 /* Reads the prior from a JPEG held in memory: the APP1 EXIF and XMP segments and the
  * frame size.  Walks only the markers before the first scan, each bounded by the buffer;
  * truncated or garbage segments are skipped, never trusted.  Returns GR_OK when the
