@@ -687,9 +687,12 @@ gr_telemetry_csv_parse (const char *text, size_t len, GrStatus *status, char *er
   CsvColumn cols[CSV_MAX_COLS];
   char *cells[CSV_MAX_COLS];
   int ncols = 0, line_no = 0, cap = 0;
-  char *save = NULL;
   *status = GR_OK;
-  for (char *line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save)) {
+  for (char *line = buf, *next; line; line = next) {
+    /* one physical line at a time, so errors name the file's own line numbers */
+    next = strchr (line, '\n');
+    if (next)
+      *next++ = '\0';
     line_no++;
     size_t ll = strlen (line);
     if (ll && line[ll - 1] == '\r')

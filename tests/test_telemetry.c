@@ -278,6 +278,10 @@ test_csv (void)
     CHECK (!csv && st == GR_ERR_FORMAT && err[0], "bad CSV (%s) accepted", bad[i].why);
     gr_telemetry_csv_free (csv);
   }
+  /* errors name the file's own line, blank lines counted */
+  const char *late = "frame,lat\n\n0,1\n\n1,x\n";
+  csv = gr_telemetry_csv_parse (late, strlen (late), &st, err, sizeof err);
+  CHECK (!csv && strstr (err, "line 5"), "line number: %s", err);
   csv = gr_telemetry_csv_load ("/nonexistent/telemetry.csv", &st, err, sizeof err);
   CHECK (!csv && st == GR_ERR_IO && strstr (err, "/nonexistent"), "missing file: %s", err);
 }
