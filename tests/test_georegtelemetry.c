@@ -8,6 +8,7 @@
 #include <glib/gstdio.h>
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
+#include <gst/video/video.h>
 
 #include "georeg-pose-meta.h"
 #include "synth_jpeg.h"
@@ -334,6 +335,35 @@ GST_START_TEST (test_bad_files)
 
 GST_END_TEST;
 
+GST_START_TEST (test_meta_copy_and_scale)
+{
+  GstBuffer *a = gst_buffer_new_and_alloc (16);
+  GstGeoregPoseMeta *m = gst_buffer_add_georeg_pose_meta (a);
+  fail_unless (m && !m->latitude.have && isnan (m->latitude.value) && m->sources == 0 &&
+      !m->have_intrinsics, "a new meta must hold nothing");
+  m->latitude = (GstGeoregPoseValue) { 1.5, 3, TRUE };
+  m->have_intrinsics = TRUE;
+  m->fx = 1000;
+  g_strlcpy (m->camera_model, "X", sizeof m->camera_model);
+  /* a copy keeps everything */
+  GstBuffer *b = gst_buffer_copy (a);
+  GstGeoregPoseMeta *c = gst_buffer_get_georeg_pose_meta (b);
+  fail_unless (c && c != m && c->latitude.value == 1.5 && c->latitude.sigma == 3 &&
+      c->have_intrinsics && c->fx == 1000 && strcmp (c->camera_model, "X") == 0);
+  /* a scaling transform keeps the pose and drops the intrinsics of the old size */
+  GstBuffer *d = gst_buffer_new_and_alloc (4);
+  GstVideoMetaTransform tr = { NULL, NULL };
+  fail_unless (m->meta.info->transform_func (d, &m->meta, a,
+          gst_video_meta_transform_scale_get_quark (), &tr));
+  GstGeoregPoseMeta *e = gst_buffer_get_georeg_pose_meta (d);
+  fail_unless (e && e->latitude.value == 1.5 && !e->have_intrinsics);
+  gst_buffer_unref (a);
+  gst_buffer_unref (b);
+  gst_buffer_unref (d);
+}
+
+GST_END_TEST;
+
 typedef struct {
   int frames;
   int with_meta;
@@ -419,6 +449,7 @@ georegtelemetry_suite (void)
   TCase *tc = tcase_create ("general");
   tcase_set_timeout (tc, 60);
   suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_meta_copy_and_scale);
   tcase_add_test (tc, test_jpeg_exif_xmp);
   tcase_add_test (tc, test_csv_by_frame);
   tcase_add_test (tc, test_csv_by_time);
