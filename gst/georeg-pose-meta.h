@@ -38,6 +38,17 @@ typedef enum {
   GST_GEOREG_POSE_SOURCE_CALIBRATION = 1 << 6,   /* intrinsics from a calibration file */
 } GstGeoregPoseSource;
 
+/**
+ * GstGeoregPoseFlags:
+ * Conditions of a pose (bits of GstGeoregPoseMeta.flags).
+ */
+typedef enum {
+  /* DJI gimbal yaw and flight yaw disagree by more than 20 degrees with the gimbal near
+   * nadir (a free gimbal, or firmware that writes a return leg's yaw 180 degrees off):
+   * camera_yaw.sigma is at least the disagreement */
+  GST_GEOREG_POSE_FLAG_YAW_DISAGREES = 1 << 0,
+} GstGeoregPoseFlags;
+
 /* A value, its 1-sigma uncertainty (same unit; metres for latitude/longitude) and
  * whether it is known at all. */
 typedef struct {
@@ -52,6 +63,7 @@ struct _GstGeoregPoseMeta {
   GstMeta meta;
 
   guint sources;                            /* GstGeoregPoseSource bits */
+  guint flags;                              /* GstGeoregPoseFlags bits */
   GstGeoregPoseValue latitude, longitude;   /* WGS84 degrees; sigma in metres */
   GstGeoregPoseValue altitude_wgs84;        /* above the ellipsoid */
   GstGeoregPoseValue altitude_amsl;         /* above mean sea level */

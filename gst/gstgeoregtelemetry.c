@@ -232,6 +232,8 @@ fill_meta (GstGeoregPoseMeta * m, const GrPosePrior * p, const GrCamera * cam,
     g_strlcpy (m->utc, p->utc, sizeof m->utc);
   /* the sources bits name the sources this element read */
   m->sources |= p->sources;
+  if (p->flags & GR_PRIOR_FLAG_YAW_DISAGREES)
+    m->flags |= GST_GEOREG_POSE_FLAG_YAW_DISAGREES;
   if (cam && !m->have_intrinsics) {
     m->have_intrinsics = TRUE;
     m->fx = cam->fx;
@@ -355,6 +357,7 @@ gst_georeg_telemetry_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
             "frame", G_TYPE_UINT64, self->frame,
             "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
             "sources", G_TYPE_UINT, m->sources,
+            "flags", G_TYPE_UINT, m->flags,
             "latitude", G_TYPE_DOUBLE, m->latitude.value,
             "longitude", G_TYPE_DOUBLE, m->longitude.value,
             "height-agl", G_TYPE_DOUBLE, m->height_agl.value,

@@ -74,6 +74,7 @@ gr_pose_prior_merge (GrPosePrior *dst, const GrPosePrior *src)
   if (src->utc[0])
     memcpy (dst->utc, src->utc, sizeof dst->utc);
   dst->sources |= src->sources;
+  dst->flags |= src->flags;
   gr_pose_prior_finish (dst);
 }
 
@@ -118,6 +119,16 @@ gr_pose_prior_finish (GrPosePrior *p)
     p->cam_pitch = p->flight_pitch;
     p->cam_roll = p->flight_roll;
     p->cam_yaw = p->gimbal_yaw.have ? p->gimbal_yaw : p->flight_yaw;
+  }
+  p->flags &= ~GR_PRIOR_FLAG_YAW_DISAGREES;
+  if (p->gimbal_yaw.have && p->flight_yaw.have && p->gimbal_pitch.have &&
+      p->gimbal_pitch.value < -60) {
+    double d = fabs (p->gimbal_yaw.value - p->flight_yaw.value);
+    d = fmin (d, 360 - d);
+    if (d > 20) {
+      p->flags |= GR_PRIOR_FLAG_YAW_DISAGREES;
+      p->cam_yaw.sigma = fmax (p->cam_yaw.sigma, d);
+    }
   }
   if (!p->height_agl.have && p->rel_alt.have)
     set_value (&p->height_agl, p->rel_alt.value,

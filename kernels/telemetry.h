@@ -43,8 +43,18 @@ typedef enum {
   GR_PRIOR_SRC_KLV = 1 << 5,           /* MISB ST 0601 */
 } GrPriorSource;
 
+/* Conditions found while reading a prior (bits). */
+typedef enum {
+  /* DJI's gimbal yaw and flight yaw differ by more than 20 degrees with the gimbal near
+   * nadir: either a free gimbal or the firmware's return-leg yaw that is 180 degrees off
+   * (GUIDE section 8).  cam_yaw keeps the gimbal's value with a sigma of at least the
+   * disagreement, so a search covers both. */
+  GR_PRIOR_FLAG_YAW_DISAGREES = 1 << 0,
+} GrPriorFlags;
+
 typedef struct {
   unsigned sources;                   /* GrPriorSource bits */
+  unsigned flags;                     /* GrPriorFlags bits */
   /* position: WGS84 degrees; sigma in metres (horizontal) */
   GrPriorValue lat, lon;
   GrPriorValue alt_wgs84;             /* metres above the WGS84 ellipsoid */

@@ -90,12 +90,33 @@ test_dji_round_trip (void)
     CHECK (near (&p.cam_yaw, 360 - 12.3, 1e-9), "cam yaw");
     CHECK (near (&p.cam_pitch, 4.5, 1e-9), "cam pitch %.3f", p.cam_pitch.value);
     CHECK (near (&p.cam_roll, 0.4, 1e-9), "cam roll");
+    CHECK (p.flags == 0 && p.cam_yaw.sigma == 3.0, "gimbal and flight yaw agree");
     /* no terrain height in DJI files: relative altitude stands in, with 10% + 1 m */
     CHECK (near (&p.height_agl, 80.4, 1e-9) && fabs (p.height_agl.sigma - 9.04) < 1e-9,
         "height %.3f +- %.3f", p.height_agl.value, p.height_agl.sigma);
     free (jpg);
     free (pix);
   }
+}
+
+/* a return leg whose gimbal yaw is 180 degrees off the aircraft's (GUIDE section 8) */
+static void
+test_yaw_disagreement (void)
+{
+  GrSynthDroneTags t;
+  dji_tags (&t, 10, 10);
+  t.gimbal_yaw = 95;
+  t.flight_yaw = -84;
+  uint8_t *pix = test_image (16, 16), *jpg;
+  size_t len;
+  CHECK (gr_synth_jpeg_encode (pix, 16, 16, 3, 48, 80, &t, &jpg, &len), "encode");
+  GrPosePrior p;
+  CHECK (gr_pose_prior_from_jpeg (jpg, len, &p, NULL, 0) == GR_OK, "parse");
+  CHECK (p.flags & GR_PRIOR_FLAG_YAW_DISAGREES, "disagreement not flagged");
+  CHECK (near (&p.cam_yaw, 95, 1e-9) && fabs (p.cam_yaw.sigma - 179) < 1e-9,
+      "yaw %.1f +- %.1f", p.cam_yaw.value, p.cam_yaw.sigma);
+  free (jpg);
+  free (pix);
 }
 
 static void
@@ -291,6 +312,7 @@ main (void)
 {
   test_dji_round_trip ();
   test_no_telemetry ();
+  test_yaw_disagreement ();
   test_sensefly_xmp ();
   test_hostile ();
   test_csv ();
