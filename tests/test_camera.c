@@ -272,6 +272,25 @@ test_calibration (void)
     CHECK (gr_camera_parse_calibration (bad[i], strlen (bad[i]), &cam, err, sizeof err) ==
         GR_ERR_FORMAT && err[0], "bad calibration %zu accepted", i);
   }
+  /* corrupted copies of the YAML: never a crash, OK or FORMAT, sane values if OK */
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, 4242);
+  const size_t ylen = strlen (yaml);
+  char *copy = malloc (ylen);
+  for (int it = 0; it < 800; it++) {
+    memcpy (copy, yaml, ylen);
+    const int edits = 1 + (int) (gr_synth_rng_next (&rng) % 6);
+    for (int e = 0; e < edits; e++)
+      copy[gr_synth_rng_next (&rng) % ylen] = (char) (gr_synth_rng_next (&rng) & 0xff);
+    const size_t cut = ylen - gr_synth_rng_next (&rng) % 8;
+    GrStatus st = gr_camera_parse_calibration (copy, cut, &cam, NULL, 0);
+    CHECK (st == GR_OK || st == GR_ERR_FORMAT, "corrupt %d: status %d", it, st);
+    if (st == GR_OK)
+      CHECK (cam.fx > 0 && cam.fy > 0 && cam.width >= 1 && cam.height >= 1 &&
+          isfinite (cam.cx) && isfinite (cam.k1), "corrupt %d accepted with bad values",
+          it);
+  }
+  free (copy);
   CHECK (gr_camera_load_calibration ("/nonexistent.yml", &cam, err, sizeof err) ==
       GR_ERR_IO && strstr (err, "/nonexistent.yml"), "missing file: %s", err);
 }

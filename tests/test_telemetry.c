@@ -299,6 +299,26 @@ test_csv (void)
     CHECK (!csv && st == GR_ERR_FORMAT && err[0], "bad CSV (%s) accepted", bad[i].why);
     gr_telemetry_csv_free (csv);
   }
+  /* corrupted copies of a valid CSV: never a crash; OK or FORMAT */
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, 99);
+  const size_t tlen = strlen (text);
+  char *copy = malloc (tlen);
+  for (int it = 0; it < 800; it++) {
+    memcpy (copy, text, tlen);
+    const int edits = 1 + (int) (gr_synth_rng_next (&rng) % 6);
+    for (int e = 0; e < edits; e++)
+      copy[gr_synth_rng_next (&rng) % tlen] = (char) (gr_synth_rng_next (&rng) & 0xff);
+    csv = gr_telemetry_csv_parse (copy, tlen - gr_synth_rng_next (&rng) % 8, &st, NULL, 0);
+    CHECK ((csv != NULL) == (st == GR_OK) && (st == GR_OK || st == GR_ERR_FORMAT),
+        "corrupt CSV %d: status %d", it, st);
+    for (int r = 0; csv && r < gr_telemetry_csv_rows (csv); r++) {
+      CHECK (gr_telemetry_csv_row (csv, r, &p), "row");
+      check_sane (&p, "corrupt CSV");
+    }
+    gr_telemetry_csv_free (csv);
+  }
+  free (copy);
   /* errors name the file's own line, blank lines counted */
   const char *late = "frame,lat\n\n0,1\n\n1,x\n";
   csv = gr_telemetry_csv_parse (late, strlen (late), &st, err, sizeof err);
