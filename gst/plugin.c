@@ -5,26 +5,26 @@
 #endif
 #include <gst/gst.h>
 
+#include "gstgeoregtelemetry.h"
 #include "gstnmilocalize.h"
 #include "gstnmiregister.h"
 #include "gstpointsetparse.h"
 #include "gstpointsetenc.h"
 #include "gstlandmarkshoot.h"
 #include "gstfeaturematch.h"
-#include "gstgeoregtelemetry.h"
 
 static gboolean
 plugin_init (GstPlugin * plugin)
 {
   gboolean ret = FALSE;
 
+  ret |= GST_ELEMENT_REGISTER (georegtelemetry, plugin);
   ret |= GST_ELEMENT_REGISTER (nmilocalize, plugin);
   ret |= GST_ELEMENT_REGISTER (nmiregister, plugin);
   ret |= GST_ELEMENT_REGISTER (pointsetparse, plugin);
   ret |= GST_ELEMENT_REGISTER (pointsetenc, plugin);
   ret |= GST_ELEMENT_REGISTER (landmarkshoot, plugin);
   ret |= GST_ELEMENT_REGISTER (featurematch, plugin);
-  ret |= GST_ELEMENT_REGISTER (georegtelemetry, plugin);
 
   return ret;
 }
