@@ -552,7 +552,7 @@ typedef enum {
   COL_IGNORE = 0, COL_FILE, COL_FRAME, COL_TIME, COL_UTC, COL_LAT, COL_LON, COL_ALT_WGS84,
   COL_ALT_AMSL, COL_HEIGHT, COL_REL_ALT, COL_YAW, COL_PITCH, COL_ROLL, COL_GYAW,
   COL_GPITCH, COL_GROLL, COL_FOCAL, COL_FOCAL35, COL_WIDTH, COL_HEIGHT_PX,
-  COL_POS_SIGMA, COL_ALT_SIGMA, COL_ANGLE_SIGMA,
+  COL_POS_SIGMA, COL_ALT_SIGMA, COL_ANGLE_SIGMA, COL_HEADING_SIGMA,
 } CsvColumn;
 
 static const struct { const char *name; CsvColumn col; } csv_names[] = {
@@ -568,6 +568,7 @@ static const struct { const char *name; CsvColumn col; } csv_names[] = {
   { "focal_mm", COL_FOCAL }, { "focal_35mm", COL_FOCAL35 }, { "width", COL_WIDTH },
   { "height", COL_HEIGHT_PX }, { "pos_sigma_m", COL_POS_SIGMA },
   { "alt_sigma_m", COL_ALT_SIGMA }, { "angle_sigma_deg", COL_ANGLE_SIGMA },
+  { "heading_sigma_deg", COL_HEADING_SIGMA },
 };
 
 typedef struct {
@@ -758,6 +759,7 @@ gr_telemetry_csv_parse (const char *text, size_t len, GrStatus *status, char *er
     row->time_s = NAN;
     GrPosePrior *p = &row->prior;
     double pos_sigma = SIGMA_POS_M, alt_sigma = SIGMA_GPS_ALT_M, ang_sigma = SIGMA_ANGLE_DEG;
+    double head_sigma = SIGMA_HEADING_DEG;
     /* sigma overrides first, so they apply whatever the column order */
     for (int c = 0; c < n; c++) {
       double v;
@@ -770,6 +772,8 @@ gr_telemetry_csv_parse (const char *text, size_t len, GrStatus *status, char *er
         alt_sigma = v;
       else if (cols[c] == COL_ANGLE_SIGMA)
         ang_sigma = v;
+      else if (cols[c] == COL_HEADING_SIGMA)
+        head_sigma = v;
     }
     for (int c = 0; c < n; c++) {
       char *cell = trim (cells[c]);
@@ -807,10 +811,12 @@ gr_telemetry_csv_parse (const char *text, size_t len, GrStatus *status, char *er
         case COL_REL_ALT:
           set_value (&p->rel_alt, v, SIGMA_BARO_ALT_M, -1000, 100000);
           break;
-        case COL_YAW: set_value (&p->flight_yaw, v, SIGMA_HEADING_DEG, -360, 360); break;
+        case COL_YAW: set_value (&p->flight_yaw, v, head_sigma, -360, 360); break;
         case COL_PITCH: set_value (&p->flight_pitch, v, ang_sigma, -180, 180); break;
         case COL_ROLL: set_value (&p->flight_roll, v, ang_sigma, -180, 180); break;
-        case COL_GYAW: set_value (&p->gimbal_yaw, v, SIGMA_GIMBAL_YAW_DEG, -360, 360); break;
+        case COL_GYAW:
+          set_value (&p->gimbal_yaw, v, fmin (head_sigma, SIGMA_GIMBAL_YAW_DEG), -360, 360);
+          break;
         case COL_GPITCH: set_value (&p->gimbal_pitch, v, ang_sigma, -180, 180); break;
         case COL_GROLL: set_value (&p->gimbal_roll, v, ang_sigma, -180, 180); break;
         case COL_FOCAL: set_value (&p->focal_mm, v, 0, 0.1, 2000); break;

@@ -108,7 +108,8 @@ bool gr_pose_prior_parse_xmp (const char *xmp, size_t len, GrPosePrior *p);
  *   heading_deg | yaw_deg, pitch_deg, roll_deg             aircraft (flight_*)
  *   gimbal_yaw_deg, gimbal_pitch_deg, gimbal_roll_deg      DJI gimbal convention
  *   focal_mm, focal_35mm, width, height
- *   pos_sigma_m, alt_sigma_m, angle_sigma_deg              override the default sigmas
+ *   pos_sigma_m, alt_sigma_m, angle_sigma_deg (pitch, roll), heading_sigma_deg (yaws)
+ *                                    override the default sigmas
  * At least one key column (filename, frame or timestamp) is required.  Quoted cells
  * ("a,b") are understood; files over 64 MiB or with more than 1,000,000 rows are refused. */
 typedef struct GrTelemetryCsv GrTelemetryCsv;

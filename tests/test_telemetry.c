@@ -250,11 +250,11 @@ test_csv (void)
 {
   const char *text =
       "\xef\xbb\xbf" "filename,frame,timestamp,lat,lon,height_agl_m,heading_deg,pitch_deg,"
-      "roll_deg,gimbal_pitch_deg,focal_mm,unknown_col\r\n"
-      "a.jpg,0,0.0,10.5,20.25,50,90,1,2,,4.3,x\r\n"
-      "\"dir,with,commas/b.jpg\",1,0.5,-10.5,-20.25,60,-90,0,0,-90,,y\n"
+      "roll_deg,gimbal_pitch_deg,focal_mm,unknown_col,heading_sigma_deg\r\n"
+      "a.jpg,0,0.0,10.5,20.25,50,90,1,2,,4.3,x,20\r\n"
+      "\"dir,with,commas/b.jpg\",1,0.5,-10.5,-20.25,60,-90,0,0,-90,,y,\n"
       "\n"
-      "c.jpg,2,1.0,,,,,,,,,\n";
+      "c.jpg,2,1.0,,,,,,,,,,\n";
   GrStatus st;
   char err[200] = "";
   GrTelemetryCsv *csv = gr_telemetry_csv_parse (text, strlen (text), &st, err, sizeof err);
@@ -270,6 +270,8 @@ test_csv (void)
       "row a");
   CHECK (near (&p.cam_yaw, 90, 0) && near (&p.cam_pitch, 1, 0) && near (&p.cam_roll, 2, 0),
       "row a attitude");
+  CHECK (p.cam_yaw.sigma == 20 && p.cam_pitch.sigma == 2, "row a sigmas %.1f %.1f",
+      p.cam_yaw.sigma, p.cam_pitch.sigma);
   CHECK (p.sources == GR_PRIOR_SRC_CSV && near (&p.focal_mm, 4.3, 0), "row a source");
   CHECK (gr_telemetry_csv_find_file (csv, "b.jpg", &p) && near (&p.lat, -10.5, 0),
       "quoted file name");
