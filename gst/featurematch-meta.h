@@ -74,15 +74,27 @@ const GstMetaInfo *gst_feature_match_meta_get_info (void);
 #define gst_buffer_get_feature_match_meta(b) \
   ((GstFeatureMatchMeta *) gst_buffer_get_meta ((b), GST_FEATURE_MATCH_META_API_TYPE))
 
-/* Adds an empty meta (no keypoints, no pairs); the caller fills it. */
+/**
+ * gst_buffer_add_feature_match_meta: (skip)
+ *
+ * Adds an empty meta (no keypoints, no pairs); the caller fills it.
+ */
 GstFeatureMatchMeta *gst_buffer_add_feature_match_meta (GstBuffer * buffer);
 
-/* Copies n (x, y) keypoints into the meta (replacing any). */
+/**
+ * gst_feature_match_meta_set_keypoints: (skip)
+ *
+ * Copies n (x, y) keypoints into the meta (replacing any).
+ */
 void gst_feature_match_meta_set_keypoints (GstFeatureMatchMeta * meta, guint n,
     const gfloat * xy);
 
-/* Appends a pair: copies `matches` index pairs (and inlier flags, may be NULL = none
- * marked) and returns the new entry for the caller to fill its other fields. */
+/**
+ * gst_feature_match_meta_add_pair: (skip)
+ *
+ * Appends a pair: copies `matches` index pairs (and inlier flags, may be NULL = none
+ * marked) and returns the new entry for the caller to fill its other fields.
+ */
 GstFeatureMatchPair *gst_feature_match_meta_add_pair (GstFeatureMatchMeta * meta,
     guint64 frame, guint matches, const gint32 * pairs, const guint8 * inlier);
 

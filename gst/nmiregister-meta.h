@@ -84,8 +84,12 @@ const GstMetaInfo *gst_nmi_register_meta_get_info (void);
 #define gst_buffer_get_nmi_register_meta(b) \
   ((GstNmiRegisterMeta *) gst_buffer_get_meta ((b), GST_NMI_REGISTER_META_API_TYPE))
 
-/* Adds a meta with every coordinate NAN, no transform and flags 0; the caller
- * fills it. */
+/**
+ * gst_buffer_add_nmi_register_meta: (skip)
+ *
+ * Adds a meta with every coordinate NAN, no transform and flags 0; the caller
+ * fills it.  (Bindings read results through georeg_buffer_get_registration.)
+ */
 GstNmiRegisterMeta *gst_buffer_add_nmi_register_meta (GstBuffer * buffer);
 
 G_END_DECLS

@@ -12,6 +12,10 @@
 #include "gstpointsetenc.h"
 #include "gstlandmarkshoot.h"
 #include "gstfeaturematch.h"
+#if GR_HAVE_GDAL
+#include "gstgeoregexport.h"
+#include "gstgeoregklvenc.h"
+#endif
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -25,6 +29,10 @@ plugin_init (GstPlugin * plugin)
   ret |= GST_ELEMENT_REGISTER (pointsetenc, plugin);
   ret |= GST_ELEMENT_REGISTER (landmarkshoot, plugin);
   ret |= GST_ELEMENT_REGISTER (featurematch, plugin);
+#if GR_HAVE_GDAL
+  ret |= GST_ELEMENT_REGISTER (georegexport, plugin);
+  ret |= GST_ELEMENT_REGISTER (georegklvenc, plugin);
+#endif
 
   return ret;
 }

@@ -12,8 +12,14 @@ pkgs=(build-essential meson ninja-build pkg-config libglib2.0-dev
       libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
       libgdal-dev libpng-dev libjpeg-dev
+      gdal-bin         # test oracles: ogrinfo, gdalinfo, gdaltransform (tests/test_geo.c, test_georegexport.c)
       libopencv-dev    # test-only (matcher_opencv); already pulled in by plugins-bad-dev
-      valgrind)        # test-only (suite valgrind: tests/run-valgrind.sh)
+      valgrind         # test-only (suite valgrind: tests/run-valgrind.sh)
+      gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly ffmpeg python3-pip
+      gobject-introspection libgirepository1.0-dev   # the Georeg-1.0 typelib (gst/meson.build)
+      python3-gi gir1.2-gstreamer-1.0 python3-gst-1.0)  # examples/capture.py and its test
+                       # test-only: mpegtsmux/tsdemux, x264enc, ffprobe and PyPI's klvdata
+                       # check georegklvenc's KLV (tests/test_georegklvenc.c)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,6 +30,14 @@ if ((${#missing[@]})); then
   echo "georeg: installing ${missing[*]}"
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# test oracle: PyPI's klvdata decodes the MISB ST 0601 KLV that georegklvenc writes
+if ! python3 -c 'import klvdata' 2>/dev/null; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo python3 -m pip install -q --break-system-packages klvdata \
+    || echo "georeg: klvdata not installed: test_georegklvenc skips its klvdata check"
 fi
 
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH

@@ -1,0 +1,122 @@
+/* georeg: a frame's registration result on the map (gst/gstgeoregfootprint.h).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <math.h>
+
+#include "gstgeoregfootprint.h"
+#include "georeg-meta.h"
+#include "nmiregister-meta.h"
+#include "fit.h"
+#include "georeg-results.h"
+
+/* The frame's size from its transform: H maps (w, h) onto the footprint's third
+ * corner, so the inverse gives it back (any caps, no video info needed). */
+static gboolean
+frame_size_from_meta (const GstNmiRegisterMeta * m, double *w, double *h)
+{
+  double inv[9];
+  return gr_mat3_inverse (m->frame_to_control, inv)
+      && gr_fit_apply (inv, m->footprint_control[4], m->footprint_control[5], w, h)
+      && *w > 0 && *h > 0;
+}
+
+/* Control pixel corners -> map -> (lon, lat); FALSE when PROJ fails. */
+static gboolean
+control_to_lonlat (GrGeoRef * g, double px, double py, double *mx, double *my, double *lon,
+    double *lat)
+{
+  gr_georef_pixel_to_map (g, px, py, mx, my);
+  *lon = *mx;
+  *lat = *my;
+  return gr_georef_map_to_lonlat (g, lon, lat, 1);
+}
+
+void
+gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 frame,
+    GrFootprint * f, gchar ** flag_names)
+{
+  GstNmiRegisterMeta *rm = gst_buffer_get_nmi_register_meta (buf);
+  GstNmiLocalizeMeta *lm = gst_buffer_get_nmi_localize_meta (buf);
+  f->frame = frame;
+  f->timestamp_ns = GST_BUFFER_PTS_IS_VALID (buf) ? (gint64) GST_BUFFER_PTS (buf) : -1;
+  f->crs = gr_georef_crs_name (georef);
+  f->rms_px = f->heading_deg = f->gsd_m = NAN;
+  f->centre_lon = f->centre_lat = f->centre_x = f->centre_y = NAN;
+  for (int i = 0; i < 4; i++)
+    f->corner_lon[i] = f->corner_lat[i] = f->corner_x[i] = f->corner_y[i] = NAN;
+  f->quality = "failed";
+
+  if (rm) {
+    f->flags = rm->flags;
+    *flag_names = georeg_register_flags_to_string (rm->flags);
+    f->inliers = rm->inliers;
+    f->rms_px = rm->rms;
+  } else if (lm) {
+    f->flags = lm->flags;
+*flag_names = georeg_localize_flags_to_string (lm->flags);
+  }
+
+  double w, h;
+  if (rm && rm->has_transform && frame_size_from_meta (rm, &w, &h)) {
+    const double *H = rm->frame_to_control;
+    /* every corner in front of the camera (w > 0), or the footprint is no polygon */
+    gboolean ok = TRUE;
+    const double cx4[4] = { 0, w, w, 0 }, cy4[4] = { 0, 0, h, h };
+    for (int i = 0; i < 4; i++)
+      ok = ok && H[6] * cx4[i] + H[7] * cy4[i] + H[8] > 0;
+    for (int i = 0; i < 4 && ok; i++)
+      ok = control_to_lonlat (georef, rm->footprint_control[2 * i],
+          rm->footprint_control[2 * i + 1], &f->corner_x[i], &f->corner_y[i],
+          &f->corner_lon[i], &f->corner_lat[i]);
+    double cx, cy, tx, ty, tlon, tlat;
+    ok = ok && gr_fit_apply (H, w / 2, h / 2, &cx, &cy)
+        && control_to_lonlat (georef, cx, cy, &f->centre_x, &f->centre_y,
+        &f->centre_lon, &f->centre_lat)
+        && gr_fit_apply (H, w / 2, 0, &tx, &ty)
+        && control_to_lonlat (georef, tx, ty, &tx, &ty, &tlon, &tlat);
+    if (ok) {
+      f->geometry = 2;
+      /* the frame's up direction: from its centre to the middle of its top edge */
+      f->heading_deg = gr_geo_bearing_deg (f->centre_lon, f->centre_lat, tlon, tlat);
+      f->gsd_m = sqrt (gr_geo_area_m2 (f->corner_lon, f->corner_lat, 4) / (w * h));
+      const guint doubt = GST_NMI_REGISTER_FLAG_LOW_INLIERS |
+          GST_NMI_REGISTER_FLAG_POOR_SPREAD | GST_NMI_REGISTER_FLAG_REFINE_FAILED;
+      f->quality = (rm->flags & doubt) ? "doubtful" : "registered";
+      return;
+    }
+  }
+  /* no footprint: the coarse centre, when the localization has one */
+  if (lm && isfinite (lm->center_x) && isfinite (lm->center_y)
+      && control_to_lonlat (georef, lm->center_x, lm->center_y, &f->centre_x,
+          &f->centre_y, &f->centre_lon, &f->centre_lat)) {
+    f->geometry = 1;
+    f->quality = "coarse";
+  }
+}
+
+
+GrGeoRef *
+gst_georeg_open_control_georef (GstElement * element, const gchar * control,
+    const gchar * crs)
+{
+  char err[1024];
+  GrGeoRef *g = NULL;
+  if (!control || !*control) {
+    GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND, ("No control image given."),
+        ("Set control-location to the georeferenced control the frames were registered "
+            "on."));
+    return NULL;
+  }
+  GrStatus st = gr_georef_open (control, crs, &g, err, sizeof err);
+  if (st == GR_ERR_IO)
+    GST_ELEMENT_ERROR (element, RESOURCE, OPEN_READ, ("Could not open the control '%s'.",
+            control), ("%s", err));
+  else if (st != GR_OK)
+    GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS, ("The control '%s' has no usable "
+            "georeference.", control), ("%s", err));
+  else
+    GST_INFO_OBJECT (element, "control CRS %s", gr_georef_crs_name (g));
+  return g;
+}

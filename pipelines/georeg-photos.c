@@ -1,0 +1,339 @@
+/* georeg-photos: registers a set of drone photos onto a georeferenced control image and
+ * writes what a GIS opens:
+ *
+ *   georeg-photos --control ORTHO --out DIR PHOTO...
+ *
+ * DIR/footprints.geojson (WGS84 footprints, one Feature per photo), DIR/footprints.csv
+ * and DIR/<photo>.tif (each registered photo resampled onto the control's grid).  Each
+ * photo is decoded by its own small pipeline (filesrc ! decodebin ! videoconvert !
+ * appsink): one that cannot be read is reported and skipped.  The decoded photos go,
+ * one at a time, through
+ *
+ *   appsrc ! nmilocalize ! nmiregister ! georegexport ! fakesink
+ *
+ * so the results are the elements' own.  A progress bar on a terminal (a line per photo
+ * otherwise) and a summary: how many registered, doubtful, not registered (and why),
+ * unreadable.  Exit status 0 when every readable photo went through (registered or
+ * not), 1 on a pipeline error or when no photo could be read, 2 on bad arguments.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+#include <gst/gst.h>
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+
+#include "georeg-meta.h"
+#include "nmiregister-meta.h"
+#include "georeg-results.h"
+
+typedef struct {
+  GMutex lock;
+  GCond cond;
+  gboolean have_result;
+  guint flags;
+  gboolean has_transform;
+  guint inliers;
+} Result;
+
+static void
+on_handoff (GstElement *sink, GstBuffer *buf, GstPad *pad, Result *r)
+{
+  const GstNmiRegisterMeta *m = gst_buffer_get_nmi_register_meta (buf);
+  g_mutex_lock (&r->lock);
+  r->flags = m ? m->flags : 0;
+  r->has_transform = m && m->has_transform;
+  r->inliers = m ? m->inliers : 0;
+  r->have_result = TRUE;
+  g_cond_signal (&r->cond);
+  g_mutex_unlock (&r->lock);
+}
+
+/* Decodes one photo to RGBA; NULL with the reason in *why (g_free). */
+static GstSample *
+decode_photo (const char *path, gchar **why)
+{
+  GstElement *pipe = gst_parse_launch ("filesrc name=src ! decodebin ! videoconvert ! "
+      "video/x-raw,format=RGBA ! appsink name=sink sync=false max-buffers=1", NULL);
+  GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  g_object_set (src, "location", path, NULL);
+  gst_object_unref (src);
+  GstSample *sample = NULL;
+  gst_element_set_state (pipe, GST_STATE_PAUSED);
+  GstBus *bus = gst_element_get_bus (pipe);
+  /* the first buffer (preroll) or an error, whichever comes first */
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 20 * GST_MSECOND,
+        GST_MESSAGE_ERROR | GST_MESSAGE_ASYNC_DONE);
+    if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gst_message_parse_error (msg, &e, NULL);
+      *why = g_strdup (e->message);
+      g_error_free (e);
+      gst_message_unref (msg);
+      break;
+    }
+    if (msg) {
+      gst_message_unref (msg);
+      sample = gst_app_sink_try_pull_preroll (GST_APP_SINK (sink), 0);
+      if (!sample)
+        *why = g_strdup ("no image in the file");
+      break;
+    }
+    GstState state;
+    if (gst_element_get_state (pipe, &state, NULL, 0) == GST_STATE_CHANGE_FAILURE) {
+      *why = g_strdup ("cannot be decoded");
+      break;
+    }
+  }
+  gst_object_unref (bus);
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (sink);
+  gst_object_unref (pipe);
+  return sample;
+}
+
+static void
+progress (gboolean tty, guint done, guint total, const char *name, const char *what)
+{
+  if (tty) {
+    const int width = 30, filled = total ? (int) (width * done / total) : width;
+    fprintf (stderr, "\r[%.*s%*s] %u/%u %-32.32s %-24.24s", filled,
+        "##############################", width - filled, "", done, total, name, what);
+    if (done == total)
+      fputc ('\n', stderr);
+  } else {
+    fprintf (stderr, "%u/%u %s: %s\n", done, total, name, what);
+  }
+}
+
+/* Adds each flag of `flags` that explains a doubtful or failed result to the counts
+ * (not the informational windows-clipped, initial-offset, full-search). */
+static void
+count_reasons (GHashTable *counts, guint flags)
+{
+  const guint info = GST_NMI_REGISTER_FLAG_WINDOWS_CLIPPED |
+      GST_NMI_REGISTER_FLAG_INITIAL_OFFSET | GST_NMI_REGISTER_FLAG_FULL_SEARCH;
+  gchar *text = georeg_register_flags_to_string (flags & ~info);
+  gchar **names = g_strsplit (text, ",", -1);
+  for (gchar **n = names; *n && **n; n++) {
+    guint c = GPOINTER_TO_UINT (g_hash_table_lookup (counts, *n));
+    g_hash_table_insert (counts, g_strdup (*n), GUINT_TO_POINTER (c + 1));
+  }
+  g_strfreev (names);
+  g_free (text);
+}
+
+static gchar *
+reasons_text (GHashTable *counts)
+{
+  GString *s = g_string_new (NULL);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init (&it, counts);
+  while (g_hash_table_iter_next (&it, &k, &v))
+    g_string_append_printf (s, "%s%s x%u", s->len ? ", " : "", (const char *) k,
+        GPOINTER_TO_UINT (v));
+  return g_string_free (s, FALSE);
+}
+
+int
+main (int argc, char **argv)
+{
+  gchar *control = NULL, *crs = NULL, *out = NULL, *backend = NULL;
+  gint band = 0, control_nodata = -1;
+  gdouble frame_scale = 0.25, control_scale = 0.25;
+  gchar **photos = NULL;
+  GOptionEntry entries[] = {
+    {"control", 'c', 0, G_OPTION_ARG_FILENAME, &control,
+        "georeferenced control image (GeoTIFF, or an image with a world file)", "PATH"},
+    {"crs", 0, 0, G_OPTION_ARG_STRING, &crs,
+        "the control's CRS when its file has none (e.g. EPSG:32617)", "CRS"},
+    {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "output folder (created)", "DIR"},
+    {"band", 'b', 0, G_OPTION_ARG_INT, &band,
+        "control band to match (0 = luminance, default)", "B"},
+    {"control-nodata", 0, 0, G_OPTION_ARG_INT, &control_nodata,
+        "control value that marks no data when its file has no mask (-1 = none)", "V"},
+    {"frame-scale", 0, 0, G_OPTION_ARG_DOUBLE, &frame_scale,
+        "coarse search: photo pixels -> search pixels (default 0.25)", "S"},
+    {"control-scale", 0, 0, G_OPTION_ARG_DOUBLE, &control_scale,
+        "coarse search: control pixels -> search pixels (default 0.25)", "S"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "auto (default), cpu or cuda", "B"},
+    {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &photos, NULL, "PHOTO..."},
+    {NULL}
+  };
+  GOptionContext *ctx = g_option_context_new ("PHOTO... - register drone photos onto a "
+      "georeferenced control image");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  GError *err = NULL;
+  if (!g_option_context_parse (ctx, &argc, &argv, &err) || !control || !out || !photos) {
+    fprintf (stderr, "%s\nusage: georeg-photos --control ORTHO --out DIR PHOTO...\n",
+        err ? err->message : "--control, --out and at least one photo are required");
+    g_clear_error (&err);
+    g_option_context_free (ctx);
+    return 2;
+  }
+  g_option_context_free (ctx);
+  if (g_mkdir_with_parents (out, 0755) != 0) {
+    fprintf (stderr, "georeg-photos: cannot create '%s': %s\n", out, g_strerror (errno));
+    return 1;
+  }
+
+  GstElement *pipe = gst_parse_launch ("appsrc name=src format=time ! "
+      "nmilocalize name=loc ! nmiregister name=reg ! georegexport name=exp ! "
+      "fakesink name=sink signal-handoffs=true sync=false", &err);
+  if (!pipe) {
+    fprintf (stderr, "georeg-photos: %s (is the georeg plugin on GST_PLUGIN_PATH?)\n",
+        err->message);
+    return 1;
+  }
+  GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+  GstElement *loc = gst_bin_get_by_name (GST_BIN (pipe), "loc");
+  GstElement *reg = gst_bin_get_by_name (GST_BIN (pipe), "reg");
+  GstElement *exp = gst_bin_get_by_name (GST_BIN (pipe), "exp");
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  gchar *json = g_build_filename (out, "footprints.geojson", NULL);
+  gchar *csv = g_build_filename (out, "footprints.csv", NULL);
+  g_object_set (loc, "control-location", control, "band", (guint) band, "frame-scale",
+      frame_scale, "control-scale", control_scale, "control-nodata", control_nodata,
+      "post-messages", FALSE, NULL);
+  g_object_set (reg, "control-location", control, "band", (guint) band, "post-messages",
+      FALSE, NULL);
+  if (backend) {
+    gst_util_set_object_arg (G_OBJECT (loc), "backend", backend);
+    gst_util_set_object_arg (G_OBJECT (reg), "backend", backend);
+  }
+  g_object_set (exp, "control-location", control, "crs", crs, "geojson-location", json,
+      "csv-location", csv, "geotiff-dir", out, NULL);
+  Result r = { 0 };
+  g_mutex_init (&r.lock);
+  g_cond_init (&r.cond);
+  g_signal_connect (sink, "handoff", G_CALLBACK (on_handoff), &r);
+
+  GstBus *bus = gst_element_get_bus (pipe);
+  int status = 0;
+  if (gst_element_set_state (pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
+    status = 1;
+  const guint total = g_strv_length (photos);
+  const gboolean tty = isatty (fileno (stderr));
+  guint registered = 0, doubtful = 0, failed = 0, unreadable = 0, done = 0;
+  GHashTable *doubt_reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  GHashTable *fail_reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  GString *unreadable_list = g_string_new (NULL);
+  for (guint i = 0; i < total && status == 0; i++) {
+    const char *path = photos[i];
+    gchar *base = g_path_get_basename (path), *why = NULL;
+    GstSample *sample = decode_photo (path, &why);
+    if (!sample) {
+      unreadable++;
+      g_string_append_printf (unreadable_list, "  %s: %s\n", path, why);
+      if (tty)
+        fputc ('\n', stderr);
+      fprintf (stderr, "georeg-photos: skipping '%s': %s\n", path, why);
+      g_free (why);
+      progress (tty, ++done, total, base, "unreadable");
+      g_free (base);
+      continue;
+    }
+    /* a new sample carrying the buffer tagged with its file, timed one second apart */
+    GstBuffer *buf = gst_buffer_copy (gst_sample_get_buffer (sample));
+    GST_BUFFER_PTS (buf) = i * GST_SECOND;
+    GST_BUFFER_DURATION (buf) = GST_SECOND;
+    georeg_buffer_set_source_location (buf, path);
+    GstSample *tagged = gst_sample_new (buf, gst_sample_get_caps (sample), NULL, NULL);
+    gst_buffer_unref (buf);
+    gst_sample_unref (sample);
+    g_mutex_lock (&r.lock);
+    r.have_result = FALSE;
+    g_mutex_unlock (&r.lock);
+    gst_app_src_push_sample (GST_APP_SRC (src), tagged);
+    gst_sample_unref (tagged);
+    /* wait for the photo's result, or an error */
+    gboolean have = FALSE;
+    while (!have && status == 0) {
+      g_mutex_lock (&r.lock);
+      gint64 until = g_get_monotonic_time () + 50 * G_TIME_SPAN_MILLISECOND;
+      while (!r.have_result && g_cond_wait_until (&r.cond, &r.lock, until));
+      have = r.have_result;
+      g_mutex_unlock (&r.lock);
+      GstMessage *msg = have ? NULL : gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+      if (msg) {
+        GError *e = NULL;
+        gchar *dbg = NULL;
+        gst_message_parse_error (msg, &e, &dbg);
+        fprintf (stderr, "\ngeoreg-photos: %s: %s\n%s\n", GST_OBJECT_NAME (msg->src),
+            e->message, dbg ? dbg : "");
+        g_error_free (e);
+        g_free (dbg);
+        gst_message_unref (msg);
+        status = 1;
+      }
+    }
+    if (have) {
+      const char *what;
+      const guint doubt = GST_NMI_REGISTER_FLAG_LOW_INLIERS |
+          GST_NMI_REGISTER_FLAG_POOR_SPREAD | GST_NMI_REGISTER_FLAG_REFINE_FAILED;
+      if (r.has_transform && !(r.flags & doubt)) {
+        registered++;
+        what = "registered";
+      } else if (r.has_transform) {
+        doubtful++;
+        count_reasons (doubt_reasons, r.flags);
+        what = "registered, doubtful";
+      } else {
+        failed++;
+        count_reasons (fail_reasons, r.flags);
+        what = "not registered";
+      }
+      progress (tty, ++done, total, base, what);
+    }
+    g_free (base);
+  }
+  if (status == 0) {
+    gst_app_src_end_of_stream (GST_APP_SRC (src));
+    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    if (!msg || GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR)
+      status = 1;
+    if (msg)
+      gst_message_unref (msg);
+  }
+  gst_element_set_state (pipe, GST_STATE_NULL);
+
+  gchar *dr = reasons_text (doubt_reasons), *fr = reasons_text (fail_reasons);
+  printf ("georeg-photos: %u photos: %u registered, %u doubtful%s%s%s, %u not registered"
+      "%s%s%s, %u unreadable\n", total, registered, doubtful, *dr ? " (" : "", dr,
+      *dr ? ")" : "", failed, *fr ? " (" : "", fr, *fr ? ")" : "", unreadable);
+  if (unreadable)
+    printf ("unreadable:\n%s", unreadable_list->str);
+  printf ("wrote %s, %s and a GeoTIFF per registered photo in %s\n", json, csv, out);
+  if (registered + doubtful + failed == 0)
+    status = 1;
+  g_free (dr);
+  g_free (fr);
+  g_string_free (unreadable_list, TRUE);
+  g_hash_table_unref (doubt_reasons);
+  g_hash_table_unref (fail_reasons);
+  gst_object_unref (bus);
+  gst_object_unref (src);
+  gst_object_unref (loc);
+  gst_object_unref (reg);
+  gst_object_unref (exp);
+  gst_object_unref (sink);
+  gst_object_unref (pipe);
+  g_mutex_clear (&r.lock);
+  g_cond_clear (&r.cond);
+  g_free (json);
+  g_free (csv);
+  g_free (control);
+  g_free (crs);
+  g_free (out);
+  g_free (backend);
+  g_strfreev (photos);
+  return status;
+}

@@ -1,0 +1,155 @@
+/* Shared by the GIS element tests (test_georegexport.c, test_georegklvenc.c): a
+ * synthesized control written as a UTM 17N GeoTIFF, frames cut from it through a known
+ * transform, register metas carrying that transform, and the truth in WGS84 through
+ * OSR directly (not through kernels/geo).  Include after gstcheck.h and gdal.h.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef GIS_TEST_UTIL_H
+#define GIS_TEST_UTIL_H
+
+#include <ogr_srs_api.h>
+
+#include "georeg-meta.h"
+#include "nmiregister-meta.h"
+#include "synth.h"
+
+#define CW 400
+#define CH 300
+#define FW 160
+#define FH 120
+
+static gchar *tmpdir, *control_tif;
+static GrSynthImage control;
+
+static gchar *
+tmp_path (const char *name)
+{
+  return g_build_filename (tmpdir, name, NULL);
+}
+
+/* The synthesized control's first band as a Byte GeoTIFF in UTM 17N. */
+static void
+make_control (void)
+{
+  GrSynthControlParams p;
+  char err[256];
+  gr_synth_control_params_init (&p);
+  p.width = CW;
+  p.height = CH;
+  p.depth = 8;
+  p.seed = 5;
+  p.with_geo = TRUE;
+  p.pixel_size = 0.5;
+  tmpdir = g_dir_make_tmp ("georeg-gis-XXXXXX", NULL);
+  if (gr_synth_control_generate (&p, &control, err, sizeof err) != GR_OK)
+    g_error ("control: %s", err);
+  control_tif = tmp_path ("control.tif");
+  GDALAllRegister ();
+  GDALDatasetH ds = GDALCreate (GDALGetDriverByName ("GTiff"), control_tif, CW, CH, 1,
+      GDT_Byte, NULL);
+  GDALSetGeoTransform (ds, control.geo);
+  OGRSpatialReferenceH srs = OSRNewSpatialReference (NULL);
+  OSRImportFromEPSG (srs, 32617);
+  GDALSetSpatialRef (ds, srs);
+  OSRRelease (srs);
+  guint8 *pix = g_new (guint8, CW * CH);
+  for (int i = 0; i < CW * CH; i++)
+    pix[i] = (guint8) lrintf (control.band[0][i]);
+  if (GDALRasterIO (GDALGetRasterBand (ds, 1), GF_Write, 0, 0, CW, CH, pix, CW, CH,
+          GDT_Byte, 0, 0) != CE_None)
+    g_error ("cannot write %s", control_tif);
+  g_free (pix);
+  GDALClose (ds);
+}
+
+/* A similarity in pixel CORNER coordinates (frame -> control): scale s, rotation a
+ * (degrees, clockwise on screen), frame centre at (cx, cy). */
+static void
+similarity (double s, double a, double cx, double cy, double H[9])
+{
+  const double c = cos (a * M_PI / 180) * s, n = sin (a * M_PI / 180) * s;
+  H[0] = c;
+  H[1] = -n;
+  H[3] = n;
+  H[4] = c;
+  H[2] = cx - (c * FW / 2 - n * FH / 2);
+  H[5] = cy - (n * FW / 2 + c * FH / 2);
+  H[6] = H[7] = 0;
+  H[8] = 1;
+}
+
+/* A GRAY8 frame cut from the control through H (pixel corners). */
+static GstBuffer *
+frame_cut (const double H[9])
+{
+  /* gr_synth_cut takes pixel-index coordinates: h = T(-0.5) H T(+0.5) */
+  double h[9];
+  memcpy (h, H, sizeof h);
+  h[2] = H[2] + 0.5 * H[0] + 0.5 * H[1] - 0.5;
+  h[5] = H[5] + 0.5 * H[3] + 0.5 * H[4] - 0.5;
+  GrPlaneF plane = gr_synth_image_plane (&control, 0), cut;
+  fail_unless (gr_synth_cut (&plane, h, FW, FH, 2, &cut) == GR_OK);
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FW * FH, NULL);
+  GstMapInfo map;
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  for (int i = 0; i < FW * FH; i++)
+    map.data[i] = (guint8) lrintf (cut.data[i]);
+  gst_buffer_unmap (buf, &map);
+  gr_synth_plane_free (&cut);
+  return buf;
+}
+
+static void
+apply (const double *H, double x, double y, double *X, double *Y)
+{
+  const double w = H[6] * x + H[7] * y + H[8];
+  *X = (H[0] * x + H[1] * y + H[2]) / w;
+  *Y = (H[3] * x + H[4] * y + H[5]) / w;
+}
+
+/* A register meta with transform H for a w x h frame (footprint from H). */
+static GstNmiRegisterMeta *
+add_register_meta_sized (GstBuffer *buf, const double H[9], int w, int h)
+{
+  GstNmiRegisterMeta *m = gst_buffer_add_nmi_register_meta (buf);
+  m->model = 3;
+  m->has_transform = TRUE;
+  memcpy (m->frame_to_control, H, 9 * sizeof (double));
+  const double c[8] = { 0, 0, w, 0, w, h, 0, h };
+  for (int i = 0; i < 4; i++)
+    apply (H, c[2 * i], c[2 * i + 1], &m->footprint_control[2 * i],
+        &m->footprint_control[2 * i + 1]);
+  return m;
+}
+
+static void
+add_register_meta (GstBuffer *buf, const double H[9], guint flags)
+{
+  GstNmiRegisterMeta *m = add_register_meta_sized (buf, H, FW, FH);
+  m->flags = flags;
+  m->inliers = 42;
+  m->matches = 50;
+  m->keypoints = 60;
+  m->rms = 0.25;
+}
+
+/* Truth: control pixel corners -> WGS84 (lon, lat) through OSR directly. */
+static void
+truth_lonlat (double px, double py, double *lon, double *lat)
+{
+  const double *g = control.geo;
+  double x = g[0] + px * g[1] + py * g[2], y = g[3] + px * g[4] + py * g[5];
+  OGRSpatialReferenceH utm = OSRNewSpatialReference (NULL), ll = OSRNewSpatialReference (NULL);
+  OSRImportFromEPSG (utm, 32617);
+  OSRImportFromEPSG (ll, 4326);
+  OSRSetAxisMappingStrategy (ll, OAMS_TRADITIONAL_GIS_ORDER);
+  OSRSetAxisMappingStrategy (utm, OAMS_TRADITIONAL_GIS_ORDER);
+  OGRCoordinateTransformationH ct = OCTNewCoordinateTransformation (utm, ll);
+  fail_unless (OCTTransform (ct, 1, &x, &y, NULL));
+  OCTDestroyCoordinateTransformation (ct);
+  OSRRelease (utm);
+  OSRRelease (ll);
+  *lon = x;
+  *lat = y;
+}
+
+#endif
