@@ -5,6 +5,7 @@
 #endif
 #include <gst/gst.h>
 
+#include "gstgeoregtelemetry.h"
 #include "gstnmilocalize.h"
 #include "gstnmiregister.h"
 #include "gstpointsetparse.h"
@@ -21,6 +22,7 @@ plugin_init (GstPlugin * plugin)
 {
   gboolean ret = FALSE;
 
+  ret |= GST_ELEMENT_REGISTER (georegtelemetry, plugin);
   ret |= GST_ELEMENT_REGISTER (nmilocalize, plugin);
   ret |= GST_ELEMENT_REGISTER (nmiregister, plugin);
   ret |= GST_ELEMENT_REGISTER (pointsetparse, plugin);

@@ -7,6 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${GEOREG_BUILD:-build}
 
 pkgs=(build-essential meson ninja-build pkg-config libglib2.0-dev
+      libexif-dev libexempi-dev   # telemetry priors: EXIF and XMP of drone photos (kernels/telemetry.c)
+      libyaml-dev      # camera calibration files, OpenCV YAML/JSON (kernels/camera.c)
       libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
       libgdal-dev libpng-dev libjpeg-dev

@@ -1,0 +1,144 @@
+/* Telemetry priors: the pose a drone recorded with each frame, read from a JPEG's EXIF
+ * (libexif) and XMP (exempi: DJI drone-dji and senseFly namespaces) or from a telemetry
+ * CSV.  A prior is a prior: every value has a `have` bit and a 1-sigma uncertainty, and
+ * a consumer searches around it (GUIDE section 8).
+ *
+ * Angle conventions (degrees):
+ *  - yaw / heading: clockwise from true north, the direction the image's top edge faces
+ *    for a nadir camera (normalised to [0, 360)).
+ *  - flight_*: the aircraft body (DJI FlightYaw/Pitch/RollDegree, senseFly Heading,
+ *    PitchAngle, RollAngle): pitch positive nose up, roll positive right wing down.
+ *  - gimbal_*: DJI GimbalYaw/Pitch/RollDegree as written: gimbal pitch -90 = nadir,
+ *    0 = horizon.
+ *  - cam_*: the camera attitude the camera model uses (kernels/camera.h): that of a
+ *    camera fixed to a level body looking straight down, so cam_pitch = cam_roll = 0 is
+ *    nadir; positive cam_pitch tilts the view forward (towards cam_yaw), positive cam_roll
+ *    tilts it to the left of the image (right side down).  gr_pose_prior_finish derives
+ *    them from the gimbal when there is one (cam_pitch = gimbal_pitch + 90), else from
+ *    the flight angles (a body-fixed nadir camera, as on fixed wings).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef GR_TELEMETRY_H
+#define GR_TELEMETRY_H
+
+#include "gr_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A measured value with its 1-sigma uncertainty (same unit; metres for positions). */
+typedef struct {
+  double value;
+  double sigma;
+  bool have;
+} GrPriorValue;
+
+/* Where a prior's values came from (bits). */
+typedef enum {
+  GR_PRIOR_SRC_EXIF = 1 << 0,          /* EXIF GPS IFD, focal length, make/model */
+  GR_PRIOR_SRC_XMP_DJI = 1 << 1,       /* XMP http://www.dji.com/drone-dji/1.0/ */
+  GR_PRIOR_SRC_XMP_SENSEFLY = 1 << 2,  /* XMP http://ns.sensefly.com/sensefly/1.0/ */
+  GR_PRIOR_SRC_CSV = 1 << 3,           /* a telemetry CSV row */
+  GR_PRIOR_SRC_APP = 1 << 4,           /* the application's own autopilot */
+  GR_PRIOR_SRC_KLV = 1 << 5,           /* MISB ST 0601 */
+} GrPriorSource;
+
+/* Conditions found while reading a prior (bits). */
+typedef enum {
+  /* DJI's gimbal yaw and flight yaw differ by more than 20 degrees with the gimbal near
+   * nadir: either a free gimbal or the firmware's return-leg yaw that is 180 degrees off
+   * (GUIDE section 8).  cam_yaw keeps the gimbal's value with a sigma of at least the
+   * disagreement, so a search covers both. */
+  GR_PRIOR_FLAG_YAW_DISAGREES = 1 << 0,
+} GrPriorFlags;
+
+typedef struct {
+  unsigned sources;                   /* GrPriorSource bits */
+  unsigned flags;                     /* GrPriorFlags bits */
+  /* position: WGS84 degrees; sigma in metres (horizontal) */
+  GrPriorValue lat, lon;
+  GrPriorValue alt_wgs84;             /* metres above the WGS84 ellipsoid */
+  GrPriorValue alt_amsl;              /* metres above mean sea level */
+  GrPriorValue height_agl;            /* metres above the ground under the camera */
+  GrPriorValue rel_alt;               /* metres above the take-off point (DJI) */
+  GrPriorValue flight_yaw, flight_pitch, flight_roll;
+  GrPriorValue gimbal_yaw, gimbal_pitch, gimbal_roll;
+  GrPriorValue cam_yaw, cam_pitch, cam_roll;     /* derived: see the header comment */
+  GrPriorValue focal_mm;              /* EXIF FocalLength */
+  GrPriorValue focal_35mm;            /* EXIF FocalLengthIn35mmFilm */
+  int image_width, image_height;      /* from the JPEG frame header (0 = unknown) */
+  char make[64], model[64];           /* EXIF Make / Model, trimmed ("" = unknown) */
+  char utc[32];                       /* ISO 8601 time as recorded ("" = unknown) */
+} GrPosePrior;
+
+/* Every value absent, sigmas 0, strings empty. */
+void gr_pose_prior_init (GrPosePrior *p);
+
+/* Derives the cam_* attitude (see the header comment) from the gimbal or flight angles,
+ * and fills height_agl from rel_alt (sigma 10% + 1 m: the take-off point is not the
+ * ground under the camera) when there is no better height.  Idempotent. */
+void gr_pose_prior_finish (GrPosePrior *p);
+
+/* Overlays src on dst: every value src has replaces dst's, src's non-empty strings and
+ * non-zero image size replace dst's, sources are OR'ed; then gr_pose_prior_finish.
+ * (A CSV row given by the user overrides what the JPEG says.) */
+void gr_pose_prior_merge (GrPosePrior *dst, const GrPosePrior *src);
+
+/* Reads the prior from a JPEG held in memory: the APP1 EXIF and XMP segments and the
+ * frame size.  Walks only the markers before the first scan, each bounded by the buffer;
+ * truncated or garbage segments are skipped, never trusted.  Returns GR_OK when the
+ * buffer is a JPEG (even one with no telemetry: check p->sources), GR_ERR_FORMAT when
+ * it is not, GR_ERR_INVALID on bad arguments.  Calls gr_pose_prior_finish. */
+GrStatus gr_pose_prior_from_jpeg (const uint8_t *data, size_t size, GrPosePrior *p,
+    char *err, size_t errlen);
+
+/* Parses one XMP packet (UTF-8 RDF/XML) into p (DJI and senseFly fields); false when
+ * the packet does not parse.  Exposed for XMP from other containers. */
+bool gr_pose_prior_parse_xmp (const char *xmp, size_t len, GrPosePrior *p);
+
+/* ---- telemetry CSV ----------------------------------------------------------------
+ * A comma-separated file, first line a header naming the columns (case-insensitive;
+ * unknown columns are ignored, empty cells mean "absent"):
+ *   filename | file | image          the frame's file name (matched on its basename)
+ *   frame | index                    the frame index (0-based, as multifilesrc counts)
+ *   timestamp | time_s | pts_s       stream time in seconds
+ *   utc                              ISO 8601 time, copied into GrPosePrior.utc
+ *   lat, lon                         WGS84 degrees
+ *   alt_wgs84_m, alt_amsl_m, height_agl_m, rel_alt_m
+ *   heading_deg | yaw_deg, pitch_deg, roll_deg             aircraft (flight_*)
+ *   gimbal_yaw_deg, gimbal_pitch_deg, gimbal_roll_deg      DJI gimbal convention
+ *   focal_mm, focal_35mm, width, height
+ *   pos_sigma_m, alt_sigma_m, angle_sigma_deg (pitch, roll), heading_sigma_deg (yaws)
+ *                                    override the default sigmas
+ * At least one key column (filename, frame or timestamp) is required.  Quoted cells
+ * ("a,b") are understood; files over 64 MiB or with more than 1,000,000 rows are refused. */
+typedef struct GrTelemetryCsv GrTelemetryCsv;
+
+GrTelemetryCsv *gr_telemetry_csv_load (const char *path, GrStatus *status, char *err,
+    size_t errlen);
+/* The same from text in memory (len bytes, need not be terminated). */
+GrTelemetryCsv *gr_telemetry_csv_parse (const char *text, size_t len, GrStatus *status,
+    char *err, size_t errlen);
+void gr_telemetry_csv_free (GrTelemetryCsv *csv);
+int gr_telemetry_csv_rows (const GrTelemetryCsv *csv);
+bool gr_telemetry_csv_has_filenames (const GrTelemetryCsv *csv);
+bool gr_telemetry_csv_has_frames (const GrTelemetryCsv *csv);
+bool gr_telemetry_csv_has_timestamps (const GrTelemetryCsv *csv);
+
+/* Lookups: true and *p filled (with gr_pose_prior_finish applied, sources CSV) when a
+ * row matches.  By file name: the basename of `name` against the basename of the cell.
+ * By frame: the row whose frame column equals `frame`.  By timestamp: the row nearest
+ * to t_s within tolerance_s. */
+bool gr_telemetry_csv_find_file (const GrTelemetryCsv *csv, const char *name,
+    GrPosePrior *p);
+bool gr_telemetry_csv_find_frame (const GrTelemetryCsv *csv, int64_t frame,
+    GrPosePrior *p);
+bool gr_telemetry_csv_find_time (const GrTelemetryCsv *csv, double t_s,
+    double tolerance_s, GrPosePrior *p);
+/* Row i (0-based) as a prior; false when out of range. */
+bool gr_telemetry_csv_row (const GrTelemetryCsv *csv, int i, GrPosePrior *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,307 @@
+/* Camera model (kernels/camera.h): the ground homography against an independent
+ * ray-plane intersection (Rodrigues rotations about fixed axes, long double) over random
+ * poses; the pose convention's meaning (yaw turns the image top, pitch looks forward,
+ * roll looks left); GSD; the horizon refusal; Brown-Conrady distortion against its
+ * formula and the iterative inverse; intrinsics from focal / sensor, 35 mm equivalent
+ * and prior; OpenCV calibration files (YAML and JSON) and their errors.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "camera.h"
+#include "fit.h"
+#include "synth.h"
+#include "test_check.h"
+
+#define D2R (M_PI / 180.0)
+
+typedef long double ld;
+
+/* v rotated by angle a about the unit axis k (Rodrigues' formula) */
+static void
+rodrigues (const ld k[3], ld a, ld v[3])
+{
+  const ld c = cosl (a), s = sinl (a), kv = k[0] * v[0] + k[1] * v[1] + k[2] * v[2];
+  const ld x[3] = { k[1] * v[2] - k[2] * v[1], k[2] * v[0] - k[0] * v[2],
+    k[0] * v[1] - k[1] * v[0] };
+  for (int i = 0; i < 3; i++)
+    v[i] = v[i] * c + x[i] * s + k[i] * kv * (1 - c);
+}
+
+/* Where pixel (u, v) meets the ground, built without camera.c's matrices: the pixel's
+ * ray in the body (forward = image up, right = image right, down = optical axis),
+ * turned by roll, pitch, yaw about the fixed north, east, down axes (which is the
+ * intrinsic yaw-pitch-roll sequence), then intersected with the plane z = 0. */
+static bool
+reference_ground (const GrCamera *cam, const GrCameraPose *pose, double u, double v,
+    double *e, double *n)
+{
+  const ld xc = (u - cam->cx) / (ld) cam->fx, yc = (v - cam->cy) / (ld) cam->fy;
+  ld d[3] = { -yc, xc, 1 };                          /* north, east, down */
+  const ld ax[3] = { 1, 0, 0 }, ay[3] = { 0, 1, 0 }, az[3] = { 0, 0, 1 };
+  rodrigues (ax, pose->roll_deg * (ld) D2R, d);
+  rodrigues (ay, pose->pitch_deg * (ld) D2R, d);
+  rodrigues (az, pose->yaw_deg * (ld) D2R, d);
+  /* camera at down = -height; plane down = 0 with normal (0, 0, 1) */
+  const ld c[3] = { 0, 0, -pose->height_m };
+  if (d[2] <= 0)
+    return false;
+  const ld t = (0 - c[2]) / d[2];
+  *n = (double) (c[0] + t * d[0]);
+  *e = (double) (c[1] + t * d[1]);
+  return true;
+}
+
+static void
+test_against_reference (void)
+{
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, 77);
+  double worst = 0;
+  int poses = 0;
+  for (int it = 0; it < 300; it++) {
+    GrCamera cam;
+    const int w = 640 + (int) (gr_synth_rng_next (&rng) % 4000);
+    const int h = 480 + (int) (gr_synth_rng_next (&rng) % 3000);
+    gr_camera_init_focal (&cam, w, h, gr_synth_rng_range (&rng, 3, 25),
+        gr_synth_rng_range (&rng, 6, 36));
+    cam.fy = cam.fx * gr_synth_rng_range (&rng, 0.98, 1.02);
+    cam.cx += gr_synth_rng_range (&rng, -30, 30);
+    cam.cy += gr_synth_rng_range (&rng, -30, 30);
+    GrCameraPose pose = { gr_synth_rng_range (&rng, 0, 360),
+      gr_synth_rng_range (&rng, -25, 25), gr_synth_rng_range (&rng, -25, 25),
+      gr_synth_rng_range (&rng, 10, 800) };
+    double H[9];
+    if (!gr_camera_ground_homography (&cam, &pose, H))
+      continue;                            /* a wide lens tilted to the horizon */
+    poses++;
+    for (int j = 0; j <= 8; j++)
+      for (int i = 0; i <= 8; i++) {
+        const double u = i * (w - 1) / 8.0, v = j * (h - 1) / 8.0;
+        double e, n, re = NAN, rn = NAN;
+        CHECK (reference_ground (&cam, &pose, u, v, &re, &rn), "reference misses");
+        CHECK (gr_fit_apply (H, u, v, &e, &n), "homography at infinity");
+        const double err = hypot (e - re, n - rn) / pose.height_m;
+        if (err > worst)
+          worst = err;
+      }
+  }
+  CHECK (poses > 200, "only %d poses see the ground", poses);
+  CHECK (worst < 1e-10, "homography vs ray-plane: %.3g x height", worst);
+  printf ("ground homography vs ray-plane reference: %d poses, worst %.2g x height\n",
+      poses, worst);
+}
+
+static void
+ground_of (const GrCamera *cam, double yaw, double pitch, double roll, double u, double v,
+    double *e, double *n)
+{
+  GrCameraPose pose = { yaw, pitch, roll, 100 };
+  double H[9];
+  *e = *n = NAN;
+  if (gr_camera_ground_homography (cam, &pose, H))
+    gr_fit_apply (H, u, v, e, n);
+}
+
+static void
+test_convention (void)
+{
+  GrCamera cam;
+  gr_camera_init_focal (&cam, 4000, 3000, 4.3, 6.17);
+  double e, n;
+  const double tan10 = 100 * tan (10 * D2R);
+  /* nadir, yaw 0: the image's top is north, its right east */
+  ground_of (&cam, 0, 0, 0, cam.cx, 0, &e, &n);
+  CHECK (fabs (e) < 1e-9 && n > 50, "yaw 0 top: %.3f %.3f", e, n);
+  ground_of (&cam, 0, 0, 0, 3999, cam.cy, &e, &n);
+  CHECK (e > 50 && fabs (n) < 1e-9, "yaw 0 right: %.3f %.3f", e, n);
+  /* heading 90: the top faces east */
+  ground_of (&cam, 90, 0, 0, cam.cx, 0, &e, &n);
+  CHECK (e > 50 && fabs (n) < 1e-9, "yaw 90 top: %.3f %.3f", e, n);
+  /* nose up 10 degrees: the optical axis meets the ground ahead */
+  ground_of (&cam, 0, 10, 0, cam.cx, cam.cy, &e, &n);
+  CHECK (fabs (e) < 1e-9 && fabs (n - tan10) < 1e-9, "pitch: %.4f %.4f", e, n);
+  ground_of (&cam, 90, 10, 0, cam.cx, cam.cy, &e, &n);
+  CHECK (fabs (e - tan10) < 1e-9 && fabs (n) < 1e-9, "pitch at yaw 90: %.4f %.4f", e, n);
+  /* right side down 10 degrees: the optical axis meets the ground to the left */
+  ground_of (&cam, 0, 0, 10, cam.cx, cam.cy, &e, &n);
+  CHECK (fabs (e + tan10) < 1e-9 && fabs (n) < 1e-9, "roll: %.4f %.4f", e, n);
+  /* GSD of a nadir frame: height x sensor width / (focal x image width) */
+  GrCameraPose pose = { 33, 0, 0, 71 };
+  const double gsd = gr_camera_gsd (&cam, &pose);
+  CHECK (fabs (gsd - 71 * 6.17 / (4.3 * 4000)) < 1e-12, "gsd %.6f", gsd);
+  /* the footprint of a nadir frame is the sensor scaled by height / focal */
+  double c[8];
+  CHECK (gr_camera_footprint (&cam, &pose, c), "footprint");
+  const double diag = hypot (c[4] - c[0], c[5] - c[1]);
+  CHECK (fabs (diag - 71 / cam.fx * hypot (3999, 2999)) < 1e-9, "footprint diagonal %.4f",
+      diag);
+  /* the horizon in view: refused */
+  GrCameraPose oblique = { 0, 70, 0, 100 };
+  double H[9];
+  CHECK (!gr_camera_ground_homography (&cam, &oblique, H), "horizon accepted");
+  CHECK (isnan (gr_camera_gsd (&cam, &oblique)), "gsd of a sky view");
+  GrCameraPose under = { 0, 0, 0, -5 };
+  CHECK (!gr_camera_ground_homography (&cam, &under, H), "negative height accepted");
+}
+
+static void
+test_distortion (void)
+{
+  GrCamera cam;
+  gr_camera_init_focal (&cam, 4000, 3000, 3.61, 6.17);
+  cam.k1 = -0.12;
+  cam.k2 = 0.06;
+  cam.k3 = -0.012;
+  cam.p1 = 1.1e-3;
+  cam.p2 = -4e-4;
+  /* one point against OpenCV's formula written out */
+  const double u = 3500, v = 400;
+  const double x = (u - cam.cx) / cam.fx, y = (v - cam.cy) / cam.fy, r2 = x * x + y * y;
+  const double rad = 1 + cam.k1 * r2 + cam.k2 * r2 * r2 + cam.k3 * r2 * r2 * r2;
+  const double xd = x * rad + 2 * cam.p1 * x * y + cam.p2 * (r2 + 2 * x * x);
+  const double yd = y * rad + cam.p1 * (r2 + 2 * y * y) + 2 * cam.p2 * x * y;
+  double ud, vd;
+  gr_camera_distort (&cam, u, v, &ud, &vd);
+  CHECK (fabs (ud - (cam.cx + cam.fx * xd)) < 1e-9 && fabs (vd - (cam.cy + cam.fy * yd)) <
+      1e-9, "distort %.4f %.4f", ud, vd);
+  CHECK (hypot (ud - u, vd - v) > 20, "the test lens barely distorts");
+  /* the inverse over the whole frame */
+  double worst = 0;
+  for (int j = 0; j <= 20; j++)
+    for (int i = 0; i <= 20; i++) {
+      const double pu = i * 3999 / 20.0, pv = j * 2999 / 20.0;
+      double du, dv, bu, bv;
+      gr_camera_distort (&cam, pu, pv, &du, &dv);
+      CHECK (gr_camera_undistort (&cam, du, dv, &bu, &bv), "undistort failed at %g %g",
+          pu, pv);
+      worst = fmax (worst, hypot (bu - pu, bv - pv));
+    }
+  CHECK (worst < 1e-6, "undistort round trip %.3g px", worst);
+  /* no distortion: identity */
+  GrCamera plain;
+  gr_camera_init_focal (&plain, 100, 80, 4, 6);
+  double a, b;
+  CHECK (gr_camera_undistort (&plain, 12.5, 70.25, &a, &b) && a == 12.5 && b == 70.25,
+      "identity");
+}
+
+static void
+test_intrinsics (void)
+{
+  GrCamera cam;
+  /* GUIDE section 8: the FC300S's real sensor gives 2,340 px at 4000 wide; its 20 mm
+   * equivalent on a 16:9 crop of the 4:3 sensor gives about 2,311, not the 2,121 the
+   * 16:9 diagonal would suggest */
+  gr_camera_init_focal (&cam, 4000, 3000, 3.61, 6.17);
+  CHECK (fabs (cam.fx - 2340.36) < 0.01 && cam.cx == 1999.5 && cam.cy == 1499.5,
+      "focal %.2f", cam.fx);
+  gr_camera_init_35mm (&cam, 4000, 2250, 20);
+  CHECK (fabs (cam.fx - 20 / 43.2666 * 5000) < 1e-9, "35 mm 16:9 %.2f", cam.fx);
+  gr_camera_init_35mm (&cam, 4000, 3000, 20);
+  CHECK (fabs (cam.fx - 20 / 43.2666 * 5000) < 1e-9, "35 mm 4:3 %.2f", cam.fx);
+  gr_camera_init_35mm (&cam, 6000, 4000, 35);
+  CHECK (fabs (cam.fx - 35 / 43.2666 * hypot (6000, 4000)) < 1e-9, "35 mm 3:2");
+
+  GrPosePrior p;
+  gr_pose_prior_init (&p);
+  char err[200] = "";
+  CHECK (gr_camera_from_prior (&p, 3600, 2700, &cam, err, sizeof err) == GR_ERR_INVALID &&
+      err[0], "no focal accepted");
+  strcpy (p.make, "Canon");
+  strcpy (p.model, "Canon PowerShot ELPH 300 HS");
+  p.focal_mm = (GrPriorValue) { 4.3, 0, true };
+  p.image_width = 3600;
+  p.image_height = 2700;
+  CHECK (gr_camera_from_prior (&p, 0, 0, &cam, err, sizeof err) == GR_OK &&
+      fabs (cam.fx - 4.3 / 6.17 * 3600) < 1e-9, "Canon from table: %.2f", cam.fx);
+  strcpy (p.model, "Unknown 1");
+  p.focal_35mm = (GrPriorValue) { 24, 0, true };
+  CHECK (gr_camera_from_prior (&p, 0, 0, &cam, err, sizeof err) == GR_OK &&
+      fabs (cam.fx - 24 / 43.2666 * 4500) < 1e-9, "35 mm fallback: %.2f", cam.fx);
+  double sw, sh;
+  CHECK (gr_camera_sensor_lookup ("dji", "FC6310S", &sw, &sh) && sw == 13.2 && sh == 8.8,
+      "FC6310S lookup");
+  CHECK (!gr_camera_sensor_lookup ("DJI", "XYZ", &sw, &sh), "unknown model found");
+}
+
+static void
+test_calibration (void)
+{
+  const char *yaml =
+      "%YAML:1.0\n---\n"
+      "calibration_time: \"Mon 01 Jan\"\n"
+      "image_width: 4000\nimage_height: 3000\n"
+      "camera_matrix: !!opencv-matrix\n   rows: 3\n   cols: 3\n   dt: d\n"
+      "   data: [ 2.3e+03, 0., 2.01e+03, 0., 2.31e+03, 1.49e+03, 0., 0., 1. ]\n"
+      "distortion_coefficients: !!opencv-matrix\n   rows: 1\n   cols: 5\n   dt: d\n"
+      "   data: [ -0.1, 0.05, 1e-3, -2e-4, -0.01 ]\n"
+      "avg_reprojection_error: 0.3\n";
+  GrCamera cam;
+  char err[200] = "";
+  CHECK (gr_camera_parse_calibration (yaml, strlen (yaml), &cam, err, sizeof err) == GR_OK,
+      "yaml: %s", err);
+  CHECK (cam.width == 4000 && cam.height == 3000 && cam.fx == 2300 && cam.fy == 2310 &&
+      cam.cx == 2010 && cam.cy == 1490, "yaml intrinsics");
+  CHECK (cam.k1 == -0.1 && cam.k2 == 0.05 && cam.p1 == 1e-3 && cam.p2 == -2e-4 &&
+      cam.k3 == -0.01, "yaml distortion");
+  const char *json =
+      "{\n \"image_width\": 1920, \"image_height\": 1080,\n"
+      " \"camera_matrix\": {\"type_id\": \"opencv-matrix\", \"rows\": 3, \"cols\": 3,"
+      " \"dt\": \"d\", \"data\": [1400.5, 0.0, 960.0, 0.0, 1401.5, 540.0, 0.0, 0.0, 1.0]},\n"
+      " \"distortion_coefficients\": {\"type_id\": \"opencv-matrix\", \"rows\": 1,"
+      " \"cols\": 4, \"dt\": \"d\", \"data\": [-0.2, 0.1, 0.0, 0.001]}\n}\n";
+  CHECK (gr_camera_parse_calibration (json, strlen (json), &cam, err, sizeof err) == GR_OK,
+      "json: %s", err);
+  CHECK (cam.width == 1920 && cam.fx == 1400.5 && cam.fy == 1401.5 && cam.cx == 960 &&
+      cam.k1 == -0.2 && cam.p2 == 0.001 && cam.k3 == 0, "json values");
+  const char *bad[] = {
+    "image_width: 10\nimage_height: 10\n",                                   /* no matrix */
+    "image_width: 10\nimage_height: 10\ncamera_matrix: {data: [1, 0, 5, 0, 1, 5]}\n",
+    "image_width: 10\nimage_height: 10\ncamera_matrix: {data: [1,0,5,0,1,5,0,0,1]}\n"
+        "distortion_coefficients: {data: [0.1, 0, 0, 0, 0, 0.5, 0, 0]}\n",  /* rational */
+    "camera_matrix: {data: [1,0,5,0,1,5,0,0,1]}\n",                       /* no size */
+    "image_width: 10\nimage_height: 10\ncamera_matrix: {data: [1,0,5,0,1,5,0,0,2]}\n",
+    "image_width: 10\nimage_height: 10\ncamera_matrix: {data: [a,0,5,0,1,5,0,0,1]}\n",
+    "{{{{{{{{{{[[[[[[[[1", "\x01\x02garbage: [", "",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = '\0';
+    CHECK (gr_camera_parse_calibration (bad[i], strlen (bad[i]), &cam, err, sizeof err) ==
+        GR_ERR_FORMAT && err[0], "bad calibration %zu accepted", i);
+  }
+  /* corrupted copies of the YAML: never a crash, OK or FORMAT, sane values if OK */
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, 4242);
+  const size_t ylen = strlen (yaml);
+  char *copy = malloc (ylen);
+  for (int it = 0; it < 800; it++) {
+    memcpy (copy, yaml, ylen);
+    const int edits = 1 + (int) (gr_synth_rng_next (&rng) % 6);
+    for (int e = 0; e < edits; e++)
+      copy[gr_synth_rng_next (&rng) % ylen] = (char) (gr_synth_rng_next (&rng) & 0xff);
+    const size_t cut = ylen - gr_synth_rng_next (&rng) % 8;
+    GrStatus st = gr_camera_parse_calibration (copy, cut, &cam, NULL, 0);
+    CHECK (st == GR_OK || st == GR_ERR_FORMAT, "corrupt %d: status %d", it, st);
+    if (st == GR_OK)
+      CHECK (cam.fx > 0 && cam.fy > 0 && cam.width >= 1 && cam.height >= 1 &&
+          isfinite (cam.cx) && isfinite (cam.k1), "corrupt %d accepted with bad values",
+          it);
+  }
+  free (copy);
+  CHECK (gr_camera_load_calibration ("/nonexistent.yml", &cam, err, sizeof err) ==
+      GR_ERR_IO && strstr (err, "/nonexistent.yml"), "missing file: %s", err);
+}
+
+int
+main (void)
+{
+  test_against_reference ();
+  test_convention ();
+  test_distortion ();
+  test_intrinsics ();
+  test_calibration ();
+  return CHECK_DONE ();
+}
