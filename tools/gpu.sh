@@ -53,14 +53,14 @@ stage () {
     "$mk" || { echo "make-gstroot.sh failed (apt-get update once first?)" >&2; return 1; }
   fi
   [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgdal=disabled \
-    -Dbuildtype=release "-Dcuda-gencode=${GPU_GENCODE:-arch=compute_90,code=sm_90}" ||
+    -Dbuildtype=release "-Dcuda-gencode=['${GPU_GENCODE:-arch=compute_90,code=sm_90}']" ||
     return 1
   [ -d "$build.objs" ] && restore
   ninja -C "$build" || return 1
   mkdir -p "$build/fallback-lib" "$build/georeg-data"
   local lib
   for lib in libgomp.so.1 libpng16.so.16 libjpeg.so.62 libglib-2.0.so.0 libpcre2-8.so.0 \
-      libffi.so.8; do
+      libffi.so.8 libexif.so.12 libexempi.so.8 libyaml-0.so.2; do
     cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" \
       "$build/fallback-lib/"
   done
