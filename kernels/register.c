@@ -1,5 +1,6 @@
 /* GrRegister: nmiregister's algorithm (see register.h).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
 #include "register.h"
 
 #include <math.h>
