@@ -1,6 +1,7 @@
 /* Telemetry priors from JPEG EXIF/XMP and from CSV files (telemetry.h).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "telemetry.h"
+#include "klv.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -963,4 +964,78 @@ gr_telemetry_csv_find_time (const GrTelemetryCsv *csv, double t_s, double tolera
     return false;
   *p = csv->rows[best].prior;
   return true;
+}
+
+/* ---- MISB ST 0601 KLV ------------------------------------------------------------- */
+
+void
+gr_wgs84_local_offset (double lat0, double lon0, double lat, double lon, double *east,
+    double *north)
+{
+  /* the ellipsoid's radii of curvature at lat0: exact to millimetres over the few
+   * hundred metres between a sensor and what it looks at */
+  const double a = 6378137.0, e2 = 6.69437999014e-3, phi = lat0 * G_PI / 180;
+  const double w = sqrt (1 - e2 * sin (phi) * sin (phi));
+  const double m = a * (1 - e2) / (w * w * w), n = a / w;
+  *north = (lat - lat0) * G_PI / 180 * m;
+  *east = (lon - lon0) * G_PI / 180 * n * cos (phi);
+}
+
+GrStatus
+gr_pose_prior_from_klv (const uint8_t *packet, size_t len, GrPosePrior *p,
+    uint64_t *timestamp_us, char *err, size_t errlen)
+{
+  if (!packet || !p) {
+    gr_set_err (err, errlen, "no packet or no prior");
+    return GR_ERR_INVALID;
+  }
+  gr_pose_prior_init (p);
+  GrKlvUas v;
+  GrStatus st = gr_klv_uas_decode (packet, len, &v, err, errlen);
+  if (st != GR_OK)
+    return st;
+  if (timestamp_us)
+    *timestamp_us = v.timestamp_us;
+  if (v.has_sensor_position) {
+    set_value (&p->lat, v.sensor_lat, SIGMA_POS_M, -90, 90);
+    set_value (&p->lon, v.sensor_lon, SIGMA_POS_M, -180, 180);
+    if (!p->lat.have || !p->lon.have)
+      p->lat = p->lon = absent;
+    set_value (&p->alt_amsl, v.sensor_alt_m, SIGMA_GPS_ALT_M, -1000, 100000);
+  }
+  if (v.has_platform_angles) {
+    set_value (&p->flight_yaw, v.platform_heading_deg, SIGMA_HEADING_DEG, -360, 360);
+    set_value (&p->flight_pitch, v.platform_pitch_deg, SIGMA_ANGLE_DEG, -180, 180);
+    set_value (&p->flight_roll, v.platform_roll_deg, SIGMA_ANGLE_DEG, -180, 180);
+  }
+  /* Full-motion video cameras sit in gimbals, so the platform's attitude is not the
+   * camera's.  Where the packet says what the sensor looks at (frame centre and its
+   * elevation), the look direction from the sensor gives the camera's yaw and its
+   * angle off nadir (written as gimbal angles, DJI's convention) and the height above
+   * that ground; the roll about the line of sight stays unknown (0 +- 10 degrees). */
+  if (p->lat.have && p->alt_amsl.have && v.has_centre && v.has_centre_elevation &&
+      isfinite (v.centre_lat) && isfinite (v.centre_lon) &&
+      isfinite (v.centre_elevation_m)) {
+    double de, dn;
+    gr_wgs84_local_offset (p->lat.value, p->lon.value, v.centre_lat, v.centre_lon, &de,
+        &dn);
+    const double height = p->alt_amsl.value - v.centre_elevation_m;
+    const double ground = hypot (de, dn);
+    if (height > 1) {
+      set_value (&p->height_agl, height, p->alt_amsl.sigma, 0, 100000);
+      const double off_nadir = atan2 (ground, height) * 180 / G_PI;
+      /* the position's uncertainty turns into a bearing uncertainty */
+      const double bearing_sigma = ground > SIGMA_POS_M ?
+          atan2 (SIGMA_POS_M, ground) * 180 / G_PI : 180;
+      if (ground > 1e-3)
+        set_value (&p->gimbal_yaw, atan2 (de, dn) * 180 / G_PI, bearing_sigma, -360, 360);
+      else if (p->flight_yaw.have)
+        p->gimbal_yaw = p->flight_yaw;
+      set_value (&p->gimbal_pitch, off_nadir - 90, SIGMA_ANGLE_DEG, -180, 180);
+      set_value (&p->gimbal_roll, 0, 10, -180, 180);
+    }
+  }
+  p->sources = GR_PRIOR_SRC_KLV;
+  gr_pose_prior_finish (p);
+  return GR_OK;
 }

@@ -96,6 +96,22 @@ GrStatus gr_pose_prior_from_jpeg (const uint8_t *data, size_t size, GrPosePrior 
  * the packet does not parse.  Exposed for XMP from other containers. */
 bool gr_pose_prior_parse_xmp (const char *xmp, size_t len, GrPosePrior *p);
 
+/* ---- MISB ST 0601 KLV (kernels/klv.h decodes the packet) ----------------------------
+ * One UAS Datalink Local Set packet -> a prior: sensor latitude/longitude/altitude
+ * (tags 13-15), platform heading/pitch/roll (5-7, as flight_*), and, where the packet
+ * gives the frame centre and its elevation (23-25), the look direction from the sensor
+ * to that centre as the camera's yaw and angle off nadir (written as gimbal angles,
+ * DJI's convention) and the height above that ground; the roll about the line of sight
+ * is unknown (0, sigma 10 degrees).  *timestamp_us (may be NULL): tag 2.  GR_ERR_FORMAT
+ * with the decoder's reason for a bad packet. */
+GrStatus gr_pose_prior_from_klv (const uint8_t *packet, size_t len, GrPosePrior *p,
+    uint64_t *timestamp_us, char *err, size_t errlen);
+
+/* East/north metres of (lat, lon) from (lat0, lon0) on the WGS84 ellipsoid (its radii
+ * of curvature at lat0: millimetre-exact over a few hundred metres). */
+void gr_wgs84_local_offset (double lat0, double lon0, double lat, double lon,
+    double *east, double *north);
+
 /* ---- telemetry CSV ----------------------------------------------------------------
  * A comma-separated file, first line a header naming the columns (case-insensitive;
  * unknown columns are ignored, empty cells mean "absent"):

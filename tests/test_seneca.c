@@ -44,19 +44,6 @@ typedef struct {
 static const char *names[NFRAMES] = { "IMG_0468.jpg", "IMG_0469.jpg", "IMG_0470.jpg",
   "IMG_0471.jpg", "IMG_0472.jpg", "IMG_0473.jpg" };
 
-/* WGS84 radii of curvature: metres per radian of latitude (M) and of longitude (N cos),
- * exact for the small offsets between consecutive frames (tens of metres). */
-static void
-local_offset (double lat0, double lon0, double lat, double lon, double *east,
-    double *north)
-{
-  const double a = 6378137.0, e2 = 6.69437999014e-3, phi = lat0 * M_PI / 180;
-  const double w = sqrt (1 - e2 * sin (phi) * sin (phi));
-  const double m = a * (1 - e2) / (w * w * w), n = a / w;
-  *north = (lat - lat0) * M_PI / 180 * m;
-  *east = (lon - lon0) * M_PI / 180 * n * cos (phi);
-}
-
 static GrCameraPose
 pose_of (const GrPosePrior *p)
 {
@@ -77,7 +64,7 @@ predicted_mapping (const Frame *a, const Frame *b, double h[9])
       !gr_camera_ground_homography (&b->cam, &pb, gb) || !gr_mat3_inverse (gb, gbi))
     return false;
   double de, dn;
-  local_offset (a->prior.lat.value, a->prior.lon.value, b->prior.lat.value,
+  gr_wgs84_local_offset (a->prior.lat.value, a->prior.lon.value, b->prior.lat.value,
       b->prior.lon.value, &de, &dn);
   /* ground east/north about a's nadir -> about b's */
   const double shift[9] = { 1, 0, -de, 0, 1, -dn, 0, 0, 1 };
@@ -90,7 +77,7 @@ static double
 fix_distance (const Frame *a, const Frame *b)
 {
   double de, dn;
-  local_offset (a->prior.lat.value, a->prior.lon.value, b->prior.lat.value,
+  gr_wgs84_local_offset (a->prior.lat.value, a->prior.lon.value, b->prior.lat.value,
       b->prior.lon.value, &de, &dn);
   return hypot (de, dn);
 }

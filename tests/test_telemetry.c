@@ -10,6 +10,9 @@
 
 #include "synth.h"
 #include "synth_jpeg.h"
+#include "camera.h"
+#include "fit.h"
+#include "klv.h"
 #include "telemetry.h"
 #include "test_check.h"
 
@@ -329,6 +332,65 @@ test_csv (void)
   CHECK (!csv && st == GR_ERR_IO && strstr (err, "/nonexistent"), "missing file: %s", err);
 }
 
+/* MISB ST 0601: a sensor 300 m above the ground looking at a frame centre 300 m to its
+ * north-east (45 degrees off nadir): position, heights and the look direction as a
+ * camera attitude whose optical axis meets the ground at that centre. */
+static void
+test_klv (void)
+{
+  GrKlvUas v;
+  gr_klv_uas_init (&v);
+  v.timestamp_us = 1700000000000000ull;
+  v.has_sensor_position = true;
+  v.sensor_lat = 41.03;
+  v.sensor_lon = -83.3;
+  v.sensor_alt_m = 500;
+  v.has_platform_angles = true;
+  v.platform_heading_deg = 30;
+  v.platform_pitch_deg = 2;
+  v.platform_roll_deg = -3;
+  /* the centre 212.13 m east and north: find its latitude/longitude by the inverse */
+  double de, dn;
+  gr_wgs84_local_offset (v.sensor_lat, v.sensor_lon, v.sensor_lat + 1e-3,
+      v.sensor_lon + 1e-3, &de, &dn);
+  v.has_centre = true;
+  v.centre_lat = v.sensor_lat + 1e-3 * (300 / sqrt (2)) / dn;
+  v.centre_lon = v.sensor_lon + 1e-3 * (300 / sqrt (2)) / de;
+  v.has_centre_elevation = true;
+  v.centre_elevation_m = 200;
+  uint8_t pkt[GR_KLV_UAS_MAX_BYTES];
+  const size_t n = gr_klv_uas_encode (&v, pkt);
+  GrPosePrior p;
+  uint64_t ts = 0;
+  char err[200] = "";
+  CHECK (gr_pose_prior_from_klv (pkt, n, &p, &ts, err, sizeof err) == GR_OK, "%s", err);
+  CHECK (ts == v.timestamp_us && p.sources == GR_PRIOR_SRC_KLV, "timestamp, sources");
+  /* ST 0601 quantizes latitude to 4e-8 degrees and altitude to 0.3 m */
+  CHECK (near (&p.lat, 41.03, 1e-6) && near (&p.lon, -83.3, 1e-6), "klv position");
+  CHECK (near (&p.alt_amsl, 500, 0.5) && near (&p.height_agl, 300, 1), "klv heights %.2f",
+      p.height_agl.value);
+  CHECK (near (&p.flight_yaw, 30, 0.01) && near (&p.flight_pitch, 2, 0.01) &&
+      near (&p.flight_roll, -3, 0.01), "platform angles");
+  CHECK (near (&p.cam_yaw, 45, 0.2) && near (&p.cam_pitch, 45, 0.2) &&
+      near (&p.cam_roll, 0, 0) && p.cam_roll.sigma >= 10, "look direction %.2f %.2f",
+      p.cam_yaw.value, p.cam_pitch.value);
+  /* the camera's optical axis meets the ground at the frame centre */
+  GrCamera cam;
+  gr_camera_init_focal (&cam, 1920, 1080, 10, 6.17);
+  GrCameraPose pose = { p.cam_yaw.value, p.cam_pitch.value, p.cam_roll.value,
+    p.height_agl.value };
+  double H[9], ge = NAN, gn = NAN;
+  CHECK (gr_camera_ground_homography (&cam, &pose, H) &&
+      gr_fit_apply (H, cam.cx, cam.cy, &ge, &gn) &&
+      hypot (ge - 300 / sqrt (2), gn - 300 / sqrt (2)) < 3, "axis meets (%.1f, %.1f)",
+      ge, gn);
+  /* a corrupted packet is refused with a reason */
+  pkt[n / 2] ^= 0x5a;
+  err[0] = '\0';
+  CHECK (gr_pose_prior_from_klv (pkt, n, &p, NULL, err, sizeof err) == GR_ERR_FORMAT &&
+      err[0], "corrupt KLV accepted");
+}
+
 int
 main (void)
 {
@@ -338,5 +400,6 @@ main (void)
   test_sensefly_xmp ();
   test_hostile ();
   test_csv ();
+  test_klv ();
   return CHECK_DONE ();
 }
