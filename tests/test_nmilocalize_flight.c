@@ -8,7 +8,8 @@
  * test to seconds on a shared CPU.)  Accuracy is measured over every
  * pixel of the frame against the true mapping, never by the fit's own residual:
  * registered (unflagged) frames within 0.5 px RMS, no frame more than 2 px wrong
- * without a flag, and at least 7 of the 8 registered.
+ * without a flag, and all registered.  Four frames, the scales alternating over the
+ * headings, keep the test short under ASan (GEOREG_TEST_ALL_SCALES=1: all 8 pairs).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <stdio.h>
@@ -116,8 +117,11 @@ main (int argc, char **argv)
   GrSynthRng rng;
   gr_synth_rng_init (&rng, 13);
   int registered = 0, frames = 0;
+  const gboolean all_scales = g_getenv ("GEOREG_TEST_ALL_SCALES") != NULL;
   for (unsigned hi = 0; hi < G_N_ELEMENTS (headings); hi++)
     for (unsigned si = 0; si < G_N_ELEMENTS (scales); si++) {
+      if (!all_scales && si != hi % 2)
+        continue;
       GrSynthCamera cam = { 0 };
       cam.heading_deg = headings[hi];
       cam.scale = scales[si];
@@ -191,7 +195,7 @@ main (int argc, char **argv)
       gst_buffer_unref (out);
     }
   printf ("%d of %d frames registered\n", registered, frames);
-  CHECK (registered >= 7, "only %d of %d frames registered", registered, frames);
+  CHECK (registered == frames && frames == (all_scales ? 8 : 4), "only %d of %d frames registered", registered, frames);
 
   gst_object_unref (loc);
   gst_harness_teardown (h);
