@@ -1,8 +1,14 @@
 /* nmilocalize: where over the control image is this frame?
  *
- * An exhaustive translation search of the (downscaled) frame over the (downscaled)
- * control image, scored by normalized mutual information on the full 256 x 256 joint
- * histogram with validity masks (kernels/nmi_dense.h).  Frames pass through
+ * search=translation: an exhaustive translation search of the (downscaled) frame over
+ * the (downscaled) control image, north-up at the scale given by frame-scale and
+ * control-scale, scored by normalized mutual information on the full 256 x 256 joint
+ * histogram with validity masks (kernels/nmi_dense.h).
+ * search=full: kernels/localize.h (GrLocalize): a heading sweep and a scale search
+ * (scale-min .. scale-max control px per frame px) with an overlap-weighted NMI, so
+ * frames at any heading and ground resolution are placed; the result is a full
+ * frame->control similarity in the meta (has_prior_transform), the start nmiregister
+ * refines.  Frames pass through
  * unchanged; the result is attached as a GstNmiLocalizeMeta (gst/georeg-meta.h) and
  * posted as an element message "nmilocalize".
  *
@@ -16,6 +22,7 @@
 
 #include "gstnmilocalize.h"
 #include "georeg-meta.h"
+#include "localize.h"
 #include "nmi_dense.h"
 #include "peak.h"
 #include "raster.h"
@@ -36,7 +43,35 @@ enum {
   PROP_PEAK_EXCLUSION,
   PROP_MIN_PEAK_RATIO,
   PROP_SCORE_MAP_LOCATION,
+  PROP_SEARCH,
+  PROP_SCALE_MIN,
+  PROP_SCALE_MAX,
 };
+
+/* What the coarse search looks for. */
+typedef enum {
+  GST_NMI_LOCALIZE_SEARCH_TRANSLATION,  /* north-up, known scale: translations only */
+  GST_NMI_LOCALIZE_SEARCH_FULL,         /* heading, scale and place (GrLocalize) */
+} GstNmiLocalizeSearch;
+
+#define GST_TYPE_NMI_LOCALIZE_SEARCH (gst_nmi_localize_search_get_type ())
+static GType
+gst_nmi_localize_search_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_NMI_LOCALIZE_SEARCH_TRANSLATION, "North-up translation search at the scale "
+          "of frame-scale / control-scale", "translation"},
+    {GST_NMI_LOCALIZE_SEARCH_FULL, "Heading sweep, scale range and place (any "
+          "heading, scale-min .. scale-max)", "full"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstNmiLocalizeSearch", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
 
 #define DEFAULT_CONTROL_NODATA -1
 #define DEFAULT_SCALE 1.0
@@ -45,6 +80,9 @@ enum {
 #define DEFAULT_MIN_OVERLAP 0.5
 #define DEFAULT_PEAK_EXCLUSION 0
 #define DEFAULT_MIN_PEAK_RATIO 1.1
+#define DEFAULT_SEARCH GST_NMI_LOCALIZE_SEARCH_TRANSLATION
+#define DEFAULT_SCALE_MIN 0.25
+#define DEFAULT_SCALE_MAX 4.0
 
 #define VIDEO_CAPS GST_GEOREG_CUDA_CAPS (GST_GEOREG_VIDEO_FORMATS)
 
@@ -64,6 +102,8 @@ typedef struct {
   gint peak_exclusion;
   gdouble min_peak_ratio;
   gchar *score_map_location;
+  GstNmiLocalizeSearch search;
+  gdouble scale_min, scale_max;
 } GstNmiLocalizeSettings;
 
 struct _GstNmiLocalize {
@@ -75,6 +115,7 @@ struct _GstNmiLocalize {
    * shared full-resolution control is the base's, held until stop so that elements
    * naming the same file share one copy) */
   GrNmiDense *engine;
+  GrLocalize *localizer;        /* search=full: heading/scale search, full control */
   gint ctl_w, ctl_h;            /* control at search scale */
   gint ctl_full_w, ctl_full_h;
   gboolean has_geo;
@@ -161,6 +202,15 @@ gst_nmi_localize_set_property (GObject * object, guint prop_id,
     case PROP_MIN_PEAK_RATIO:
       s->min_peak_ratio = g_value_get_double (value);
       break;
+    case PROP_SEARCH:
+      s->search = g_value_get_enum (value);
+      break;
+    case PROP_SCALE_MIN:
+      s->scale_min = g_value_get_double (value);
+      break;
+    case PROP_SCALE_MAX:
+      s->scale_max = g_value_get_double (value);
+      break;
     case PROP_SCORE_MAP_LOCATION:{
       const gchar *pat = g_value_get_string (value);
       if (pat && !pattern_is_safe (pat)) {
@@ -220,6 +270,15 @@ gst_nmi_localize_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_MIN_PEAK_RATIO:
       g_value_set_double (value, s->min_peak_ratio);
       break;
+    case PROP_SEARCH:
+      g_value_set_enum (value, s->search);
+      break;
+    case PROP_SCALE_MIN:
+      g_value_set_double (value, s->scale_min);
+      break;
+    case PROP_SCALE_MAX:
+      g_value_set_double (value, s->scale_max);
+      break;
     case PROP_SCORE_MAP_LOCATION:
       g_value_set_string (value, s->score_map_location);
       break;
@@ -238,6 +297,8 @@ release_resources (GstNmiLocalize * self)
 {
   gr_nmi_dense_free (self->engine);
   self->engine = NULL;
+  gr_localize_free (self->localizer);
+  self->localizer = NULL;
   gst_georeg_base_release_control (GST_GEOREG_BASE (self));
   gr_plane_clear (&self->frame_mask);
   gr_plane_clear (&self->full);
@@ -336,6 +397,19 @@ gst_nmi_localize_start (GstBaseTransform * trans)
     GST_WARNING_OBJECT (self, "backend=auto: CUDA cannot be used (%s); searching on "
         "the CPU", err);
 
+  if (s.search == GST_NMI_LOCALIZE_SEARCH_FULL) {
+    /* the localizer keeps its own pyramid of the full-resolution control */
+    self->localizer = gr_localize_new (gr_nmi_dense_backend (self->engine),
+        gst_georeg_base_engine_device (base, c.cuda_device_id), &est, err, sizeof err);
+    if (!self->localizer ||
+        gr_localize_set_control (self->localizer, full, err, sizeof err) != GR_OK) {
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+          ("Could not prepare the control image for the heading and scale search."),
+          ("%s", err));
+      goto done;
+    }
+  }
+
   if (s.mask_location && *s.mask_location) {
     GrRaster m = { 0 };
     if (gr_raster_load (s.mask_location, 1, &m, err, sizeof err) != GR_OK) {
@@ -394,6 +468,11 @@ gst_nmi_localize_set_info (GstGeoregBase * base, GstCaps * incaps,
   GST_OBJECT_LOCK (self);
   fs = self->settings.frame_scale;
   GST_OBJECT_UNLOCK (self);
+  /* search=full scales the frame itself (any ground resolution): frame-scale only
+   * sizes the translation search's buffers, which stay unused */
+  if (self->localizer)
+    fs = MIN (fs, MIN ((gdouble) self->ctl_w / GST_VIDEO_INFO_WIDTH (&info),
+            (gdouble) self->ctl_h / GST_VIDEO_INFO_HEIGHT (&info)));
 
   const gint tw = MAX (1, (gint) floor (GST_VIDEO_INFO_WIDTH (&info) * fs + 0.5));
   const gint th = MAX (1, (gint) floor (GST_VIDEO_INFO_HEIGHT (&info) * fs + 0.5));
@@ -511,10 +590,90 @@ post_result (GstNmiLocalize * self, GstBuffer * buf, const GstNmiLocalizeMeta * 
       "valid-pixels", G_TYPE_UINT64, m->valid_pixels,
       "positions", G_TYPE_UINT64, positions,
       "search-ms", G_TYPE_DOUBLE, elapsed_ms, NULL);
+  if (m->has_prior_transform)
+    gst_structure_set (st, "heading", G_TYPE_DOUBLE, m->heading_deg,
+        "scale", G_TYPE_DOUBLE, m->scale, "overlap", G_TYPE_DOUBLE, m->overlap, NULL);
   if (m->has_map)
     gst_structure_set (st, "map-x", G_TYPE_DOUBLE, m->map_x,
         "map-y", G_TYPE_DOUBLE, m->map_y, NULL);
   gst_georeg_base_post_result (GST_GEOREG_BASE (self), st);
+}
+
+/* search=full: GrLocalize over the full-resolution frame and control.  A position
+ * prior comes from search-x/search-y/search-radius (the radius taken as 3 sigma).
+ * Fills the meta: the similarity as frame_to_control, heading, scale, overlap, and
+ * the translation-era fields (offset, control_x/y = the frame's top-left corner on the
+ * control, score, peak ratio) consistent with it. */
+static GstFlowReturn
+localize_full (GstNmiLocalize * self, GstBuffer * buf, const GstNmiLocalizeSettings * s,
+    const GstGeoregBaseSettings * c, gdouble * elapsed_ms, guint64 * searches)
+{
+  GstGeoregBase *base = GST_GEOREG_BASE (self);
+  const GstVideoInfo *info = gst_georeg_base_info (base);
+  const gint fw = GST_VIDEO_INFO_WIDTH (info), fh = GST_VIDEO_INFO_HEIGHT (info);
+  char err[512] = "";
+
+  if (!gst_georeg_base_read_plane (base, buf, c->nodata, &self->full))
+    return GST_FLOW_ERROR;
+  if (self->frame_mask.data && !gst_georeg_plane_and_mask (&self->full,
+          &self->frame_mask)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  GrLocalizeParams lp;
+  gr_localize_params_init (&lp);
+  lp.scale_min = MIN (s->scale_min, s->scale_max);
+  lp.scale_max = MAX (s->scale_min, s->scale_max);
+  lp.min_overlap = s->min_overlap;
+  lp.min_peak_ratio = s->min_peak_ratio;
+  GrLocalizePrior prior = { 0 };
+  const gboolean has_position = s->search_radius > 0.0 && s->search_x >= 0.0 &&
+      s->search_y >= 0.0;
+  if (has_position) {
+    prior.has_position = TRUE;
+    prior.x = s->search_x;
+    prior.y = s->search_y;
+    prior.position_sigma = s->search_radius / 3.0;
+  }
+  GrLocalizeResult res;
+  gint64 t0 = g_get_monotonic_time ();
+  GrStatus st = gr_localize_run (self->localizer, &self->full,
+      has_position ? &prior : NULL, &lp, &res, err, sizeof err);
+  *elapsed_ms = (g_get_monotonic_time () - t0) / 1000.0;
+  if (st != GR_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("The heading and scale search failed "
+            "(%s).", gr_status_string (st)), ("%s", err));
+    return GST_FLOW_ERROR;
+  }
+  *searches = (guint64) res.searches;
+
+  GstNmiLocalizeMeta *m = gst_buffer_add_nmi_localize_meta (buf);
+  m->frame_scale = s->frame_scale;
+  m->control_scale = s->control_scale;
+  m->flags = res.flags;         /* GrLocalizeFlags share GstNmiLocalizeFlags' bits */
+  if (res.flags & (GR_LOCALIZE_NO_VALID_PIXELS | GR_LOCALIZE_NO_OVERLAP))
+    return GST_FLOW_OK;
+  if (!gst_nmi_localize_meta_set_transform (m, res.h, fw, fh)) {
+    m->flags |= GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE;
+    return GST_FLOW_OK;
+  }
+  m->score = res.score;
+  m->second_score = res.second;
+  m->peak_ratio = res.peak_ratio;
+  m->overlap = res.overlap;
+  m->valid_pixels = (guint64) (res.overlap * gr_plane_count_valid (&self->full));
+  m->control_x = res.h[2];      /* frame (0, 0) on the control */
+  m->control_y = res.h[5];
+  m->offset_x = m->control_x * s->control_scale;
+  m->offset_y = m->control_y * s->control_scale;
+  if (self->has_geo) {
+    m->has_map = TRUE;
+    gr_geo_apply (self->geo, m->center_x, m->center_y, &m->map_x, &m->map_y);
+    m->gsd = m->scale * sqrt (fabs (self->geo[1] * self->geo[5] -
+            self->geo[2] * self->geo[4]));
+  }
+  return GST_FLOW_OK;
 }
 
 static GstFlowReturn
@@ -541,6 +700,21 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   gst_georeg_base_get_settings_unlocked (base, &c);
   GST_OBJECT_UNLOCK (self);
   gst_georeg_base_settings_clear (&c);  /* only the numbers are used */
+
+  if (self->localizer) {
+    GstFlowReturn ret = localize_full (self, buf, &s, &c, &elapsed_ms, &positions);
+    g_free (s.score_map_location);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    GstNmiLocalizeMeta *m = gst_buffer_get_nmi_localize_meta (buf);
+    GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": centre (%.2f, %.2f) heading "
+        "%.2f scale %.4f score %.5f flags 0x%x", self->frame_count, m->center_x,
+        m->center_y, m->heading_deg, m->scale, m->score, m->flags);
+    if (c.post_messages)
+      post_result (self, buf, m, positions, elapsed_ms);
+    self->frame_count++;
+    return GST_FLOW_OK;
+  }
 
   /* a CUDA frame of our context: luma, masks and the downscale on the device, only
    * the small search-scale plane comes back (bit-identical to the host path) */
@@ -741,6 +915,23 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
       g_param_spec_double ("min-peak-ratio", "Minimum peak ratio",
           "Results whose peak-ratio (best - 1) / (second - 1) is lower are flagged "
           "ambiguous", 1.0, G_MAXDOUBLE, DEFAULT_MIN_PEAK_RATIO, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_SEARCH,
+      g_param_spec_enum ("search", "Search",
+          "translation: north-up frames at the scale of frame-scale/control-scale "
+          "(the fastest; score-map-location and peak-exclusion apply to it only); "
+          "full: any heading and a ground resolution between scale-min and scale-max "
+          "control pixels per frame pixel, the result a full frame->control transform "
+          "that nmiregister starts from", GST_TYPE_NMI_LOCALIZE_SEARCH, DEFAULT_SEARCH,
+          rw_ready));
+  g_object_class_install_property (gobject_class, PROP_SCALE_MIN,
+      g_param_spec_double ("scale-min", "Minimum scale",
+          "search=full: smallest ground-resolution ratio searched, control pixels per "
+          "frame pixel (0.5 = the control is twice as coarse as the frame)", 0.01, 100.0,
+          DEFAULT_SCALE_MIN, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_SCALE_MAX,
+      g_param_spec_double ("scale-max", "Maximum scale",
+          "search=full: largest ground-resolution ratio searched, control pixels per "
+          "frame pixel", 0.01, 100.0, DEFAULT_SCALE_MAX, rw_playing));
   g_object_class_install_property (gobject_class, PROP_SCORE_MAP_LOCATION,
       g_param_spec_string ("score-map-location", "Score map location",
           "Write each frame's score map as an 8-bit PNG (brighter = higher NMI, black = "
@@ -783,4 +974,7 @@ gst_nmi_localize_init (GstNmiLocalize * self)
   s->min_overlap = DEFAULT_MIN_OVERLAP;
   s->peak_exclusion = DEFAULT_PEAK_EXCLUSION;
   s->min_peak_ratio = DEFAULT_MIN_PEAK_RATIO;
+  s->search = DEFAULT_SEARCH;
+  s->scale_min = DEFAULT_SCALE_MIN;
+  s->scale_max = DEFAULT_SCALE_MAX;
 }
