@@ -93,8 +93,11 @@ main (int argc, char **argv)
   CHECK (gr_synth_png_write (path, planes, 1, NULL, ctl.width, ctl.height, 255.0, 8, e,
           sizeof e) == GR_OK, "png: %s", e);
 
-  gchar *desc = g_strdup_printf ("nmilocalize control-location=\"%s\" backend=cpu "
-      "search=full ! nmiregister control-location=\"%s\" backend=cpu", path, path);
+  /* GEOREG_TEST_BACKEND=cuda: the same frames on the GPU machine (docs/gpu-tests.md) */
+  const gchar *be = g_getenv ("GEOREG_TEST_BACKEND") ? g_getenv ("GEOREG_TEST_BACKEND")
+      : "cpu";
+  gchar *desc = g_strdup_printf ("nmilocalize control-location=\"%s\" backend=%s "
+      "search=full ! nmiregister control-location=\"%s\" backend=%s", path, be, path, be);
   GstHarness *h = gst_harness_new_parse (desc);
   g_free (desc);
   gst_harness_set_src_caps_str (h, "video/x-raw,format=GRAY8,width=240,height=180,"
