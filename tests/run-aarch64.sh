@@ -43,7 +43,9 @@ pkgs=(libglib2.0-0 libffi8 libpcre2-8-0 libmount1 libblkid1 libselinux1 zlib1g
       libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
       libpng-dev libjpeg62-turbo-dev zlib1g-dev liborc-0.4-dev libffi-dev libpcre2-dev
       libmount-dev libblkid-dev libselinux1-dev libsepol-dev libunwind-dev libdw-dev
-      libelf-dev liblzma-dev libbz2-dev libzstd-dev)
+      libelf-dev liblzma-dev libbz2-dev libzstd-dev
+      # telemetry priors and calibration files (kernels/telemetry.c, camera.c)
+      libexif12 libexif-dev libexempi8 libexempi-dev libexpat1 libyaml-0-2 libyaml-dev)
 
 command -v aarch64-linux-gnu-gcc >/dev/null || fail "no aarch64-linux-gnu-gcc (apt-get install crossbuild-essential-arm64)"
 command -v qemu-aarch64 >/dev/null || fail "no qemu-aarch64 (apt-get install qemu-user)"
