@@ -29,7 +29,7 @@
  *     in use (cudaMemGetInfo) no more than 1 MiB above what it was after the warm-up:
  *     the failure paths leak no device memory.
  *
- * GEOREG_TEST_SUBSET=quick (the compute-sanitizer loop of tools/gpu-suite.sh): the
+ * GEOREG_TEST_SUBSET=quick (tools/gpu.sh sanitize): the
  * sweeps only, with K = 1 and K = M, and no device-memory check (the sanitizer's leak
  * check replaces it).
  * One case by hand: `test_cuda_oom_gpu --make-data` prints a new data folder DIR; then
