@@ -940,8 +940,11 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
   /* split passes: the default variant only */
   kern = c->passes == 4 ? nmi_dense_kernel<false, false, 4> :
       c->passes == 2 ? nmi_dense_kernel<false, false, 2> : kernels[c->variant & 3];
+  /* The limit belongs to the kernel function, shared by all engines in the process
+   * (several live streams): setting our own size could lower it under another
+   * stream's launch.  The device's opt-in maximum is the same for everyone. */
   CK (cudaFuncSetAttribute (kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-          (int) L.total), "cudaFuncSetAttribute (shared memory)");
+          (int) c->smem_optin), "cudaFuncSetAttribute (shared memory)");
   int per_sm = 0;
   CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, kern, NMI_THREADS, L.total),
       "occupancy query");

@@ -853,8 +853,12 @@ sp_configure (GrNmiSparseCuda *c, size_t smem, char *errbuf, size_t errlen)
 {
   if (c->cfg_smem == smem)
     return GR_OK;
+  /* The limit is a property of the kernel function, shared by every engine in the
+   * process: an engine of another stream that set it lower for a smaller window would
+   * make our launch fail ("invalid argument").  Every engine sets the device's opt-in
+   * maximum, so the value never moves, and the occupancy below uses our own size. */
   CK (cudaFuncSetAttribute (nmi_sparse_kernel<SP_NT>,
-          cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem),
+          cudaFuncAttributeMaxDynamicSharedMemorySize, (int) c->smem_optin),
       "cudaFuncSetAttribute (shared memory)");
   CK (cudaFuncSetAttribute (nmi_sparse_kernel<SP_NT>,
           cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
