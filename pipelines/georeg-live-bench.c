@@ -115,8 +115,13 @@ main (int argc, char **argv)
       (GDestroyNotify) g_array_unref);
   GError *err = NULL;
   GstElement *pipe = gst_parse_launch (desc, &err);
-  if (!pipe) {
+  /* gst_parse_launch returns a half-built pipeline AND an error for a missing element
+   * (a plugin not found): running it would wait forever for data that never comes */
+  if (!pipe || err) {
     fprintf (stderr, "georeg-live-bench: %s\n", err ? err->message : "parse error");
+    g_clear_error (&err);
+    if (pipe)
+      gst_object_unref (pipe);
     return 1;
   }
   /* one stream (first, last) or several (first0, last0, first1, ...) */
