@@ -9,6 +9,14 @@
 
 #include "fit.h"
 
+/* Calls running now, in every thread of the process.  Several live streams each run
+ * their featurematch's pair fits at the same moment: each taking every core (OpenMP's
+ * default) puts four teams of 16 threads on 16 cores, and the fits of four streams took
+ * twice as long as one stream's (H100 host, 2026-11-25).  Sharing the cores between the
+ * calls that overlap keeps one team per core.  The results do not depend on the thread
+ * count (each pair has its own seed). */
+static int active_calls;
+
 void
 gr_pairfit_params_init (GrPairFitParams *p)
 {
@@ -78,10 +86,10 @@ work_alloc (Work *w, const GrPairFitJob *jobs, int n)
   return w->src && w->inl && w->ref && w->refined && w->items && w->fit && w->fit_ok;
 }
 
-GrStatus
-gr_pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
+static GrStatus
+pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     const GrKeypoint *kp, const GrPairFitJob *jobs, int n, const GrPairFitParams *p,
-    GrPairFitResult *out)
+    int threads, GrPairFitResult *out)
 {
   if (n < 0 || !p || (n > 0 && (!view || !scratch || !scratch->smooth || !jobs || !out ||
               !kp)))
@@ -97,7 +105,6 @@ gr_pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     work_free (&w);
     return GR_ERR_NOMEM;
   }
-  const int threads = p->threads > 0 ? p->threads : omp_get_max_threads ();
   const int minp = p->min_points;
 
   /* 1: the first robust fit of every pair */
@@ -226,4 +233,18 @@ gr_pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
   }
   work_free (&w);
   return nomem ? GR_ERR_NOMEM : GR_OK;
+}
+
+GrStatus
+gr_pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
+    const GrKeypoint *kp, const GrPairFitJob *jobs, int n, const GrPairFitParams *p,
+    GrPairFitResult *out)
+{
+  const int others = __atomic_fetch_add (&active_calls, 1, __ATOMIC_RELAXED);
+  int threads = p && p->threads > 0 ? p->threads : omp_get_max_threads () / (others + 1);
+  if (threads < 1)
+    threads = 1;
+  const GrStatus st = pairfit_run (view, scratch, kp, jobs, n, p, threads, out);
+  __atomic_fetch_sub (&active_calls, 1, __ATOMIC_RELAXED);
+  return st;
 }

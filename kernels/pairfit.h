@@ -54,7 +54,8 @@ typedef struct {
   double refit_threshold;     /* px, fit on the refined correspondences (default 1) */
   double min_ncc;             /* refined correspondences kept above this (default 0.8) */
   int min_points;             /* fewer matches / inliers: no homography (default 8) */
-  int threads;                /* 0 = OpenMP's default, 1 = sequential */
+  int threads;                /* 0 = the cores, shared among the calls running now;
+                                 1 = sequential */
 } GrPairFitParams;
 
 void gr_pairfit_params_init (GrPairFitParams *p);
