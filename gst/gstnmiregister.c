@@ -26,6 +26,7 @@
 #include "gstnmiregister.h"
 #include "gstgeoregcontrolcuda.h"
 #include "gstnmiregisteroverlay.h"
+#include "gstnmiregister-result.h"
 #include "descriptors.h"
 #include "fit.h"
 #include "keypoints.h"
@@ -57,6 +58,7 @@ enum {
   PROP_INITIAL_OFFSET_Y,
   PROP_INITIAL_SCALE,
   PROP_OVERLAY,
+  PROP_CRS,
 };
 
 #define DEFAULT_LEVELS 16
@@ -103,6 +105,7 @@ typedef struct {
   GstNmiRegisterCoarseFallback coarse_fallback;
   gdouble initial_offset_x, initial_offset_y, initial_scale;
   GstNmiRegisterOverlayMode overlay;
+  gchar *crs;                   /* owned by the element; a snapshot borrows it */
 } GstNmiRegisterSettings;
 
 struct _GstNmiRegister {
@@ -114,8 +117,7 @@ struct _GstNmiRegister {
    * the control */
   GrRegister *engine;
   GstGeoregDeviceControl *dctl; /* the shared control levels the engine borrows */
-  gboolean has_geo;
-  gdouble geo[6];
+  GstNmiRegisterMap map;        /* the control on the map: geotransform, CRS */
 
   /* per-frame scratch, reused */
   GrPlaneF full;                /* this frame on the host (host path) */
@@ -167,13 +169,6 @@ gst_nmi_register_model_get_type (void)
   if (g_once_init_enter (&type))
     g_once_init_leave (&type, g_enum_register_static ("GstNmiRegisterModel", values));
   return type;
-}
-
-static const gchar *
-model_nick (GrModel m)
-{
-  GEnumValue *v = g_enum_get_value (g_type_class_peek (GST_TYPE_NMI_REGISTER_MODEL), m);
-  return v ? v->value_nick : "?";
 }
 
 /* ------------------------------------------------------------------ properties */
@@ -256,6 +251,10 @@ gst_nmi_register_set_property (GObject * object, guint prop_id,
     case PROP_OVERLAY:
       s->overlay = g_value_get_enum (value);
       break;
+    case PROP_CRS:
+      g_free (s->crs);
+      s->crs = g_value_dup_string (value);
+      break;
     default:
       GST_OBJECT_UNLOCK (self);
       gst_georeg_base_set_property (object, prop_id, value, pspec);
@@ -321,6 +320,9 @@ gst_nmi_register_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_OVERLAY:
       g_value_set_enum (value, s->overlay);
       break;
+    case PROP_CRS:
+      g_value_set_string (value, s->crs);
+      break;
     default:
       GST_OBJECT_UNLOCK (self);
       gst_georeg_base_get_property (object, prop_id, value, pspec);
@@ -343,6 +345,7 @@ release_resources (GstNmiRegister * self)
   memset (&self->dplane, 0, sizeof self->dplane);
   gst_georeg_base_release_control (GST_GEOREG_BASE (self));
   gr_plane_clear (&self->full);
+  gst_nmi_register_map_clear (&self->map);
 }
 
 static gboolean
@@ -355,6 +358,7 @@ gst_nmi_register_start (GstBaseTransform * trans)
 
   GST_OBJECT_LOCK (self);
   s = self->settings;
+  s.crs = g_strdup (s.crs);
   gst_georeg_base_get_settings_unlocked (GST_GEOREG_BASE (self), &s.c);
   GST_OBJECT_UNLOCK (self);
 
@@ -442,15 +446,24 @@ gst_nmi_register_start (GstBaseTransform * trans)
      * host */
     GST_WARNING_OBJECT (self, "backend=auto: CUDA cannot be used (%s); matching on "
         "the CPU", err);
-  self->has_geo = r->has_geo;
-  memcpy (self->geo, r->geo, sizeof self->geo);
+  gchar *note = NULL;
+  if (!gst_nmi_register_map_init (&self->map, r, s.c.control_location, s.crs, &note, err,
+          sizeof err)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("The crs property cannot be used "
+            "for the control \"%s\".", s.c.control_location), ("%s", err));
+    goto done;
+  }
+  if (note)
+    GST_WARNING_OBJECT (self, "%s", note);
+  g_free (note);
   self->frame_count = 0;
   self->announced = FALSE;
   self->warned_no_coarse = FALSE;
-  GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), georeferenced: %s; "
-      "%u controls shared in memory; backend %s; control %s; frames read %s",
+  GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), georeferenced: %s, "
+      "CRS %s; %u controls shared in memory; backend %s; control %s; frames read %s",
       s.c.control_location, r->plane.width, r->plane.height, r->driver, r->bit_depth,
-      s.c.band, r->has_geo ? "yes" : "no", gst_georeg_control_cache_count (),
+      s.c.band, r->has_geo ? "yes" : "no", self->map.crs ? self->map.crs : "unknown",
+      gst_georeg_control_cache_count (),
       gr_backend_name (gr_register_backend (self->engine)),
       self->dctl ? "shared on the device" : "this element's own",
       gr_register_frame_device (self->engine) >= 0 ? "on the device" : "on the host");
@@ -461,6 +474,7 @@ done:
   if (!ok)
     release_resources (self);
   gst_georeg_base_settings_clear (&s.c);
+  g_free (s.crs);
   return ok;
 }
 
@@ -475,52 +489,21 @@ gst_nmi_register_stop (GstBaseTransform * trans)
 /* ------------------------------------------------------------------ per frame */
 
 static void
-set_double_array (GstStructure * st, const gchar * name, const gdouble * v, gint n)
-{
-  GValue arr = G_VALUE_INIT;
-  g_value_init (&arr, GST_TYPE_ARRAY);
-  for (gint i = 0; i < n; i++) {
-    GValue d = G_VALUE_INIT;
-    g_value_init (&d, G_TYPE_DOUBLE);
-    g_value_set_double (&d, v[i]);
-    gst_value_array_append_and_take_value (&arr, &d);
-  }
-  gst_structure_take_value (st, name, &arr);
-}
-
-static void
 post_result (GstNmiRegister * self, GstBuffer * buf, const GstNmiRegisterMeta * m,
     gdouble elapsed_ms)
 {
-  GstStructure *st = gst_structure_new ("nmiregister",
-      "frame", G_TYPE_UINT64, self->frame_count,
-      "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
-      "backend", G_TYPE_STRING, gr_backend_name (gr_register_backend (self->engine)),
-      "input-memory", G_TYPE_STRING, gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE
-          (self))),
-      "flags", G_TYPE_UINT, m->flags,
-      "model", G_TYPE_STRING, model_nick ((GrModel) m->model),
-      "has-transform", G_TYPE_BOOLEAN, m->has_transform,
-      "keypoints", G_TYPE_UINT, m->keypoints,
-      "matches", G_TYPE_UINT, m->matches,
-      "inliers", G_TYPE_UINT, m->inliers,
-      "rms", G_TYPE_DOUBLE, m->rms,
-      "prior-x", G_TYPE_DOUBLE, m->prior_x,
-      "prior-y", G_TYPE_DOUBLE, m->prior_y,
-      "prior-scale", G_TYPE_DOUBLE, m->prior_scale,
-      "register-ms", G_TYPE_DOUBLE, elapsed_ms,
-      "read-ms", G_TYPE_DOUBLE, self->read_ms,
-      "keypoints-ms", G_TYPE_DOUBLE, self->keypoints_ms,
-      "overlay-ms", G_TYPE_DOUBLE, self->overlay_ms, NULL);
-  if (m->has_transform) {
-    set_double_array (st, "frame-to-control", m->frame_to_control, 9);
-    set_double_array (st, "footprint-control", m->footprint_control, 8);
-    if (m->has_map) {
-      set_double_array (st, "frame-to-map", m->frame_to_map, 9);
-      set_double_array (st, "footprint-map", m->footprint_map, 8);
-    }
-  }
-  gst_georeg_base_post_result (GST_GEOREG_BASE (self), st);
+  const GstNmiRegisterMessageInfo info = {
+    .frame = self->frame_count,
+    .timestamp = GST_BUFFER_PTS (buf),
+    .backend = gr_backend_name (gr_register_backend (self->engine)),
+    .input_memory = gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE (self))),
+    .register_ms = elapsed_ms,
+    .read_ms = self->read_ms,
+    .keypoints_ms = self->keypoints_ms,
+    .overlay_ms = self->overlay_ms,
+  };
+  gst_georeg_base_post_result (GST_GEOREG_BASE (self),
+      gst_nmi_register_result_structure (m, &info));
 }
 
 /* The overlay (property `overlay`, gstnmiregisteroverlay.h) of this frame's result:
@@ -740,45 +723,6 @@ make_prior (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer *
   m->prior_scale = pscale;
 }
 
-/* The engine's result into the meta. */
-static void
-fill_meta (GstNmiRegister * self, const GrRegisterResult * res, GstNmiRegisterMeta * m)
-{
-  const GstVideoInfo *info = gst_georeg_base_info (GST_GEOREG_BASE (self));
-  const int fw = GST_VIDEO_INFO_WIDTH (info), fh = GST_VIDEO_INFO_HEIGHT (info);
-
-  m->flags |= res->flags;
-  if (res->has_prior && (res->flags & GR_REGISTER_FULL_SEARCH)) {
-    m->prior_x = res->prior[2];
-    m->prior_y = res->prior[5];
-    m->prior_scale = res->prior[0];
-  }
-  m->keypoints = (guint) res->keypoints;
-  m->matches = (guint) res->matches;
-  if (!res->has_transform)
-    return;
-  m->has_transform = TRUE;
-  m->inliers = (guint) res->inliers;
-  m->rms = res->rms;
-  memcpy (m->frame_to_control, res->h, sizeof m->frame_to_control);
-  const double corners[8] = { 0, 0, fw, 0, fw, fh, 0, fh };
-  for (int i = 0; i < 4; i++)
-    if (!gr_fit_apply (m->frame_to_control, corners[2 * i], corners[2 * i + 1],
-            &m->footprint_control[2 * i], &m->footprint_control[2 * i + 1]))
-      m->footprint_control[2 * i] = m->footprint_control[2 * i + 1] = NAN;
-  if (self->has_geo) {
-    const double G[9] = { self->geo[1], self->geo[2], self->geo[0],
-      self->geo[4], self->geo[5], self->geo[3], 0, 0, 1
-    };
-    gr_mat3_mul (G, m->frame_to_control, m->frame_to_map);
-    for (int i = 0; i < 4; i++)
-      gr_geo_apply (self->geo, m->footprint_control[2 * i],
-          m->footprint_control[2 * i + 1], &m->footprint_map[2 * i],
-          &m->footprint_map[2 * i + 1]);
-    m->has_map = TRUE;
-  }
-}
-
 static GstFlowReturn
 gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
@@ -815,7 +759,9 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
   self->keypoints_ms = res.keypoints_ms;
-  fill_meta (self, &res, m);
+  const GstVideoInfo *info = gst_georeg_base_info (GST_GEOREG_BASE (self));
+  gst_nmi_register_fill_meta (&self->map, &res, GST_VIDEO_INFO_WIDTH (info),
+      GST_VIDEO_INFO_HEIGHT (info), m);
 
   if (!self->announced) {
     GST_INFO_OBJECT (self, "registering on the %s backend",
@@ -849,6 +795,7 @@ gst_nmi_register_finalize (GObject * object)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
   release_resources (self);
+  g_free (self->settings.crs);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -944,6 +891,12 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
           "outliers, the coarse footprint, a border coloured by the result): as a "
           "GstVideoOverlayCompositionMeta, or blended into the frame",
           GST_TYPE_NMI_REGISTER_OVERLAY_MODE, DEFAULT_OVERLAY, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_CRS,
+      g_param_spec_string ("crs", "Control CRS",
+          "The coordinate reference system of the control's map coordinates when its "
+          "file has none (no GeoTIFF CRS, no .prj beside it); overrides the file's when "
+          "set. EPSG:32617, WKT or a PROJ string. With a CRS the results carry it and "
+          "WGS84 longitude/latitude", NULL, rw_ready));
 
   gst_georeg_base_class_install_properties (GST_GEOREG_BASE_CLASS (klass),
       GST_GEOREG_PROPS_CONTROL | GST_GEOREG_PROPS_NODATA | GST_GEOREG_PROPS_BINS |
