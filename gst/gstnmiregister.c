@@ -15,6 +15,11 @@
  * before matching: 121 pixels cannot fill a 256 x 256 joint histogram, and with
  * noise or a tone change two images almost never repeat an exact 8-bit pair, so the
  * scores would not discriminate; 12 to 16 levels do (docs/nmiregister.md).
+ *
+ * The algorithm is the engine's (kernels/register.h); this file wires it to the
+ * element: start (control, engine, map), reading the frame, the prior from the coarse
+ * meta, the overlay.  Properties: gstnmiregister-props.c; the result into the meta
+ * and the message: gstnmiregister-result.c.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -26,61 +31,15 @@
 #include "gstnmiregister.h"
 #include "gstgeoregcontrolcuda.h"
 #include "gstnmiregisteroverlay.h"
+#include "gstnmiregister-props.h"
 #include "gstnmiregister-result.h"
-#include "descriptors.h"
-#include "fit.h"
-#include "keypoints.h"
-#include "nmi_sparse.h"
 #include "register.h"
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
-#include "peak.h"
 #include "raster.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_nmi_register_debug);
 #define GST_CAT_DEFAULT gst_nmi_register_debug
-
-enum {
-  PROP_0,
-  PROP_LEVELS,
-  PROP_MAX_KEYPOINTS,
-  PROP_TEMPLATE_SIZE,
-  PROP_WINDOW_SIZE,
-  PROP_REFINE,
-  PROP_REFINE_WINDOW,
-  PROP_MODEL,
-  PROP_RANSAC_THRESHOLD,
-  PROP_MIN_PEAK_RATIO,
-  PROP_MIN_INLIERS,
-  PROP_MIN_INLIER_RATIO,
-  PROP_COARSE_FALLBACK,
-  PROP_INITIAL_OFFSET_X,
-  PROP_INITIAL_OFFSET_Y,
-  PROP_INITIAL_SCALE,
-  PROP_OVERLAY,
-  PROP_CRS,
-};
-
-#define DEFAULT_LEVELS 16
-#define DEFAULT_MAX_KEYPOINTS 400
-#define DEFAULT_TEMPLATE_SIZE 11
-#define DEFAULT_WINDOW_SIZE 73
-#define DEFAULT_REFINE TRUE
-#define DEFAULT_REFINE_WINDOW 23
-#define DEFAULT_MODEL GR_MODEL_HOMOGRAPHY
-#define DEFAULT_RANSAC_THRESHOLD 1.0
-#define DEFAULT_MIN_PEAK_RATIO 1.0
-#define DEFAULT_MIN_INLIERS 12
-#define DEFAULT_MIN_INLIER_RATIO 0.3
-#define DEFAULT_COARSE_FALLBACK GST_NMI_REGISTER_COARSE_NONE
-#define DEFAULT_INITIAL_OFFSET 0.0
-#define DEFAULT_INITIAL_SCALE 1.0
-#define DEFAULT_OVERLAY GST_NMI_REGISTER_OVERLAY_NONE
-
-/* the first pass fits with a looser threshold: its job is a good prediction */
-#define PASS1_THRESHOLD_FACTOR 2.0
-/* the full search brings the frame's shorter side to about this many pixels */
-#define FULL_SEARCH_SIDE 64.0
 
 #define VIDEO_CAPS GST_GEOREG_CUDA_CAPS (GST_GEOREG_VIDEO_FORMATS)
 
@@ -88,25 +47,6 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
-
-/* Properties, read under the object lock and copied per frame. */
-typedef struct {
-  GstGeoregBaseSettings c;      /* the base's, filled by each snapshot */
-  guint levels;
-  gint max_keypoints;
-  gint template_size, window_size;
-  gboolean refine;
-  gint refine_window;
-  GrModel model;
-  gdouble ransac_threshold;
-  gdouble min_peak_ratio;
-  guint min_inliers;
-  gdouble min_inlier_ratio;
-  GstNmiRegisterCoarseFallback coarse_fallback;
-  gdouble initial_offset_x, initial_offset_y, initial_scale;
-  GstNmiRegisterOverlayMode overlay;
-  gchar *crs;                   /* owned by the element; a snapshot borrows it */
-} GstNmiRegisterSettings;
 
 struct _GstNmiRegister {
   GstGeoregBase parent;
@@ -134,43 +74,6 @@ G_DEFINE_TYPE (GstNmiRegister, gst_nmi_register, GST_TYPE_GEOREG_BASE);
 GST_ELEMENT_REGISTER_DEFINE (nmiregister, "nmiregister", GST_RANK_NONE,
     GST_TYPE_NMI_REGISTER);
 
-GType
-gst_nmi_register_coarse_fallback_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_NMI_REGISTER_COARSE_NONE, "no registration: the result is flagged no-coarse",
-        "none"},
-    {GST_NMI_REGISTER_COARSE_INITIAL_OFFSET,
-        "the frame's top-left at initial-offset-x/y, scaled by initial-scale",
-        "initial-offset"},
-    {GST_NMI_REGISTER_COARSE_FULL_SEARCH,
-        "a coarse dense-NMI search of the whole control at reduced resolution",
-        "full-search"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type, g_enum_register_static ("GstNmiRegisterCoarseFallback",
-            values));
-  return type;
-}
-
-GType
-gst_nmi_register_model_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GR_MODEL_TRANSLATION, "translation (2 parameters)", "translation"},
-    {GR_MODEL_SIMILARITY, "rotation, uniform scale, translation (4)", "similarity"},
-    {GR_MODEL_AFFINE, "affine (6)", "affine"},
-    {GR_MODEL_HOMOGRAPHY, "homography (8)", "homography"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type, g_enum_register_static ("GstNmiRegisterModel", values));
-  return type;
-}
-
 /* ------------------------------------------------------------------ properties */
 
 static void
@@ -178,89 +81,17 @@ gst_nmi_register_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
-  GstNmiRegisterSettings *s = &self->settings;
+  gchar *warning = NULL;
 
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_LEVELS:
-      s->levels = g_value_get_uint (value);
-      break;
-    case PROP_MAX_KEYPOINTS:
-      s->max_keypoints = g_value_get_int (value);
-      break;
-    case PROP_TEMPLATE_SIZE:{
-      gint v = g_value_get_int (value);
-      if (!(v & 1)) {
-        GST_OBJECT_UNLOCK (self);
-        g_warning ("nmiregister: template-size must be odd; %d ignored", v);
-        return;
-      }
-      s->template_size = v;
-      break;
-    }
-    case PROP_WINDOW_SIZE:{
-      gint v = g_value_get_int (value);
-      if (!(v & 1)) {
-        GST_OBJECT_UNLOCK (self);
-        g_warning ("nmiregister: window-size must be odd; %d ignored", v);
-        return;
-      }
-      s->window_size = v;
-      break;
-    }
-    case PROP_REFINE:
-      s->refine = g_value_get_boolean (value);
-      break;
-    case PROP_REFINE_WINDOW:{
-      gint v = g_value_get_int (value);
-      if (!(v & 1)) {
-        GST_OBJECT_UNLOCK (self);
-        g_warning ("nmiregister: refine-window must be odd; %d ignored", v);
-        return;
-      }
-      s->refine_window = v;
-      break;
-    }
-    case PROP_MODEL:
-      s->model = g_value_get_enum (value);
-      break;
-    case PROP_RANSAC_THRESHOLD:
-      s->ransac_threshold = g_value_get_double (value);
-      break;
-    case PROP_MIN_PEAK_RATIO:
-      s->min_peak_ratio = g_value_get_double (value);
-      break;
-    case PROP_MIN_INLIERS:
-      s->min_inliers = g_value_get_uint (value);
-      break;
-    case PROP_MIN_INLIER_RATIO:
-      s->min_inlier_ratio = g_value_get_double (value);
-      break;
-    case PROP_COARSE_FALLBACK:
-      s->coarse_fallback = g_value_get_enum (value);
-      break;
-    case PROP_INITIAL_OFFSET_X:
-      s->initial_offset_x = g_value_get_double (value);
-      break;
-    case PROP_INITIAL_OFFSET_Y:
-      s->initial_offset_y = g_value_get_double (value);
-      break;
-    case PROP_INITIAL_SCALE:
-      s->initial_scale = g_value_get_double (value);
-      break;
-    case PROP_OVERLAY:
-      s->overlay = g_value_get_enum (value);
-      break;
-    case PROP_CRS:
-      g_free (s->crs);
-      s->crs = g_value_dup_string (value);
-      break;
-    default:
-      GST_OBJECT_UNLOCK (self);
-      gst_georeg_base_set_property (object, prop_id, value, pspec);
-      return;
-  }
+  const gboolean own = gst_nmi_register_settings_set (&self->settings, prop_id, value,
+      &warning);
   GST_OBJECT_UNLOCK (self);
+  if (warning)
+    g_warning ("%s", warning);
+  g_free (warning);
+  if (!own)
+    gst_georeg_base_set_property (object, prop_id, value, pspec);
 }
 
 static void
@@ -268,67 +99,12 @@ gst_nmi_register_get_property (GObject * object, guint prop_id, GValue * value,
     GParamSpec * pspec)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
-  GstNmiRegisterSettings *s = &self->settings;
 
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_LEVELS:
-      g_value_set_uint (value, s->levels);
-      break;
-    case PROP_MAX_KEYPOINTS:
-      g_value_set_int (value, s->max_keypoints);
-      break;
-    case PROP_TEMPLATE_SIZE:
-      g_value_set_int (value, s->template_size);
-      break;
-    case PROP_WINDOW_SIZE:
-      g_value_set_int (value, s->window_size);
-      break;
-    case PROP_REFINE:
-      g_value_set_boolean (value, s->refine);
-      break;
-    case PROP_REFINE_WINDOW:
-      g_value_set_int (value, s->refine_window);
-      break;
-    case PROP_MODEL:
-      g_value_set_enum (value, s->model);
-      break;
-    case PROP_RANSAC_THRESHOLD:
-      g_value_set_double (value, s->ransac_threshold);
-      break;
-    case PROP_MIN_PEAK_RATIO:
-      g_value_set_double (value, s->min_peak_ratio);
-      break;
-    case PROP_MIN_INLIERS:
-      g_value_set_uint (value, s->min_inliers);
-      break;
-    case PROP_MIN_INLIER_RATIO:
-      g_value_set_double (value, s->min_inlier_ratio);
-      break;
-    case PROP_COARSE_FALLBACK:
-      g_value_set_enum (value, s->coarse_fallback);
-      break;
-    case PROP_INITIAL_OFFSET_X:
-      g_value_set_double (value, s->initial_offset_x);
-      break;
-    case PROP_INITIAL_OFFSET_Y:
-      g_value_set_double (value, s->initial_offset_y);
-      break;
-    case PROP_INITIAL_SCALE:
-      g_value_set_double (value, s->initial_scale);
-      break;
-    case PROP_OVERLAY:
-      g_value_set_enum (value, s->overlay);
-      break;
-    case PROP_CRS:
-      g_value_set_string (value, s->crs);
-      break;
-    default:
-      GST_OBJECT_UNLOCK (self);
-      gst_georeg_base_get_property (object, prop_id, value, pspec);
-      return;
-  }
+  const gboolean own = gst_nmi_register_settings_get (&self->settings, prop_id, value);
   GST_OBJECT_UNLOCK (self);
+  if (!own)
+    gst_georeg_base_get_property (object, prop_id, value, pspec);
 }
 
 /* ------------------------------------------------------------------ lifecycle */
@@ -795,7 +571,7 @@ gst_nmi_register_finalize (GObject * object)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
   release_resources (self);
-  g_free (self->settings.crs);
+  gst_nmi_register_settings_clear (&self->settings);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -805,99 +581,11 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
-  const GParamFlags rw_ready = rw | GST_PARAM_MUTABLE_READY;
-  const GParamFlags rw_playing = rw | GST_PARAM_MUTABLE_PLAYING;
-
   gobject_class->set_property = gst_nmi_register_set_property;
   gobject_class->get_property = gst_nmi_register_get_property;
   gobject_class->finalize = gst_nmi_register_finalize;
 
-  g_object_class_install_property (gobject_class, PROP_LEVELS,
-      g_param_spec_uint ("levels", "Levels",
-          "Grey levels the values are cut into before matching (equal steps over the "
-          "bins range; the histograms have 256 bins). An 11x11 template has too few "
-          "pixels to fill 256 levels: 12..16 match noisy, tone-changed frames best",
-          2, 256, DEFAULT_LEVELS, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_MAX_KEYPOINTS,
-      g_param_spec_int ("max-keypoints", "Maximum keypoints",
-          "Keypoints per frame at most (Shi-Tomasi corners spread over the frame by an "
-          "8x6 grid)",
-          1, 1000000, DEFAULT_MAX_KEYPOINTS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_TEMPLATE_SIZE,
-      g_param_spec_int ("template-size", "Template size",
-          "Side of the square template around each keypoint, in frame pixels (odd)", 3,
-          GR_NMI_SPARSE_MAX_TEMPLATE, DEFAULT_TEMPLATE_SIZE, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_WINDOW_SIZE,
-      g_param_spec_int ("window-size", "Window size",
-          "Side of the control window searched around each prediction in the first "
-          "pass, in control pixels (odd, >= template-size): (window - template + 1)^2 "
-          "offsets", 3,
-          GR_NMI_SPARSE_MAX_WINDOW, DEFAULT_WINDOW_SIZE, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_REFINE,
-      g_param_spec_boolean ("refine", "Refine",
-          "Second pass: predict every keypoint with the first fit, resample its "
-          "template into the control's geometry and match it in refine-window",
-          DEFAULT_REFINE, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_REFINE_WINDOW,
-      g_param_spec_int ("refine-window", "Refine window",
-          "Window side of the second pass, in control pixels (odd, >= template-size)", 3,
-          GR_NMI_SPARSE_MAX_WINDOW, DEFAULT_REFINE_WINDOW, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_MODEL,
-      g_param_spec_enum ("model", "Model",
-          "Frame-to-control transform fitted to the matches",
-          GST_TYPE_NMI_REGISTER_MODEL, DEFAULT_MODEL, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_RANSAC_THRESHOLD,
-      g_param_spec_double ("ransac-threshold", "RANSAC threshold",
-          "A match is an inlier when the transform puts it within this many control "
-          "pixels (the first pass uses twice this)", 0.01, 1000.0,
-          DEFAULT_RANSAC_THRESHOLD, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_MIN_PEAK_RATIO,
-      g_param_spec_double ("min-peak-ratio", "Minimum peak ratio",
-          "Matches whose (best - 1) / (second - 1) is lower are dropped before the "
-          "fit (1 = keep all)", 1.0, G_MAXDOUBLE, DEFAULT_MIN_PEAK_RATIO, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_MIN_INLIERS,
-      g_param_spec_uint ("min-inliers", "Minimum inliers",
-          "Results with fewer inliers are flagged low-inliers", 0, G_MAXINT,
-          DEFAULT_MIN_INLIERS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_MIN_INLIER_RATIO,
-      g_param_spec_double ("min-inlier-ratio", "Minimum inlier ratio",
-          "Results whose inliers are a smaller fraction of the matches are flagged "
-          "low-inliers (a wrong prior gives a few chance inliers among many matches)",
-          0.0, 1.0, DEFAULT_MIN_INLIER_RATIO, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_COARSE_FALLBACK,
-      g_param_spec_enum ("coarse-fallback", "Coarse fallback",
-          "What frames without a GstNmiLocalizeMeta (no nmilocalize upstream) use as "
-          "the prior. full-search also serves frames whose coarse meta has no position, "
-          "and frames whose coarse meta is flagged ambiguous or at-border and did not "
-          "register soundly (the better of the two results is kept)", GST_TYPE_NMI_REGISTER_COARSE_FALLBACK, DEFAULT_COARSE_FALLBACK,
-          rw_playing));
-  g_object_class_install_property (gobject_class, PROP_INITIAL_OFFSET_X,
-      g_param_spec_double ("initial-offset-x", "Initial offset x",
-          "coarse-fallback=initial-offset: control position (full-resolution pixel "
-          "corners) of the frame's top-left corner, x", -G_MAXDOUBLE, G_MAXDOUBLE,
-          DEFAULT_INITIAL_OFFSET, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_INITIAL_OFFSET_Y,
-      g_param_spec_double ("initial-offset-y", "Initial offset y",
-          "coarse-fallback=initial-offset: the same, y", -G_MAXDOUBLE, G_MAXDOUBLE,
-          DEFAULT_INITIAL_OFFSET, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_INITIAL_SCALE,
-      g_param_spec_double ("initial-scale", "Initial scale",
-          "Control pixels per frame pixel for coarse-fallback=initial-offset and "
-          "full-search", 1e-3, 1e3, DEFAULT_INITIAL_SCALE, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_OVERLAY,
-      g_param_spec_enum ("overlay", "Overlay",
-          "Draw what the registration saw (keypoints, inliers with their residuals x10, "
-          "outliers, the coarse footprint, a border coloured by the result): as a "
-          "GstVideoOverlayCompositionMeta, or blended into the frame",
-          GST_TYPE_NMI_REGISTER_OVERLAY_MODE, DEFAULT_OVERLAY, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_CRS,
-      g_param_spec_string ("crs", "Control CRS",
-          "The coordinate reference system of the control's map coordinates when its "
-          "file has none (no GeoTIFF CRS, no .prj beside it); overrides the file's when "
-          "set. EPSG:32617, WKT or a PROJ string. With a CRS the results carry it and "
-          "WGS84 longitude/latitude", NULL, rw_ready));
-
+  gst_nmi_register_install_properties (gobject_class);
   gst_georeg_base_class_install_properties (GST_GEOREG_BASE_CLASS (klass),
       GST_GEOREG_PROPS_CONTROL | GST_GEOREG_PROPS_NODATA | GST_GEOREG_PROPS_BINS |
       GST_GEOREG_PROPS_BACKEND | GST_GEOREG_PROPS_POST_MESSAGES,
@@ -927,20 +615,5 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
 static void
 gst_nmi_register_init (GstNmiRegister * self)
 {
-  GstNmiRegisterSettings *s = &self->settings;
-  s->levels = DEFAULT_LEVELS;
-  s->max_keypoints = DEFAULT_MAX_KEYPOINTS;
-  s->template_size = DEFAULT_TEMPLATE_SIZE;
-  s->window_size = DEFAULT_WINDOW_SIZE;
-  s->refine = DEFAULT_REFINE;
-  s->refine_window = DEFAULT_REFINE_WINDOW;
-  s->model = DEFAULT_MODEL;
-  s->ransac_threshold = DEFAULT_RANSAC_THRESHOLD;
-  s->min_peak_ratio = DEFAULT_MIN_PEAK_RATIO;
-  s->min_inliers = DEFAULT_MIN_INLIERS;
-  s->min_inlier_ratio = DEFAULT_MIN_INLIER_RATIO;
-  s->coarse_fallback = DEFAULT_COARSE_FALLBACK;
-  s->initial_offset_x = s->initial_offset_y = DEFAULT_INITIAL_OFFSET;
-  s->initial_scale = DEFAULT_INITIAL_SCALE;
-  s->overlay = DEFAULT_OVERLAY;
+  gst_nmi_register_settings_init (&self->settings);
 }
