@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gstnmiregister-props.h"
+#include "gstgeoregcrs.h"
 #include "nmi_sparse.h"
 
 enum {
@@ -197,11 +198,7 @@ gst_nmi_register_install_properties (GObjectClass * gobject_class)
           "GstVideoOverlayCompositionMeta, or blended into the frame",
           GST_TYPE_NMI_REGISTER_OVERLAY_MODE, DEFAULT_OVERLAY, rw_playing));
   g_object_class_install_property (gobject_class, PROP_CRS,
-      g_param_spec_string ("crs", "Control CRS",
-          "The coordinate reference system of the control's map coordinates when its "
-          "file has none (no GeoTIFF CRS, no .prj beside it); overrides the file's when "
-          "set. EPSG:32617, WKT or a PROJ string. With a CRS the results carry it and "
-          "WGS84 longitude/latitude", NULL, rw_ready));
+      gst_georeg_param_spec_crs (GST_PARAM_MUTABLE_READY));
 }
 
 /* The window sizes are odd (a centre pixel): an even one is refused with a warning. */
