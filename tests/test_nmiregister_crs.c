@@ -5,7 +5,8 @@
  * and the footprint corners and centre in longitude/latitude, which must lie within
  * 0.5 frame pixel (in metres) of the truth computed through OSR directly.  The same
  * control as a PNG with a world file and no .prj has map coordinates but no CRS;
- * the `crs` property supplies one; an unusable `crs` is a clear error.  Exit 77
+ * the `crs` property supplies one (a CRS without an EPSG code comes out as WKT); an
+ * unusable `crs` is a clear error.  Exit 77
  * without GDAL.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -210,6 +211,30 @@ GST_START_TEST (test_world_file_without_crs)
 }
 GST_END_TEST;
 
+/* A CRS with no EPSG code (a transverse Mercator on a meridian no UTM zone uses) is
+ * reported as its WKT, epsg 0; its longitudes/latitudes still come out, around that
+ * meridian. */
+GST_START_TEST (test_crs_without_code)
+{
+  double H[9];
+  GstStructure *msg;
+  GstBuffer *out = register_frame (control_png, "crs=\"+proj=tmerc +lat_0=0 "
+      "+lon_0=-80.3 +k=0.9996 +x_0=500000 +y_0=0 +datum=WGS84 +units=m +no_defs\"", H,
+      &msg);
+  GstNmiRegisterMeta *m = gst_buffer_get_nmi_register_meta (out);
+  fail_unless (m && m->has_transform && m->has_lonlat);
+  fail_unless_equals_int (m->epsg, 0);
+  fail_unless (m->crs && g_str_has_prefix (m->crs, "PROJCRS["), "crs %s", m->crs);
+  fail_unless (strstr (m->crs, "-80.3") != NULL, "%s", m->crs);
+  fail_unless (fabs (m->center_lonlat[0] - (-81.2)) < 0.3, "lon %f", m->center_lonlat[0]);
+  fail_unless_equals_string (gst_structure_get_string (msg, "crs"), m->crs);
+  gint epsg = -1;
+  fail_unless (gst_structure_get_int (msg, "epsg", &epsg) && epsg == 0);
+  gst_structure_free (msg);
+  gst_buffer_unref (out);
+}
+GST_END_TEST;
+
 GST_START_TEST (test_bad_crs)
 {
   GstElement *e = gst_element_factory_make ("nmiregister", NULL);
@@ -247,6 +272,7 @@ nmiregister_crs_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_geotiff_crs_and_lonlat);
   tcase_add_test (tc, test_world_file_without_crs);
+  tcase_add_test (tc, test_crs_without_code);
   tcase_add_test (tc, test_bad_crs);
   return s;
 }
