@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """georeg capture example (PyGObject): registers a folder of frames onto a control
-image, prints each frame's results as they arrive and writes the footprints as GeoJSON.
+image, prints each frame's results as they arrive (in control pixels, in the control's
+CRS and in WGS84 longitude/latitude) and writes the footprints as GeoJSON.
 
     python3 examples/capture.py --control ortho.tif --frames DIR --geojson out.geojson
 
@@ -36,6 +37,7 @@ class Capture:
         self.args = args
         self.frames = 0
         self.registered = 0
+        self.crs = None
         control = args.control
         crs = f" crs={args.crs}" if args.crs else ""
         desc = (
@@ -43,7 +45,7 @@ class Capture:
             "! pngdec ! videoconvert ! video/x-raw,format=GRAY8 "
             f"! nmilocalize control-location={control} band={args.band} "
             f"frame-scale={args.scale} control-scale={args.scale} "
-            f"! nmiregister control-location={control} band={args.band} "
+            f"! nmiregister control-location={control} band={args.band}{crs} "
             f"! georegexport control-location={control}{crs} geojson-location={args.geojson} "
             "! fakesink name=sink"
         )
@@ -72,6 +74,13 @@ class Capture:
                 if reg.has_map:
                     fm = reg.get_footprint_map()
                     line.append(f"map ({fm[0]:.2f}, {fm[1]:.2f})")
+                if reg.has_lonlat:
+                    # the CRS of the map fields: "EPSG:<code>", or WKT without a code
+                    self.crs = reg.get_crs()
+                    ll = reg.get_footprint_lonlat()
+                    line.append(f"{self.crs if reg.epsg else 'CRS (WKT)'}, centre "
+                                f"lon {reg.center_lon:.7f} lat {reg.center_lat:.7f}, "
+                                f"top-left lon {ll[0]:.7f} lat {ll[1]:.7f}")
             else:
                 line.append("not registered")
             line.append("flags " + (",".join(names) if names else "none"))
@@ -111,7 +120,8 @@ class Capture:
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--control", required=True, help="georeferenced control image")
-    p.add_argument("--crs", default="", help="the control's CRS when its file has none")
+    p.add_argument("--crs", default="",
+                   help="the control's CRS when its file has none (no GeoTIFF CRS, no .prj)")
     p.add_argument("--frames", required=True, help="folder of frame_%%04d.png")
     p.add_argument("--geojson", required=True, help="footprints written here")
     p.add_argument("--band", type=int, default=1, help="control band (0 = luminance)")
@@ -126,7 +136,8 @@ def main():
     ms = [v for v in cap.ms.values() if v is not None and not math.isnan(v)]
     mean_ms = sum(ms) / len(ms) if ms else float("nan")
     print(f"{cap.frames} frames, {cap.registered} registered, {len(features)} features in "
-          f"{args.geojson}, nmiregister {mean_ms:.1f} ms per frame")
+          f"{args.geojson}, nmiregister {mean_ms:.1f} ms per frame, "
+          f"CRS {cap.crs or 'unknown'}")
     return 0 if cap.frames and len(features) == cap.frames else 1
 
 

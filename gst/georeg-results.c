@@ -46,6 +46,16 @@ georeg_buffer_get_registration (GstBuffer * buffer)
   memcpy (r->frame_to_map, m->frame_to_map, sizeof r->frame_to_map);
   memcpy (r->footprint_control, m->footprint_control, sizeof r->footprint_control);
   memcpy (r->footprint_map, m->footprint_map, sizeof r->footprint_map);
+  r->crs = m->crs;
+  r->epsg = m->epsg;
+  r->has_lonlat = m->has_lonlat;
+  r->center_x = m->center_control[0];
+  r->center_y = m->center_control[1];
+  r->center_map_x = m->center_map[0];
+  r->center_map_y = m->center_map[1];
+  r->center_lon = m->center_lonlat[0];
+  r->center_lat = m->center_lonlat[1];
+  memcpy (r->footprint_lonlat, m->footprint_lonlat, sizeof r->footprint_lonlat);
   return r;
 }
 
@@ -71,6 +81,18 @@ const gdouble *
 georeg_registration_get_footprint_map (const GeoregRegistration * r)
 {
   return r->footprint_map;
+}
+
+const gdouble *
+georeg_registration_get_footprint_lonlat (const GeoregRegistration * r)
+{
+  return r->footprint_lonlat;
+}
+
+const gchar *
+georeg_registration_get_crs (const GeoregRegistration * r)
+{
+  return r->crs;
 }
 
 GeoregLocalization *

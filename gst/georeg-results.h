@@ -23,9 +23,19 @@ G_BEGIN_DECLS
  * @prior_x: the coarse top-left used, control pixel corners
  * @prior_y: the coarse top-left used, control pixel corners
  * @prior_scale: the coarse scale used, control pixels per frame pixel
+ * @epsg: EPSG code of the control's CRS (the CRS of the map fields), 0 when it has
+ *   none (georeg_registration_get_crs() then gives its WKT, or %NULL without a CRS)
+ * @has_lonlat: the control's CRS is known: @center_lon, @center_lat and
+ *   georeg_registration_get_footprint_lonlat() are set
+ * @center_x: the frame centre (w/2, h/2) in control pixels
+ * @center_y: the frame centre in control pixels
+ * @center_map_x: the frame centre in map coordinates (control's CRS; @has_map)
+ * @center_map_y: the frame centre in map coordinates
+ * @center_lon: the frame centre, WGS84 longitude in degrees (@has_lonlat)
+ * @center_lat: the frame centre, WGS84 latitude in degrees
  *
  * A copy of a frame's nmiregister result.  Pixel-corner coordinates: (0, 0) is the
- * top-left corner of the top-left pixel.
+ * top-left corner of the top-left pixel.  Fields that are not set are NAN.
  */
 typedef struct {
   guint flags;
@@ -44,6 +54,18 @@ typedef struct {
   gdouble frame_to_map[9];
   gdouble footprint_control[8];
   gdouble footprint_map[8];
+  /*< public >*/
+  gint epsg;
+  gboolean has_lonlat;
+  gdouble center_x;
+  gdouble center_y;
+  gdouble center_map_x;
+  gdouble center_map_y;
+  gdouble center_lon;
+  gdouble center_lat;
+  /*< private >*/
+  const gchar *crs;             /* interned, as in the meta */
+  gdouble footprint_lonlat[8];
 } GeoregRegistration;
 
 #define GEOREG_TYPE_REGISTRATION (georeg_registration_get_type ())
@@ -94,6 +116,25 @@ const gdouble *georeg_registration_get_footprint_control (const GeoregRegistrati
  * Returns: (array fixed-size=8) (transfer none): the same corners in map coordinates
  */
 const gdouble *georeg_registration_get_footprint_map (const GeoregRegistration * r);
+
+/**
+ * georeg_registration_get_footprint_lonlat:
+ * @r: a registration
+ *
+ * Returns: (array fixed-size=8) (transfer none): the same corners in WGS84 degrees,
+ * longitude first: lon0 lat0 lon1 lat1 lon2 lat2 lon3 lat3 (NAN unless has_lonlat)
+ */
+const gdouble *georeg_registration_get_footprint_lonlat (const GeoregRegistration * r);
+
+/**
+ * georeg_registration_get_crs:
+ * @r: a registration
+ *
+ * Returns: (transfer none) (nullable): the control's CRS, the CRS of the map fields:
+ * "EPSG:<code>" where it has one, its WKT2 text otherwise; %NULL when the control has
+ * no CRS (no CRS in the file, no .prj beside it, no `crs` property on nmiregister)
+ */
+const gchar *georeg_registration_get_crs (const GeoregRegistration * r);
 
 /**
  * GeoregLocalization:

@@ -15,6 +15,11 @@
  * before matching: 121 pixels cannot fill a 256 x 256 joint histogram, and with
  * noise or a tone change two images almost never repeat an exact 8-bit pair, so the
  * scores would not discriminate; 12 to 16 levels do (docs/nmiregister.md).
+ *
+ * The algorithm is the engine's (kernels/register.h); this file wires it to the
+ * element: start (control, engine, map), reading the frame, the prior from the coarse
+ * meta, the overlay.  Properties: gstnmiregister-props.c; the result into the meta
+ * and the message: gstnmiregister-result.c.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -26,59 +31,15 @@
 #include "gstnmiregister.h"
 #include "gstgeoregcontrolcuda.h"
 #include "gstnmiregisteroverlay.h"
-#include "descriptors.h"
-#include "fit.h"
-#include "keypoints.h"
-#include "nmi_sparse.h"
+#include "gstnmiregister-props.h"
+#include "gstnmiregister-result.h"
 #include "register.h"
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
-#include "peak.h"
 #include "raster.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_nmi_register_debug);
 #define GST_CAT_DEFAULT gst_nmi_register_debug
-
-enum {
-  PROP_0,
-  PROP_LEVELS,
-  PROP_MAX_KEYPOINTS,
-  PROP_TEMPLATE_SIZE,
-  PROP_WINDOW_SIZE,
-  PROP_REFINE,
-  PROP_REFINE_WINDOW,
-  PROP_MODEL,
-  PROP_RANSAC_THRESHOLD,
-  PROP_MIN_PEAK_RATIO,
-  PROP_MIN_INLIERS,
-  PROP_MIN_INLIER_RATIO,
-  PROP_COARSE_FALLBACK,
-  PROP_INITIAL_OFFSET_X,
-  PROP_INITIAL_OFFSET_Y,
-  PROP_INITIAL_SCALE,
-  PROP_OVERLAY,
-};
-
-#define DEFAULT_LEVELS 16
-#define DEFAULT_MAX_KEYPOINTS 400
-#define DEFAULT_TEMPLATE_SIZE 11
-#define DEFAULT_WINDOW_SIZE 73
-#define DEFAULT_REFINE TRUE
-#define DEFAULT_REFINE_WINDOW 23
-#define DEFAULT_MODEL GR_MODEL_HOMOGRAPHY
-#define DEFAULT_RANSAC_THRESHOLD 1.0
-#define DEFAULT_MIN_PEAK_RATIO 1.0
-#define DEFAULT_MIN_INLIERS 12
-#define DEFAULT_MIN_INLIER_RATIO 0.3
-#define DEFAULT_COARSE_FALLBACK GST_NMI_REGISTER_COARSE_NONE
-#define DEFAULT_INITIAL_OFFSET 0.0
-#define DEFAULT_INITIAL_SCALE 1.0
-#define DEFAULT_OVERLAY GST_NMI_REGISTER_OVERLAY_NONE
-
-/* the first pass fits with a looser threshold: its job is a good prediction */
-#define PASS1_THRESHOLD_FACTOR 2.0
-/* the full search brings the frame's shorter side to about this many pixels */
-#define FULL_SEARCH_SIDE 64.0
 
 #define VIDEO_CAPS GST_GEOREG_CUDA_CAPS (GST_GEOREG_VIDEO_FORMATS)
 
@@ -86,24 +47,6 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (VIDEO_CAPS));
-
-/* Properties, read under the object lock and copied per frame. */
-typedef struct {
-  GstGeoregBaseSettings c;      /* the base's, filled by each snapshot */
-  guint levels;
-  gint max_keypoints;
-  gint template_size, window_size;
-  gboolean refine;
-  gint refine_window;
-  GrModel model;
-  gdouble ransac_threshold;
-  gdouble min_peak_ratio;
-  guint min_inliers;
-  gdouble min_inlier_ratio;
-  GstNmiRegisterCoarseFallback coarse_fallback;
-  gdouble initial_offset_x, initial_offset_y, initial_scale;
-  GstNmiRegisterOverlayMode overlay;
-} GstNmiRegisterSettings;
 
 struct _GstNmiRegister {
   GstGeoregBase parent;
@@ -114,8 +57,7 @@ struct _GstNmiRegister {
    * the control */
   GrRegister *engine;
   GstGeoregDeviceControl *dctl; /* the shared control levels the engine borrows */
-  gboolean has_geo;
-  gdouble geo[6];
+  GstNmiRegisterMap map;        /* the control on the map: geotransform, CRS */
 
   /* per-frame scratch, reused */
   GrPlaneF full;                /* this frame on the host (host path) */
@@ -132,50 +74,6 @@ G_DEFINE_TYPE (GstNmiRegister, gst_nmi_register, GST_TYPE_GEOREG_BASE);
 GST_ELEMENT_REGISTER_DEFINE (nmiregister, "nmiregister", GST_RANK_NONE,
     GST_TYPE_NMI_REGISTER);
 
-GType
-gst_nmi_register_coarse_fallback_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_NMI_REGISTER_COARSE_NONE, "no registration: the result is flagged no-coarse",
-        "none"},
-    {GST_NMI_REGISTER_COARSE_INITIAL_OFFSET,
-        "the frame's top-left at initial-offset-x/y, scaled by initial-scale",
-        "initial-offset"},
-    {GST_NMI_REGISTER_COARSE_FULL_SEARCH,
-        "a coarse dense-NMI search of the whole control at reduced resolution",
-        "full-search"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type, g_enum_register_static ("GstNmiRegisterCoarseFallback",
-            values));
-  return type;
-}
-
-GType
-gst_nmi_register_model_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GR_MODEL_TRANSLATION, "translation (2 parameters)", "translation"},
-    {GR_MODEL_SIMILARITY, "rotation, uniform scale, translation (4)", "similarity"},
-    {GR_MODEL_AFFINE, "affine (6)", "affine"},
-    {GR_MODEL_HOMOGRAPHY, "homography (8)", "homography"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type, g_enum_register_static ("GstNmiRegisterModel", values));
-  return type;
-}
-
-static const gchar *
-model_nick (GrModel m)
-{
-  GEnumValue *v = g_enum_get_value (g_type_class_peek (GST_TYPE_NMI_REGISTER_MODEL), m);
-  return v ? v->value_nick : "?";
-}
-
 /* ------------------------------------------------------------------ properties */
 
 static void
@@ -183,85 +81,17 @@ gst_nmi_register_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
-  GstNmiRegisterSettings *s = &self->settings;
+  gchar *warning = NULL;
 
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_LEVELS:
-      s->levels = g_value_get_uint (value);
-      break;
-    case PROP_MAX_KEYPOINTS:
-      s->max_keypoints = g_value_get_int (value);
-      break;
-    case PROP_TEMPLATE_SIZE:{
-      gint v = g_value_get_int (value);
-      if (!(v & 1)) {
-        GST_OBJECT_UNLOCK (self);
-        g_warning ("nmiregister: template-size must be odd; %d ignored", v);
-        return;
-      }
-      s->template_size = v;
-      break;
-    }
-    case PROP_WINDOW_SIZE:{
-      gint v = g_value_get_int (value);
-      if (!(v & 1)) {
-        GST_OBJECT_UNLOCK (self);
-        g_warning ("nmiregister: window-size must be odd; %d ignored", v);
-        return;
-      }
-      s->window_size = v;
-      break;
-    }
-    case PROP_REFINE:
-      s->refine = g_value_get_boolean (value);
-      break;
-    case PROP_REFINE_WINDOW:{
-      gint v = g_value_get_int (value);
-      if (!(v & 1)) {
-        GST_OBJECT_UNLOCK (self);
-        g_warning ("nmiregister: refine-window must be odd; %d ignored", v);
-        return;
-      }
-      s->refine_window = v;
-      break;
-    }
-    case PROP_MODEL:
-      s->model = g_value_get_enum (value);
-      break;
-    case PROP_RANSAC_THRESHOLD:
-      s->ransac_threshold = g_value_get_double (value);
-      break;
-    case PROP_MIN_PEAK_RATIO:
-      s->min_peak_ratio = g_value_get_double (value);
-      break;
-    case PROP_MIN_INLIERS:
-      s->min_inliers = g_value_get_uint (value);
-      break;
-    case PROP_MIN_INLIER_RATIO:
-      s->min_inlier_ratio = g_value_get_double (value);
-      break;
-    case PROP_COARSE_FALLBACK:
-      s->coarse_fallback = g_value_get_enum (value);
-      break;
-    case PROP_INITIAL_OFFSET_X:
-      s->initial_offset_x = g_value_get_double (value);
-      break;
-    case PROP_INITIAL_OFFSET_Y:
-      s->initial_offset_y = g_value_get_double (value);
-      break;
-    case PROP_INITIAL_SCALE:
-      s->initial_scale = g_value_get_double (value);
-      break;
-    case PROP_OVERLAY:
-      s->overlay = g_value_get_enum (value);
-      break;
-    default:
-      GST_OBJECT_UNLOCK (self);
-      gst_georeg_base_set_property (object, prop_id, value, pspec);
-      return;
-  }
+  const gboolean own = gst_nmi_register_settings_set (&self->settings, prop_id, value,
+      &warning);
   GST_OBJECT_UNLOCK (self);
+  if (warning)
+    g_warning ("%s", warning);
+  g_free (warning);
+  if (!own)
+    gst_georeg_base_set_property (object, prop_id, value, pspec);
 }
 
 static void
@@ -269,64 +99,12 @@ gst_nmi_register_get_property (GObject * object, guint prop_id, GValue * value,
     GParamSpec * pspec)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
-  GstNmiRegisterSettings *s = &self->settings;
 
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_LEVELS:
-      g_value_set_uint (value, s->levels);
-      break;
-    case PROP_MAX_KEYPOINTS:
-      g_value_set_int (value, s->max_keypoints);
-      break;
-    case PROP_TEMPLATE_SIZE:
-      g_value_set_int (value, s->template_size);
-      break;
-    case PROP_WINDOW_SIZE:
-      g_value_set_int (value, s->window_size);
-      break;
-    case PROP_REFINE:
-      g_value_set_boolean (value, s->refine);
-      break;
-    case PROP_REFINE_WINDOW:
-      g_value_set_int (value, s->refine_window);
-      break;
-    case PROP_MODEL:
-      g_value_set_enum (value, s->model);
-      break;
-    case PROP_RANSAC_THRESHOLD:
-      g_value_set_double (value, s->ransac_threshold);
-      break;
-    case PROP_MIN_PEAK_RATIO:
-      g_value_set_double (value, s->min_peak_ratio);
-      break;
-    case PROP_MIN_INLIERS:
-      g_value_set_uint (value, s->min_inliers);
-      break;
-    case PROP_MIN_INLIER_RATIO:
-      g_value_set_double (value, s->min_inlier_ratio);
-      break;
-    case PROP_COARSE_FALLBACK:
-      g_value_set_enum (value, s->coarse_fallback);
-      break;
-    case PROP_INITIAL_OFFSET_X:
-      g_value_set_double (value, s->initial_offset_x);
-      break;
-    case PROP_INITIAL_OFFSET_Y:
-      g_value_set_double (value, s->initial_offset_y);
-      break;
-    case PROP_INITIAL_SCALE:
-      g_value_set_double (value, s->initial_scale);
-      break;
-    case PROP_OVERLAY:
-      g_value_set_enum (value, s->overlay);
-      break;
-    default:
-      GST_OBJECT_UNLOCK (self);
-      gst_georeg_base_get_property (object, prop_id, value, pspec);
-      return;
-  }
+  const gboolean own = gst_nmi_register_settings_get (&self->settings, prop_id, value);
   GST_OBJECT_UNLOCK (self);
+  if (!own)
+    gst_georeg_base_get_property (object, prop_id, value, pspec);
 }
 
 /* ------------------------------------------------------------------ lifecycle */
@@ -343,6 +121,7 @@ release_resources (GstNmiRegister * self)
   memset (&self->dplane, 0, sizeof self->dplane);
   gst_georeg_base_release_control (GST_GEOREG_BASE (self));
   gr_plane_clear (&self->full);
+  gst_nmi_register_map_clear (&self->map);
 }
 
 static gboolean
@@ -355,6 +134,7 @@ gst_nmi_register_start (GstBaseTransform * trans)
 
   GST_OBJECT_LOCK (self);
   s = self->settings;
+  s.crs = g_strdup (s.crs);
   gst_georeg_base_get_settings_unlocked (GST_GEOREG_BASE (self), &s.c);
   GST_OBJECT_UNLOCK (self);
 
@@ -442,15 +222,24 @@ gst_nmi_register_start (GstBaseTransform * trans)
      * host */
     GST_WARNING_OBJECT (self, "backend=auto: CUDA cannot be used (%s); matching on "
         "the CPU", err);
-  self->has_geo = r->has_geo;
-  memcpy (self->geo, r->geo, sizeof self->geo);
+  gchar *note = NULL;
+  if (!gst_nmi_register_map_init (&self->map, r, s.c.control_location, s.crs, &note, err,
+          sizeof err)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("The crs property cannot be used "
+            "for the control \"%s\".", s.c.control_location), ("%s", err));
+    goto done;
+  }
+  if (note)
+    GST_WARNING_OBJECT (self, "%s", note);
+  g_free (note);
   self->frame_count = 0;
   self->announced = FALSE;
   self->warned_no_coarse = FALSE;
-  GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), georeferenced: %s; "
-      "%u controls shared in memory; backend %s; control %s; frames read %s",
+  GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), georeferenced: %s, "
+      "CRS %s; %u controls shared in memory; backend %s; control %s; frames read %s",
       s.c.control_location, r->plane.width, r->plane.height, r->driver, r->bit_depth,
-      s.c.band, r->has_geo ? "yes" : "no", gst_georeg_control_cache_count (),
+      s.c.band, r->has_geo ? "yes" : "no", self->map.crs ? self->map.crs : "unknown",
+      gst_georeg_control_cache_count (),
       gr_backend_name (gr_register_backend (self->engine)),
       self->dctl ? "shared on the device" : "this element's own",
       gr_register_frame_device (self->engine) >= 0 ? "on the device" : "on the host");
@@ -461,6 +250,7 @@ done:
   if (!ok)
     release_resources (self);
   gst_georeg_base_settings_clear (&s.c);
+  g_free (s.crs);
   return ok;
 }
 
@@ -475,52 +265,21 @@ gst_nmi_register_stop (GstBaseTransform * trans)
 /* ------------------------------------------------------------------ per frame */
 
 static void
-set_double_array (GstStructure * st, const gchar * name, const gdouble * v, gint n)
-{
-  GValue arr = G_VALUE_INIT;
-  g_value_init (&arr, GST_TYPE_ARRAY);
-  for (gint i = 0; i < n; i++) {
-    GValue d = G_VALUE_INIT;
-    g_value_init (&d, G_TYPE_DOUBLE);
-    g_value_set_double (&d, v[i]);
-    gst_value_array_append_and_take_value (&arr, &d);
-  }
-  gst_structure_take_value (st, name, &arr);
-}
-
-static void
 post_result (GstNmiRegister * self, GstBuffer * buf, const GstNmiRegisterMeta * m,
     gdouble elapsed_ms)
 {
-  GstStructure *st = gst_structure_new ("nmiregister",
-      "frame", G_TYPE_UINT64, self->frame_count,
-      "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
-      "backend", G_TYPE_STRING, gr_backend_name (gr_register_backend (self->engine)),
-      "input-memory", G_TYPE_STRING, gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE
-          (self))),
-      "flags", G_TYPE_UINT, m->flags,
-      "model", G_TYPE_STRING, model_nick ((GrModel) m->model),
-      "has-transform", G_TYPE_BOOLEAN, m->has_transform,
-      "keypoints", G_TYPE_UINT, m->keypoints,
-      "matches", G_TYPE_UINT, m->matches,
-      "inliers", G_TYPE_UINT, m->inliers,
-      "rms", G_TYPE_DOUBLE, m->rms,
-      "prior-x", G_TYPE_DOUBLE, m->prior_x,
-      "prior-y", G_TYPE_DOUBLE, m->prior_y,
-      "prior-scale", G_TYPE_DOUBLE, m->prior_scale,
-      "register-ms", G_TYPE_DOUBLE, elapsed_ms,
-      "read-ms", G_TYPE_DOUBLE, self->read_ms,
-      "keypoints-ms", G_TYPE_DOUBLE, self->keypoints_ms,
-      "overlay-ms", G_TYPE_DOUBLE, self->overlay_ms, NULL);
-  if (m->has_transform) {
-    set_double_array (st, "frame-to-control", m->frame_to_control, 9);
-    set_double_array (st, "footprint-control", m->footprint_control, 8);
-    if (m->has_map) {
-      set_double_array (st, "frame-to-map", m->frame_to_map, 9);
-      set_double_array (st, "footprint-map", m->footprint_map, 8);
-    }
-  }
-  gst_georeg_base_post_result (GST_GEOREG_BASE (self), st);
+  const GstNmiRegisterMessageInfo info = {
+    .frame = self->frame_count,
+    .timestamp = GST_BUFFER_PTS (buf),
+    .backend = gr_backend_name (gr_register_backend (self->engine)),
+    .input_memory = gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE (self))),
+    .register_ms = elapsed_ms,
+    .read_ms = self->read_ms,
+    .keypoints_ms = self->keypoints_ms,
+    .overlay_ms = self->overlay_ms,
+  };
+  gst_georeg_base_post_result (GST_GEOREG_BASE (self),
+      gst_nmi_register_result_structure (m, &info));
 }
 
 /* The overlay (property `overlay`, gstnmiregisteroverlay.h) of this frame's result:
@@ -740,45 +499,6 @@ make_prior (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer *
   m->prior_scale = pscale;
 }
 
-/* The engine's result into the meta. */
-static void
-fill_meta (GstNmiRegister * self, const GrRegisterResult * res, GstNmiRegisterMeta * m)
-{
-  const GstVideoInfo *info = gst_georeg_base_info (GST_GEOREG_BASE (self));
-  const int fw = GST_VIDEO_INFO_WIDTH (info), fh = GST_VIDEO_INFO_HEIGHT (info);
-
-  m->flags |= res->flags;
-  if (res->has_prior && (res->flags & GR_REGISTER_FULL_SEARCH)) {
-    m->prior_x = res->prior[2];
-    m->prior_y = res->prior[5];
-    m->prior_scale = res->prior[0];
-  }
-  m->keypoints = (guint) res->keypoints;
-  m->matches = (guint) res->matches;
-  if (!res->has_transform)
-    return;
-  m->has_transform = TRUE;
-  m->inliers = (guint) res->inliers;
-  m->rms = res->rms;
-  memcpy (m->frame_to_control, res->h, sizeof m->frame_to_control);
-  const double corners[8] = { 0, 0, fw, 0, fw, fh, 0, fh };
-  for (int i = 0; i < 4; i++)
-    if (!gr_fit_apply (m->frame_to_control, corners[2 * i], corners[2 * i + 1],
-            &m->footprint_control[2 * i], &m->footprint_control[2 * i + 1]))
-      m->footprint_control[2 * i] = m->footprint_control[2 * i + 1] = NAN;
-  if (self->has_geo) {
-    const double G[9] = { self->geo[1], self->geo[2], self->geo[0],
-      self->geo[4], self->geo[5], self->geo[3], 0, 0, 1
-    };
-    gr_mat3_mul (G, m->frame_to_control, m->frame_to_map);
-    for (int i = 0; i < 4; i++)
-      gr_geo_apply (self->geo, m->footprint_control[2 * i],
-          m->footprint_control[2 * i + 1], &m->footprint_map[2 * i],
-          &m->footprint_map[2 * i + 1]);
-    m->has_map = TRUE;
-  }
-}
-
 static GstFlowReturn
 gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
@@ -815,7 +535,9 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
   self->keypoints_ms = res.keypoints_ms;
-  fill_meta (self, &res, m);
+  const GstVideoInfo *info = gst_georeg_base_info (GST_GEOREG_BASE (self));
+  gst_nmi_register_fill_meta (&self->map, &res, GST_VIDEO_INFO_WIDTH (info),
+      GST_VIDEO_INFO_HEIGHT (info), m);
 
   if (!self->announced) {
     GST_INFO_OBJECT (self, "registering on the %s backend",
@@ -849,6 +571,7 @@ gst_nmi_register_finalize (GObject * object)
 {
   GstNmiRegister *self = GST_NMI_REGISTER (object);
   release_resources (self);
+  gst_nmi_register_settings_clear (&self->settings);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -858,93 +581,11 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
-  const GParamFlags rw_ready = rw | GST_PARAM_MUTABLE_READY;
-  const GParamFlags rw_playing = rw | GST_PARAM_MUTABLE_PLAYING;
-
   gobject_class->set_property = gst_nmi_register_set_property;
   gobject_class->get_property = gst_nmi_register_get_property;
   gobject_class->finalize = gst_nmi_register_finalize;
 
-  g_object_class_install_property (gobject_class, PROP_LEVELS,
-      g_param_spec_uint ("levels", "Levels",
-          "Grey levels the values are cut into before matching (equal steps over the "
-          "bins range; the histograms have 256 bins). An 11x11 template has too few "
-          "pixels to fill 256 levels: 12..16 match noisy, tone-changed frames best",
-          2, 256, DEFAULT_LEVELS, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_MAX_KEYPOINTS,
-      g_param_spec_int ("max-keypoints", "Maximum keypoints",
-          "Keypoints per frame at most (Shi-Tomasi corners spread over the frame by an "
-          "8x6 grid)",
-          1, 1000000, DEFAULT_MAX_KEYPOINTS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_TEMPLATE_SIZE,
-      g_param_spec_int ("template-size", "Template size",
-          "Side of the square template around each keypoint, in frame pixels (odd)", 3,
-          GR_NMI_SPARSE_MAX_TEMPLATE, DEFAULT_TEMPLATE_SIZE, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_WINDOW_SIZE,
-      g_param_spec_int ("window-size", "Window size",
-          "Side of the control window searched around each prediction in the first "
-          "pass, in control pixels (odd, >= template-size): (window - template + 1)^2 "
-          "offsets", 3,
-          GR_NMI_SPARSE_MAX_WINDOW, DEFAULT_WINDOW_SIZE, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_REFINE,
-      g_param_spec_boolean ("refine", "Refine",
-          "Second pass: predict every keypoint with the first fit, resample its "
-          "template into the control's geometry and match it in refine-window",
-          DEFAULT_REFINE, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_REFINE_WINDOW,
-      g_param_spec_int ("refine-window", "Refine window",
-          "Window side of the second pass, in control pixels (odd, >= template-size)", 3,
-          GR_NMI_SPARSE_MAX_WINDOW, DEFAULT_REFINE_WINDOW, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_MODEL,
-      g_param_spec_enum ("model", "Model",
-          "Frame-to-control transform fitted to the matches",
-          GST_TYPE_NMI_REGISTER_MODEL, DEFAULT_MODEL, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_RANSAC_THRESHOLD,
-      g_param_spec_double ("ransac-threshold", "RANSAC threshold",
-          "A match is an inlier when the transform puts it within this many control "
-          "pixels (the first pass uses twice this)", 0.01, 1000.0,
-          DEFAULT_RANSAC_THRESHOLD, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_MIN_PEAK_RATIO,
-      g_param_spec_double ("min-peak-ratio", "Minimum peak ratio",
-          "Matches whose (best - 1) / (second - 1) is lower are dropped before the "
-          "fit (1 = keep all)", 1.0, G_MAXDOUBLE, DEFAULT_MIN_PEAK_RATIO, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_MIN_INLIERS,
-      g_param_spec_uint ("min-inliers", "Minimum inliers",
-          "Results with fewer inliers are flagged low-inliers", 0, G_MAXINT,
-          DEFAULT_MIN_INLIERS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_MIN_INLIER_RATIO,
-      g_param_spec_double ("min-inlier-ratio", "Minimum inlier ratio",
-          "Results whose inliers are a smaller fraction of the matches are flagged "
-          "low-inliers (a wrong prior gives a few chance inliers among many matches)",
-          0.0, 1.0, DEFAULT_MIN_INLIER_RATIO, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_COARSE_FALLBACK,
-      g_param_spec_enum ("coarse-fallback", "Coarse fallback",
-          "What frames without a GstNmiLocalizeMeta (no nmilocalize upstream) use as "
-          "the prior. full-search also serves frames whose coarse meta has no position, "
-          "and frames whose coarse meta is flagged ambiguous or at-border and did not "
-          "register soundly (the better of the two results is kept)", GST_TYPE_NMI_REGISTER_COARSE_FALLBACK, DEFAULT_COARSE_FALLBACK,
-          rw_playing));
-  g_object_class_install_property (gobject_class, PROP_INITIAL_OFFSET_X,
-      g_param_spec_double ("initial-offset-x", "Initial offset x",
-          "coarse-fallback=initial-offset: control position (full-resolution pixel "
-          "corners) of the frame's top-left corner, x", -G_MAXDOUBLE, G_MAXDOUBLE,
-          DEFAULT_INITIAL_OFFSET, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_INITIAL_OFFSET_Y,
-      g_param_spec_double ("initial-offset-y", "Initial offset y",
-          "coarse-fallback=initial-offset: the same, y", -G_MAXDOUBLE, G_MAXDOUBLE,
-          DEFAULT_INITIAL_OFFSET, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_INITIAL_SCALE,
-      g_param_spec_double ("initial-scale", "Initial scale",
-          "Control pixels per frame pixel for coarse-fallback=initial-offset and "
-          "full-search", 1e-3, 1e3, DEFAULT_INITIAL_SCALE, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_OVERLAY,
-      g_param_spec_enum ("overlay", "Overlay",
-          "Draw what the registration saw (keypoints, inliers with their residuals x10, "
-          "outliers, the coarse footprint, a border coloured by the result): as a "
-          "GstVideoOverlayCompositionMeta, or blended into the frame",
-          GST_TYPE_NMI_REGISTER_OVERLAY_MODE, DEFAULT_OVERLAY, rw_playing));
-
+  gst_nmi_register_install_properties (gobject_class);
   gst_georeg_base_class_install_properties (GST_GEOREG_BASE_CLASS (klass),
       GST_GEOREG_PROPS_CONTROL | GST_GEOREG_PROPS_NODATA | GST_GEOREG_PROPS_BINS |
       GST_GEOREG_PROPS_BACKEND | GST_GEOREG_PROPS_POST_MESSAGES,
@@ -974,20 +615,5 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
 static void
 gst_nmi_register_init (GstNmiRegister * self)
 {
-  GstNmiRegisterSettings *s = &self->settings;
-  s->levels = DEFAULT_LEVELS;
-  s->max_keypoints = DEFAULT_MAX_KEYPOINTS;
-  s->template_size = DEFAULT_TEMPLATE_SIZE;
-  s->window_size = DEFAULT_WINDOW_SIZE;
-  s->refine = DEFAULT_REFINE;
-  s->refine_window = DEFAULT_REFINE_WINDOW;
-  s->model = DEFAULT_MODEL;
-  s->ransac_threshold = DEFAULT_RANSAC_THRESHOLD;
-  s->min_peak_ratio = DEFAULT_MIN_PEAK_RATIO;
-  s->min_inliers = DEFAULT_MIN_INLIERS;
-  s->min_inlier_ratio = DEFAULT_MIN_INLIER_RATIO;
-  s->coarse_fallback = DEFAULT_COARSE_FALLBACK;
-  s->initial_offset_x = s->initial_offset_y = DEFAULT_INITIAL_OFFSET;
-  s->initial_scale = DEFAULT_INITIAL_SCALE;
-  s->overlay = DEFAULT_OVERLAY;
+  gst_nmi_register_settings_init (&self->settings);
 }

@@ -8,7 +8,8 @@
 #include "nmiregister-meta.h"
 
 /* No tags: the result describes where the frame is, not its pixels, so it survives
- * every transform that keeps the buffer. */
+ * every transform that keeps the buffer.  The meta owns no memory (its crs string is
+ * interned), so a byte copy is a full copy. */
 GType
 gst_nmi_register_meta_api_get_type (void)
 {
@@ -34,6 +35,13 @@ nmi_register_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
   m->keypoints = m->matches = m->inliers = 0;
   m->rms = NAN;
   m->prior_x = m->prior_y = m->prior_scale = NAN;
+  m->crs = NULL;
+  m->epsg = 0;
+  m->has_lonlat = FALSE;
+  for (int i = 0; i < 8; i++)
+    m->footprint_lonlat[i] = NAN;
+  for (int i = 0; i < 2; i++)
+    m->center_control[i] = m->center_map[i] = m->center_lonlat[i] = NAN;
   return TRUE;
 }
 

@@ -74,6 +74,21 @@ struct _GstNmiRegisterMeta {
   gdouble rms;                    /* RMS residual of the inliers (control pixels) */
   gdouble prior_x, prior_y;       /* the coarse top-left used (control pixel corners) */
   gdouble prior_scale;            /* the coarse scale used (control pixels per frame pixel) */
+
+  /* ---- appended for the CRS and WGS84 results (issue 17); ABI: append only */
+
+  /* the control's CRS, the CRS of every map field: "EPSG:<code>" where there is one,
+   * its WKT2 text otherwise; NULL when the control has none (no CRS in the file, no
+   * .prj beside it, no `crs` property).  An interned string (g_intern_string): shared
+   * by every meta, never freed. */
+  const gchar *crs;
+  gint epsg;                      /* the CRS's EPSG code, 0 when it has none */
+  gdouble center_control[2];      /* the frame centre (w/2, h/2) in control pixels */
+  gdouble center_map[2];          /* the same in map coordinates (has_map) */
+  gboolean has_lonlat;            /* the CRS is known: the WGS84 fields are set */
+  gdouble footprint_lonlat[8];    /* footprint_map's corners in WGS84 degrees,
+                                     longitude first: lon0 lat0 ... lon3 lat3 */
+  gdouble center_lonlat[2];       /* the frame centre, WGS84 longitude, latitude */
 };
 
 GType gst_nmi_register_meta_api_get_type (void);

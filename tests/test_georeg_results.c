@@ -33,7 +33,23 @@ GST_START_TEST (test_registration)
   m->prior_x = 12.5;
   m->prior_y = -3.25;
   m->prior_scale = 1.5;
+  /* without a CRS: none in the copy */
   GeoregRegistration *r = georeg_buffer_get_registration (b);
+  fail_unless (georeg_registration_get_crs (r) == NULL && r->epsg == 0 && !r->has_lonlat);
+  fail_unless (isnan (r->center_lon) && isnan (georeg_registration_get_footprint_lonlat (r)[3]));
+  georeg_registration_free (r);
+  m->crs = g_intern_string ("EPSG:32617");
+  m->epsg = 32617;
+  m->has_lonlat = TRUE;
+  for (int i = 0; i < 8; i++)
+    m->footprint_lonlat[i] = (i & 1) ? 41.3 + i * 1e-5 : -81.8 - i * 1e-5;
+  m->center_control[0] = 111.5;
+  m->center_control[1] = 222.5;
+  m->center_map[0] = 431100.25;
+  m->center_map[1] = 4576900.75;
+  m->center_lonlat[0] = -81.81;
+  m->center_lonlat[1] = 41.31;
+  r = georeg_buffer_get_registration (b);
   fail_unless (r != NULL);
   fail_unless_equals_int (r->flags, m->flags);
   fail_unless (r->model == 3 && r->has_transform && r->has_map);
@@ -48,7 +64,13 @@ GST_START_TEST (test_registration)
           8 * sizeof (double)) == 0);
   fail_unless (memcmp (georeg_registration_get_footprint_map (r), m->footprint_map,
           8 * sizeof (double)) == 0);
-  /* a copy, not a view: the buffer may go */
+  fail_unless_equals_string (georeg_registration_get_crs (r), "EPSG:32617");
+  fail_unless (r->epsg == 32617 && r->has_lonlat);
+  fail_unless (memcmp (georeg_registration_get_footprint_lonlat (r), m->footprint_lonlat,
+          8 * sizeof (double)) == 0);
+  fail_unless (r->center_x == 111.5 && r->center_y == 222.5 && r->center_map_x == 431100.25
+      && r->center_map_y == 4576900.75 && r->center_lon == -81.81 && r->center_lat == 41.31);
+  /* a copy, not a view: the buffer may go (the CRS string is interned: it stays) */
   gst_buffer_unref (b);
   GeoregRegistration *c = g_boxed_copy (GEOREG_TYPE_REGISTRATION, r);
   fail_unless (memcmp (c, r, sizeof *r) == 0);
