@@ -25,6 +25,7 @@ struct _GstGeoregControlWindow {
   gint refs;                    /* atomic */
   GstGeoregControl *control;    /* held */
   guint64 serial;
+  gchar *key;                   /* the control's key and the serial; NULL: private */
   GrControlWindow window;
 };
 
@@ -240,6 +241,8 @@ window_wrap (GstGeoregControl * control, GrControlWindow * w)
   control->refs++;
   win->serial = ++window_serials;
   g_mutex_unlock (&cache_lock);
+  if (control->key)
+    win->key = g_strdup_printf ("%s|window%" G_GUINT64_FORMAT, control->key, win->serial);
   return win;
 }
 
@@ -332,6 +335,7 @@ gst_georeg_control_window_unref (GstGeoregControlWindow * w)
     return;
   gr_control_window_clear (&w->window);
   gst_georeg_control_release (w->control);
+  g_free (w->key);
   g_free (w);
 }
 
@@ -345,4 +349,10 @@ guint64
 gst_georeg_control_window_serial (const GstGeoregControlWindow * w)
 {
   return w ? w->serial : 0;
+}
+
+const gchar *
+gst_georeg_control_window_key (const GstGeoregControlWindow * w)
+{
+  return w ? w->key : NULL;
 }

@@ -102,6 +102,9 @@ const GrControlWindow *gst_georeg_control_window_get (const GstGeoregControlWind
 /* A number that differs for every window cut in the process (0 for NULL): a device
  * copy of a window is current while its serial is. */
 guint64 gst_georeg_control_window_serial (const GstGeoregControlWindow * w);
+/* The window's identity (its control's key and its serial) for device caches, NULL
+ * when its control has none. */
+const gchar *gst_georeg_control_window_key (const GstGeoregControlWindow * w);
 
 G_END_DECLS
 
