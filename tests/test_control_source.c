@@ -83,6 +83,30 @@ write_tif (const char *path, uint8_t *const *bands, int nb, int stride, int x0, 
   GDALClose (ds);
 }
 
+/* A size x size synthesized control's green band as bytes (malloc'ed). */
+static uint8_t *
+synth_gray8 (int size, uint64_t seed)
+{
+  char err[256] = "";
+  GrSynthControlParams cp;
+  gr_synth_control_params_init (&cp);
+  cp.width = cp.height = size;
+  cp.depth = 8;
+  cp.seed = seed;
+  GrSynthImage img;
+  if (gr_synth_control_generate (&cp, &img, err, sizeof err) != GR_OK) {
+    fprintf (stderr, "synth: %s\n", err);
+    exit (1);
+  }
+  uint8_t *pix = malloc ((size_t) size * size);
+  for (size_t i = 0; i < (size_t) size * size; i++) {
+    float v = floorf (img.band[1][i] + 0.5f);
+    pix[i] = (uint8_t) (v < 0 ? 0 : v > 255 ? 255 : v);
+  }
+  gr_synth_image_free (&img);
+  return pix;
+}
+
 /* A window equals rect (x0, y0, w, h) of the whole raster, values and validity. */
 static bool
 window_equals_crop (const GrControlWindow *win, const GrRaster *whole, int x0, int y0,
@@ -583,19 +607,8 @@ test_sparse (void)
   char *path = tmp_path ("sparse.tif");
   const double geo[6] = { 500000.0, 0.05, 0, 4600000.0, 0, -0.05 };
 
-  /* the patch (luminance of a synthesized control) and its 4 x 4 average */
-  GrSynthControlParams cp;
-  gr_synth_control_params_init (&cp);
-  cp.width = cp.height = PATCH;
-  cp.depth = 8;
-  cp.seed = 7;
-  GrSynthImage img;
-  CHECK (gr_synth_control_generate (&cp, &img, err, sizeof err) == GR_OK, "synth: %s", err);
-  uint8_t *patch = malloc (PATCH * PATCH), *small = malloc (PATCH / 4 * PATCH / 4);
-  for (int i = 0; i < PATCH * PATCH; i++) {
-    float v = floorf (img.band[1][i] + 0.5f);
-    patch[i] = (uint8_t) (v < 0 ? 0 : v > 255 ? 255 : v);
-  }
+  /* the patch (a synthesized control's green band) and its 4 x 4 average */
+  uint8_t *patch = synth_gray8 (PATCH, 7), *small = malloc (PATCH / 4 * PATCH / 4);
   for (int y = 0; y < PATCH / 4; y++)
     for (int x = 0; x < PATCH / 4; x++) {
       int s = 0;
@@ -771,7 +784,117 @@ test_sparse (void)
   g_free (path);
   free (patch);
   free (small);
-  gr_synth_image_free (&img);
+}
+
+/* ------------------------------------------------------------------ a flight over 200k */
+
+/* GEOREG_CONTROL_BENCH=1: a flight of 200 frames over a VRT of 200,000 x 200,000 px
+ * (virtual size; 1024 px GeoTIFF tiles along the flight), windows through the
+ * elements' cache with prefetch: first-window latency, time per frame, re-cuts, peak
+ * RSS (docs/controls.md).  Not run in CI (it writes about 60 MB of tiles). */
+static void
+bench_flight (void)
+{
+  const int big = 200000, tile = 1024, n_frames = 200;
+  const double step_x = 30, step_y = 20, fw = 1280, fh = 720, margin = 256;
+  const double x_start = 50000, y_start = 50000;
+  char err[512] = "";
+  uint8_t *pix = synth_gray8 (tile, 3);
+  const double g0[6] = { 300000.0, 0.05, 0, 5000000.0, 0, -0.05 };
+  int tx0 = (int) ((x_start - margin - 64) / tile);
+  int ty0 = (int) ((y_start - margin - 64) / tile);
+  int tx1 = (int) ((x_start + n_frames * step_x + fw + 2 * margin + 64) / tile);
+  int ty1 = (int) ((y_start + n_frames * step_y + fh + 2 * margin + 64) / tile);
+  int nt = (tx1 - tx0 + 1) * (ty1 - ty0 + 1);
+  char **tiles = g_new0 (char *, nt + 1);
+  char **opts = CSLSetNameValue (NULL, "TILED", "YES");
+  int k = 0;
+  gint64 t0 = g_get_monotonic_time ();
+  for (int ty = ty0; ty <= ty1; ty++)
+    for (int tx = tx0; tx <= tx1; tx++) {
+      double g[6] = { g0[0] + tx * tile * g0[1], g0[1], 0, g0[3] + ty * tile * g0[5], 0,
+        g0[5]
+      };
+      char name[64];
+      snprintf (name, sizeof name, "bench_%d_%d.tif", ty, tx);
+      tiles[k] = tmp_path (name);
+      uint8_t *one[1] = { pix };
+      write_tif (tiles[k++], one, 1, tile, 0, 0, tile, tile, g, opts);
+    }
+  CSLDestroy (opts);
+  char *vrt_path = tmp_path ("bench.vrt");
+  char te[4][32];
+  snprintf (te[0], 32, "%.6f", g0[0]);
+  snprintf (te[1], 32, "%.6f", g0[3] + big * g0[5]);
+  snprintf (te[2], 32, "%.6f", g0[0] + big * g0[1]);
+  snprintf (te[3], 32, "%.6f", g0[3]);
+  char *argv[] = { "-te", te[0], te[1], te[2], te[3], NULL };
+  GDALBuildVRTOptions *vo = GDALBuildVRTOptionsNew (argv, NULL);
+  int usage_error = 0;
+  GDALDatasetH vrt = GDALBuildVRT (vrt_path, nt, NULL, (const char *const *) tiles, vo,
+      &usage_error);
+  GDALBuildVRTOptionsFree (vo);
+  CHECK (vrt && GDALGetRasterXSize (vrt) == big && GDALGetRasterYSize (vrt) == big,
+      "a %d x %d VRT", big, big);
+  if (vrt)
+    GDALClose (vrt);
+  printf ("bench: %d tiles of %d px, VRT of %d x %d, written in %.1f s\n", nt, tile, big,
+      big, (g_get_monotonic_time () - t0) / 1e6);
+
+  GrStatus st;
+  t0 = g_get_monotonic_time ();
+  GstGeoregControl *c = gst_georeg_control_open_windowed (vrt_path, 0, 0, &st, err,
+      sizeof err);
+  CHECK (c != NULL, "open: %s", err);
+  double open_ms = (g_get_monotonic_time () - t0) / 1000.0;
+  GstGeoregControlWindow *win = NULL;
+  int cuts = 0;
+  double first_ms = 0, total_ms = 0, worst_ms = 0;
+  for (int f = 0; c && f < n_frames; f++) {
+    double x = x_start + f * step_x, y = y_start + f * step_y;
+    double box[4] = { x, y, x + fw, y + fh };
+    gint64 t1 = g_get_monotonic_time ();
+    GstGeoregControlWindow *next = gst_georeg_control_window_px (c, box, 0, margin, win,
+        &st, err, sizeof err);
+    double ms = (g_get_monotonic_time () - t1) / 1000.0;
+    CHECK (next != NULL, "frame %d: %s", f, err);
+    if (!next)
+      break;
+    if (next != win)
+      cuts++;
+    if (f == 0)
+      first_ms = ms;
+    else
+      total_ms += ms;
+    worst_ms = f > 0 && ms > worst_ms ? ms : worst_ms;
+    /* where the frame will be in 4 frames, ahead */
+    double ahead[4] = { box[0] + 4 * step_x, box[1] + 4 * step_y, box[2] + 4 * step_x,
+      box[3] + 4 * step_y
+    };
+    gst_georeg_control_prefetch (c, ahead, 0, margin);
+    gst_georeg_control_window_unref (win);
+    win = next;
+    /* a real element spends its frame time registering (33 ms at 30 fps) */
+    g_usleep (5000);
+  }
+  GrControlCacheStats cs;
+  gr_control_source_stats (gst_georeg_control_source (c), &cs);
+  gst_georeg_control_window_unref (win);
+  gst_georeg_control_release (c);
+  struct rusage ru;
+  getrusage (RUSAGE_SELF, &ru);
+  printf ("bench: open %.1f ms, first window %.1f ms, then %.2f ms a frame (worst %.1f) "
+      "over %d frames, %d windows cut, cache %llu hits %llu misses (%llu prefetched), "
+      "peak %.1f MiB; peak RSS %.1f MiB\n", open_ms, first_ms, total_ms / (n_frames - 1),
+      worst_ms, n_frames, cuts, (unsigned long long) cs.hits,
+      (unsigned long long) cs.misses, (unsigned long long) cs.prefetched,
+      cs.peak_bytes / 1048576.0, ru.ru_maxrss / 1024.0);
+  for (int i = 0; tiles[i]; i++)
+    g_unlink (tiles[i]);
+  g_strfreev (tiles);
+  g_unlink (vrt_path);
+  g_free (vrt_path);
+  free (pix);
 }
 
 int
@@ -788,6 +911,8 @@ main (void)
   test_vrt ();
   gint64 t1 = g_get_monotonic_time ();
   test_sparse ();
+  if (g_getenv ("GEOREG_CONTROL_BENCH"))
+    bench_flight ();
   printf ("times: tiled VRT %.2f s, sparse %.2f s\n", (t1 - t0) / 1e6,
       (g_get_monotonic_time () - t1) / 1e6);
   g_rmdir (tmpdir);
