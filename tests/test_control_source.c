@@ -15,6 +15,8 @@
  *    patch written there at the right map position, level choice, the covers test
  *    (hysteresis), prefetch (the next window's blocks decoded by the worker: no miss
  *    when it is read), and a window over the limit refused;
+ *  - a 16-bit interlaced PNG, which GDAL 3.6 reads wrong: held whole, windows cut from
+ *    it equal the loader's plane;
  *  - the elements' shared cache (gst/gstgeoregcontrol.c): two names of the VRT share
  *    one source, a window slides only when the frame's box leaves it along a
  *    synthesized flight (each window checked against the crop), windows keep their
@@ -42,6 +44,7 @@
 #include <gdal_utils.h>
 #include <cpl_conv.h>
 #include <cpl_string.h>
+#include <png.h>
 
 #include "register.h"
 #include "synth.h"
@@ -593,6 +596,81 @@ test_shared_windows (const char *vrt_path, const GrRaster *whole)
   g_free (dir);
 }
 
+/* ------------------------------------------------------------------ held whole */
+
+/* A 16-bit gray Adam7-interlaced PNG: GDAL before 3.10.1 reads those byte-swapped, so
+ * GDAL builds read them with libpng (raster.c) and a source holds them whole.  Where
+ * GDAL is newer the same checks run through GDAL. */
+static void
+test_in_memory (void)
+{
+  char err[512] = "";
+  char *path = tmp_path ("interlaced16.png");
+  const int w = 300, h = 200;
+  FILE *fp = fopen (path, "wb");
+  png_structp png = png_create_write_struct (PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+  png_infop pinfo = png_create_info_struct (png);
+  if (!fp || !png || !pinfo || setjmp (png_jmpbuf (png))) {
+    fprintf (stderr, "cannot write %s\n", path);
+    exit (1);
+  }
+  png_init_io (png, fp);
+  png_set_IHDR (png, pinfo, w, h, 16, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_ADAM7,
+      PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  uint8_t *rows = malloc ((size_t) w * h * 2);
+  png_bytep *rp = malloc (sizeof *rp * h);
+  for (int y = 0; y < h; y++) {
+    rp[y] = rows + (size_t) y * w * 2;
+    for (int x = 0; x < w; x++) {
+      unsigned v = (unsigned) (x * 211 + y * 97 + x * y) & 0xffff;
+      rp[y][2 * x] = (uint8_t) (v >> 8);
+      rp[y][2 * x + 1] = (uint8_t) v;
+    }
+  }
+  png_set_rows (png, pinfo, rp);
+  png_write_png (png, pinfo, PNG_TRANSFORM_IDENTITY, NULL);
+  png_destroy_write_struct (&png, &pinfo);
+  fclose (fp);
+
+  GrRaster whole;
+  CHECK (gr_raster_load (path, 0, &whole, err, sizeof err) == GR_OK, "load: %s", err);
+  GrControlSource *src = NULL;
+  CHECK (gr_control_source_open (path, 0, NULL, &src, err, sizeof err) == GR_OK,
+      "open png: %s", err);
+  if (src) {
+    GrControlInfo info;
+    gr_control_source_info (src, &info);
+    const char *v = GDALVersionInfo ("VERSION_NUM");
+    bool held = v && atoi (v) < 3100100;
+    CHECK (info.width == w && info.height == h && info.bit_depth == 16 && info.levels == 1
+        && info.in_memory == held, "png info %d x %d, depth %d, %d levels, in memory %d",
+        info.width, info.height, info.bit_depth, info.levels, info.in_memory);
+    const double box[4] = { 17.5, 33, 250, 190.5 };
+    GrControlWindow win;
+    CHECK (gr_control_source_window (src, 0, box, 2.0, &win, err, sizeof err) == GR_OK,
+        "png window: %s", err);
+    CHECK (win.x0 == 15 && win.y0 == 31 && win.raster.plane.width == 237
+        && win.raster.plane.height == 162, "png window at (%d, %d) %d x %d", win.x0, win.y0,
+        win.raster.plane.width, win.raster.plane.height);
+    if (win.raster.plane.data)
+      window_equals_crop (&win, &whole, win.x0, win.y0, "png window");
+    gr_control_window_clear (&win);
+    gr_control_source_prefetch (src, 0, box, 0);        /* nothing to decode ahead */
+    gr_control_source_prefetch_wait (src);
+    CHECK (gr_control_source_whole (src, NULL, &win, err, sizeof err) == GR_OK,
+        "png whole: %s", err);
+    if (win.raster.plane.data)
+      window_equals_crop (&win, &whole, 0, 0, "png whole");
+    gr_control_window_clear (&win);
+    gr_control_source_free (src);
+  }
+  gr_raster_clear (&whole);
+  free (rp);
+  free (rows);
+  g_unlink (path);
+  g_free (path);
+}
+
 /* ------------------------------------------------------------------ 100k x 100k sparse */
 
 #define BIG 100000
@@ -911,6 +989,7 @@ main (void)
   test_vrt ();
   gint64 t1 = g_get_monotonic_time ();
   test_sparse ();
+  test_in_memory ();
   if (g_getenv ("GEOREG_CONTROL_BENCH"))
     bench_flight ();
   printf ("times: tiled VRT %.2f s, sparse %.2f s\n", (t1 - t0) / 1e6,
