@@ -3,6 +3,7 @@
 #include "config.h"
 #endif
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,8 +17,21 @@ struct _GstGeoregControl {
   gboolean loading;             /* under cache_lock: the first acquirer is loading */
   GrStatus status;              /* result of the load */
   gchar *error;
-  GrRaster raster;
+  GrRaster raster;              /* whole entries */
+  GrControlSource *source;      /* windowed entries (raster empty) */
 };
+
+struct _GstGeoregControlWindow {
+  gint refs;                    /* atomic */
+  GstGeoregControl *control;    /* held */
+  guint64 serial;
+  gchar *key;                   /* the control's key and the serial; NULL: private */
+  GrControlWindow window;
+};
+
+/* How an entry is filled by its first acquirer (without the cache lock). */
+typedef GrStatus (*ControlLoadFunc) (GstGeoregControl * c, const gchar * path,
+    guint band, guint64 cache_bytes, char *err, size_t errlen);
 
 static GMutex cache_lock;
 static GCond cache_cond;
@@ -27,6 +41,7 @@ static void
 entry_free (GstGeoregControl * c)
 {
   gr_raster_clear (&c->raster);
+  gr_control_source_free (c->source);
   g_free (c->error);
   g_free (c->key);
   g_free (c);
@@ -49,9 +64,28 @@ make_key (const gchar * path, guint band)
   return key;
 }
 
-GstGeoregControl *
-gst_georeg_control_acquire (const gchar * path, guint band, GrStatus * status,
-    gchar * errbuf, gsize errlen)
+static GrStatus
+load_whole (GstGeoregControl * c, const gchar * path, guint band, guint64 cache_bytes,
+    char *err, size_t errlen)
+{
+  (void) cache_bytes;
+  return gr_raster_load (path, (int) band, &c->raster, err, errlen);
+}
+
+static GrStatus
+load_windowed (GstGeoregControl * c, const gchar * path, guint band, guint64 cache_bytes,
+    char *err, size_t errlen)
+{
+  GrControlSourceParams p = {.cache_bytes = cache_bytes };
+  return gr_control_source_open (path, (int) band, &p, &c->source, err, errlen);
+}
+
+/* The cache's common path: the entry of (prefix, file identity, band), filled by
+ * `load` for the first acquirer, shared by later ones. */
+static GstGeoregControl *
+control_acquire (const gchar * path, guint band, const gchar * prefix,
+    ControlLoadFunc load, guint64 cache_bytes, GrStatus * status, gchar * errbuf,
+    gsize errlen)
 {
   GrStatus dummy;
   if (!status)
@@ -65,17 +99,18 @@ gst_georeg_control_acquire (const gchar * path, guint band, GrStatus * status,
   gchar *key = make_key (path, band);
   if (!key) {
     /* not cacheable: let the loader say what is wrong */
-    GrRaster r = { 0 };
-    *status = gr_raster_load (path, (int) band, &r, errbuf, errlen);
-    if (*status == GR_OK) {
-      /* the file appeared meanwhile: still fine, uncached */
-      GstGeoregControl *c = g_new0 (GstGeoregControl, 1);
-      c->key = NULL;
-      c->refs = 1;
-      c->raster = r;
-      return c;
-    }
+    GstGeoregControl *c = g_new0 (GstGeoregControl, 1);
+    c->refs = 1;
+    *status = load (c, path, band, cache_bytes, errbuf, errlen);
+    if (*status == GR_OK)
+      return c;                 /* the file appeared meanwhile: still fine, uncached */
+    entry_free (c);
     return NULL;
+  }
+  if (*prefix) {
+    gchar *k = g_strconcat (prefix, key, NULL);
+    g_free (key);
+    key = k;
   }
 
   g_mutex_lock (&cache_lock);
@@ -97,6 +132,8 @@ gst_georeg_control_acquire (const gchar * path, guint band, GrStatus * status,
       return NULL;
     }
     g_mutex_unlock (&cache_lock);
+    if (c->source)
+      gr_control_source_raise_cache_bytes (c->source, cache_bytes);
     *status = GR_OK;
     return c;
   }
@@ -108,7 +145,7 @@ gst_georeg_control_acquire (const gchar * path, guint band, GrStatus * status,
   g_mutex_unlock (&cache_lock);
 
   char err[512] = "";
-  GrStatus st = gr_raster_load (path, (int) band, &c->raster, err, sizeof err);
+  GrStatus st = load (c, path, band, cache_bytes, err, sizeof err);
 
   g_mutex_lock (&cache_lock);
   c->status = st;
@@ -132,6 +169,21 @@ gst_georeg_control_acquire (const gchar * path, guint band, GrStatus * status,
   return c;
 }
 
+GstGeoregControl *
+gst_georeg_control_acquire (const gchar * path, guint band, GrStatus * status,
+    gchar * errbuf, gsize errlen)
+{
+  return control_acquire (path, band, "", load_whole, 0, status, errbuf, errlen);
+}
+
+GstGeoregControl *
+gst_georeg_control_open_windowed (const gchar * path, guint band, guint64 cache_bytes,
+    GrStatus * status, gchar * errbuf, gsize errlen)
+{
+  return control_acquire (path, band, "windowed|", load_windowed, cache_bytes, status,
+      errbuf, errlen);
+}
+
 void
 gst_georeg_control_release (GstGeoregControl * c)
 {
@@ -149,7 +201,13 @@ gst_georeg_control_release (GstGeoregControl * c)
 const GrRaster *
 gst_georeg_control_raster (const GstGeoregControl * c)
 {
-  return c ? &c->raster : NULL;
+  return c && !c->source ? &c->raster : NULL;
+}
+
+GrControlSource *
+gst_georeg_control_source (const GstGeoregControl * c)
+{
+  return c ? c->source : NULL;
 }
 
 guint
@@ -165,4 +223,136 @@ const gchar *
 gst_georeg_control_key (const GstGeoregControl * c)
 {
   return c ? c->key : NULL;
+}
+
+/* ------------------------------------------------------------------ windows */
+
+static guint64 window_serials;  /* under cache_lock */
+
+/* A window of `control` (taken over from w), holding a reference to the control. */
+static GstGeoregControlWindow *
+window_wrap (GstGeoregControl * control, GrControlWindow * w)
+{
+  GstGeoregControlWindow *win = g_new0 (GstGeoregControlWindow, 1);
+  win->refs = 1;
+  win->control = control;
+  win->window = *w;
+  g_mutex_lock (&cache_lock);
+  control->refs++;
+  win->serial = ++window_serials;
+  g_mutex_unlock (&cache_lock);
+  if (control->key)
+    win->key = g_strdup_printf ("%s|window%" G_GUINT64_FORMAT, control->key, win->serial);
+  return win;
+}
+
+static gboolean
+windowed_or_fail (GstGeoregControl * control, GrStatus * status, gchar * errbuf,
+    gsize errlen)
+{
+  if (control && control->source)
+    return TRUE;
+  *status = GR_ERR_INVALID;
+  if (errbuf && errlen)
+    g_strlcpy (errbuf, "not a control opened for windows "
+        "(gst_georeg_control_open_windowed)", errlen);
+  return FALSE;
+}
+
+GstGeoregControlWindow *
+gst_georeg_control_window_px (GstGeoregControl * control, const gdouble px_box[4],
+    gint level, gdouble margin, GstGeoregControlWindow * previous, GrStatus * status,
+    gchar * errbuf, gsize errlen)
+{
+  GrStatus dummy;
+  if (!status)
+    status = &dummy;
+  if (!windowed_or_fail (control, status, errbuf, errlen))
+    return NULL;
+  if (previous && previous->control == control && previous->window.level == level
+      && gr_control_window_covers (&previous->window, control->source, px_box)) {
+    *status = GR_OK;
+    return gst_georeg_control_window_ref (previous);
+  }
+  GrControlWindow w;
+  *status = gr_control_source_window (control->source, level, px_box, margin, &w, errbuf,
+      errlen);
+  return *status == GR_OK ? window_wrap (control, &w) : NULL;
+}
+
+GstGeoregControlWindow *
+gst_georeg_control_window (GstGeoregControl * control, const gdouble map_box[4],
+    gint level, gdouble margin, GstGeoregControlWindow * previous, GrStatus * status,
+    gchar * errbuf, gsize errlen)
+{
+  gdouble px[4] = { NAN, NAN, NAN, NAN };      /* refused by the window below */
+  if (control && control->source && (!map_box
+          || !gr_control_source_map_to_px (control->source, map_box, px))) {
+    if (status)
+      *status = GR_ERR_INVALID;
+    if (errbuf && errlen)
+      g_strlcpy (errbuf, "a map box needs the control's geotransform (it has none "
+          "usable)", errlen);
+    return NULL;
+  }
+  return gst_georeg_control_window_px (control, px, level, margin, previous, status,
+      errbuf, errlen);
+}
+
+GstGeoregControlWindow *
+gst_georeg_control_window_whole (GstGeoregControl * control,
+    const GrRasterBudget * budget, GrStatus * status, gchar * errbuf, gsize errlen)
+{
+  GrStatus dummy;
+  if (!status)
+    status = &dummy;
+  if (!windowed_or_fail (control, status, errbuf, errlen))
+    return NULL;
+  GrControlWindow w;
+  *status = gr_control_source_whole (control->source, budget, &w, errbuf, errlen);
+  return *status == GR_OK ? window_wrap (control, &w) : NULL;
+}
+
+void
+gst_georeg_control_prefetch (GstGeoregControl * control, const gdouble px_box[4],
+    gint level, gdouble margin)
+{
+  if (control && control->source)
+    gr_control_source_prefetch (control->source, level, px_box, margin);
+}
+
+GstGeoregControlWindow *
+gst_georeg_control_window_ref (GstGeoregControlWindow * w)
+{
+  g_atomic_int_inc (&w->refs);
+  return w;
+}
+
+void
+gst_georeg_control_window_unref (GstGeoregControlWindow * w)
+{
+  if (!w || !g_atomic_int_dec_and_test (&w->refs))
+    return;
+  gr_control_window_clear (&w->window);
+  gst_georeg_control_release (w->control);
+  g_free (w->key);
+  g_free (w);
+}
+
+const GrControlWindow *
+gst_georeg_control_window_get (const GstGeoregControlWindow * w)
+{
+  return w ? &w->window : NULL;
+}
+
+guint64
+gst_georeg_control_window_serial (const GstGeoregControlWindow * w)
+{
+  return w ? w->serial : 0;
+}
+
+const gchar *
+gst_georeg_control_window_key (const GstGeoregControlWindow * w)
+{
+  return w ? w->key : NULL;
 }

@@ -16,6 +16,7 @@
 
 #include "gr_common.h"
 #include "raster.h"
+#include "control_source.h"
 
 G_BEGIN_DECLS
 
@@ -39,6 +40,71 @@ const gchar *gst_georeg_control_key (const GstGeoregControl * control);
 
 /* Number of controls held in memory now (for tests and debug logs). */
 guint gst_georeg_control_cache_count (void);
+
+/* ---- Controls of any size, read in windows around a prior (issue 18,
+ * docs/controls.md "Windows").
+ *
+ * gst_georeg_control_open_windowed opens the control without reading its pixels
+ * (kernels/control_source.h): size, geotransform, overviews.  Entries are shared like
+ * whole ones, in their own namespace of the same cache: elements naming the same file
+ * and band share one GrControlSource and so one cache of decoded blocks, bounded by
+ * the largest cache_bytes any of them asked for (0: 512 MiB).  Such an entry has no
+ * whole raster (gst_georeg_control_raster returns NULL); it gives windows:
+ *
+ *   win = gst_georeg_control_window_px (control, box, level, margin, win_prev, ...)
+ *
+ * returns win_prev again (a new reference, nothing read) while it still holds the
+ * needed box, and otherwise cuts a new window around the box grown by the margin: a
+ * window slides only when the frame's area leaves it, so uploads to a GPU are rare
+ * (compare gst_georeg_control_window_serial).  An element keeps its current window,
+ * registers on gst_georeg_control_window_get (win)->raster.plane as on a whole
+ * control, and maps its transform back with gr_control_window_to_full. */
+GstGeoregControl *gst_georeg_control_open_windowed (const gchar * path, guint band,
+    guint64 cache_bytes, GrStatus * status, gchar * errbuf, gsize errlen);
+
+/* The opened control of a windowed entry (NULL for a whole entry): level sizes,
+ * level_for_scale, stats. */
+GrControlSource *gst_georeg_control_source (const GstGeoregControl * control);
+
+typedef struct _GstGeoregControlWindow GstGeoregControlWindow;
+
+/* The window of `level` for the full-control pixel box {x0, y0, x1, y1} (the frame's
+ * prior footprint plus its uncertainty): `previous` (may be NULL) when it is a window
+ * of the same control and level that covers the box, else a new one over the box
+ * grown by `margin` full-control pixels, clipped to the control.  NULL on failure
+ * (GR_ERR_INVALID: a box off the control or over the window limit, not a windowed
+ * control; GR_ERR_FORMAT: a read failed).  The window holds the control. */
+GstGeoregControlWindow *gst_georeg_control_window_px (GstGeoregControl * control,
+    const gdouble px_box[4], gint level, gdouble margin,
+    GstGeoregControlWindow * previous, GrStatus * status, gchar * errbuf, gsize errlen);
+
+/* The same from a box {xmin, ymin, xmax, ymax} in the control's map coordinates. */
+GstGeoregControlWindow *gst_georeg_control_window (GstGeoregControl * control,
+    const gdouble map_box[4], gint level, gdouble margin,
+    GstGeoregControlWindow * previous, GrStatus * status, gchar * errbuf, gsize errlen);
+
+/* No prior: the whole control as one window when it fits `budget` (NULL: the
+ * decoding budget's defaults); over it, GR_ERR_FORMAT with a message that asks for a
+ * pose prior. */
+GstGeoregControlWindow *gst_georeg_control_window_whole (GstGeoregControl * control,
+    const GrRasterBudget * budget, GrStatus * status, gchar * errbuf, gsize errlen);
+
+/* Decodes the blocks of the box the flight will need next on the control's worker
+ * thread; returns at once (a no-op for a whole entry). */
+void gst_georeg_control_prefetch (GstGeoregControl * control, const gdouble px_box[4],
+    gint level, gdouble margin);
+
+GstGeoregControlWindow *gst_georeg_control_window_ref (GstGeoregControlWindow * w);
+/* NULL is ignored; the last reference frees the window and releases its control. */
+void gst_georeg_control_window_unref (GstGeoregControlWindow * w);
+/* The window's raster and placement (read-only). */
+const GrControlWindow *gst_georeg_control_window_get (const GstGeoregControlWindow * w);
+/* A number that differs for every window cut in the process (0 for NULL): a device
+ * copy of a window is current while its serial is. */
+guint64 gst_georeg_control_window_serial (const GstGeoregControlWindow * w);
+/* The window's identity (its control's key and its serial) for device caches, NULL
+ * when its control has none. */
+const gchar *gst_georeg_control_window_key (const GstGeoregControlWindow * w);
 
 G_END_DECLS
 

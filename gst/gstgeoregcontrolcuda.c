@@ -68,20 +68,20 @@ insert_locked (GstGeoregDeviceControl * dc)
   g_hash_table_insert (table, dc->key, dc);
 }
 
+/* The plane entry of `host` (a whole control's plane or a window's) whose identity is
+ * ck (NULL: private). */
 static GstGeoregDeviceControl *
-plane_locked (GstGeoregControl * control, gint device, GrStatus * status,
+plane_locked (const gchar * ck, const GrPlaneF * host, gint device, GrStatus * status,
     gchar * errbuf, gsize errlen)
 {
-  const gchar *ck = gst_georeg_control_key (control);
   gchar *key = ck ? g_strdup_printf ("%s|cuda%d|plane", ck, device) : NULL;
   GstGeoregDeviceControl *dc = lookup_locked (key);
   if (dc) {
     g_free (key);
     return dc;
   }
-  const GrRaster *r = gst_georeg_control_raster (control);
   GrPlaneF dev;
-  const GrStatus st = gr_cuda_plane_upload (device, &r->plane, &dev, errbuf, errlen);
+  const GrStatus st = gr_cuda_plane_upload (device, host, &dev, errbuf, errlen);
   if (st != GR_OK) {
     g_free (key);
     *status = st;
@@ -99,26 +99,29 @@ plane_locked (GstGeoregControl * control, gint device, GrStatus * status,
 }
 #endif
 
-GstGeoregDeviceControl *
-gst_georeg_device_control_plane (GstGeoregControl * control, gint device,
-    GrStatus * status, gchar * errbuf, gsize errlen)
+/* The plane entry of `host` (identity ck, NULL: private) on `device`. */
+static GstGeoregDeviceControl *
+plane_for (const gchar * ck, const GrPlaneF * host, gint device, GrStatus * status,
+    gchar * errbuf, gsize errlen)
 {
   GrStatus dummy;
   if (!status)
     status = &dummy;
   *status = GR_OK;
-  if (!control || device < 0) {
+  if (!host || device < 0) {
     *status = GR_ERR_INVALID;
     if (errbuf && errlen)
-      g_strlcpy (errbuf, "no control or no device", errlen);
+      g_strlcpy (errbuf, "no control (or a windowed one: upload its windows) or no "
+          "device", errlen);
     return NULL;
   }
 #if GR_HAVE_CUDA
   g_mutex_lock (&lock);
-  GstGeoregDeviceControl *dc = plane_locked (control, device, status, errbuf, errlen);
+  GstGeoregDeviceControl *dc = plane_locked (ck, host, device, status, errbuf, errlen);
   g_mutex_unlock (&lock);
   return dc;
 #else
+  (void) ck;
   *status = GR_ERR_NO_CUDA;
   if (errbuf && errlen)
     g_strlcpy (errbuf, "this build has no CUDA kernels", errlen);
@@ -127,22 +130,30 @@ gst_georeg_device_control_plane (GstGeoregControl * control, gint device,
 }
 
 GstGeoregDeviceControl *
-gst_georeg_device_control_levels (GstGeoregControl * control, gint device,
-    guint levels, gdouble a, gdouble b, GrStatus * status, gchar * errbuf,
-    gsize errlen)
+gst_georeg_device_control_plane (GstGeoregControl * control, gint device,
+    GrStatus * status, gchar * errbuf, gsize errlen)
+{
+  const GrRaster *r = gst_georeg_control_raster (control);
+  return plane_for (gst_georeg_control_key (control), r ? &r->plane : NULL, device,
+      status, errbuf, errlen);
+}
+
+/* The levels entry of `host` (identity ck, NULL: private) on `device`. */
+static GstGeoregDeviceControl *
+levels_for (const gchar * ck, const GrPlaneF * host, gint device, guint levels,
+    gdouble a, gdouble b, GrStatus * status, gchar * errbuf, gsize errlen)
 {
   GrStatus dummy;
   if (!status)
     status = &dummy;
   *status = GR_OK;
-  if (!control || device < 0 || levels < 2 || levels > 256) {
+  if (!host || device < 0 || levels < 2 || levels > 256) {
     *status = GR_ERR_INVALID;
     if (errbuf && errlen)
       g_strlcpy (errbuf, "no control, no device or bad levels", errlen);
     return NULL;
   }
 #if GR_HAVE_CUDA
-  const gchar *ck = gst_georeg_control_key (control);
   /* %a: the range bit for bit */
   gchar *key = ck ? g_strdup_printf ("%s|cuda%d|levels|%u|%a|%a", ck, device, levels, a,
       b) : NULL;
@@ -153,7 +164,7 @@ gst_georeg_device_control_levels (GstGeoregControl * control, gint device,
     g_free (key);
     return dc;
   }
-  GstGeoregDeviceControl *parent = plane_locked (control, device, status, errbuf, errlen);
+  GstGeoregDeviceControl *parent = plane_locked (ck, host, device, status, errbuf, errlen);
   if (!parent) {
     g_mutex_unlock (&lock);
     g_free (key);
@@ -184,11 +195,43 @@ gst_georeg_device_control_levels (GstGeoregControl * control, gint device,
   g_mutex_unlock (&lock);
   return dc;
 #else
+  (void) ck;
+  (void) a;
+  (void) b;
   *status = GR_ERR_NO_CUDA;
   if (errbuf && errlen)
     g_strlcpy (errbuf, "this build has no CUDA kernels", errlen);
   return NULL;
 #endif
+}
+
+GstGeoregDeviceControl *
+gst_georeg_device_control_levels (GstGeoregControl * control, gint device,
+    guint levels, gdouble a, gdouble b, GrStatus * status, gchar * errbuf,
+    gsize errlen)
+{
+  const GrRaster *r = gst_georeg_control_raster (control);
+  return levels_for (gst_georeg_control_key (control), r ? &r->plane : NULL, device,
+      levels, a, b, status, errbuf, errlen);
+}
+
+GstGeoregDeviceControl *
+gst_georeg_device_control_window_plane (GstGeoregControlWindow * window, gint device,
+    GrStatus * status, gchar * errbuf, gsize errlen)
+{
+  return plane_for (gst_georeg_control_window_key (window),
+      window ? &gst_georeg_control_window_get (window)->raster.plane : NULL, device,
+      status, errbuf, errlen);
+}
+
+GstGeoregDeviceControl *
+gst_georeg_device_control_window_levels (GstGeoregControlWindow * window, gint device,
+    guint levels, gdouble a, gdouble b, GrStatus * status, gchar * errbuf,
+    gsize errlen)
+{
+  return levels_for (gst_georeg_control_window_key (window),
+      window ? &gst_georeg_control_window_get (window)->raster.plane : NULL, device,
+      levels, a, b, status, errbuf, errlen);
 }
 
 void

@@ -42,6 +42,18 @@ GstGeoregDeviceControl *gst_georeg_device_control_levels (GstGeoregControl * con
     gint device, guint levels, gdouble a, gdouble b, GrStatus * status,
     gchar * errbuf, gsize errlen);
 
+/* The same for a window of a control of any size (gst_georeg_control_window_px):
+ * keyed by the window's identity (its control's and its serial), so a window is
+ * uploaded once per device however many times an element asks while it holds it; an
+ * element releases the entry of its old window when its window slides.  The levels
+ * are of the window's plane (an element quantizes with the same a, b as on a whole
+ * control).  The window must outlive nothing: the device copy is independent. */
+GstGeoregDeviceControl *gst_georeg_device_control_window_plane (GstGeoregControlWindow *
+    window, gint device, GrStatus * status, gchar * errbuf, gsize errlen);
+GstGeoregDeviceControl *gst_georeg_device_control_window_levels (GstGeoregControlWindow *
+    window, gint device, guint levels, gdouble a, gdouble b, GrStatus * status,
+    gchar * errbuf, gsize errlen);
+
 /* Drops a reference (NULL is ignored). */
 void gst_georeg_device_control_release (GstGeoregDeviceControl * dc);
 

@@ -4,10 +4,13 @@
  * colour table, the geotransform from GDAL or, failing that, from a world file beside
  * the image.  Read in strips of STRIP_ROWS rows after the size has passed the budget
  * and a first strip has been read (a truncated file fails before the planes exist).
+ * The open, the band rules and the georeference are shared with windowed reading
+ * (control_source.c) through raster_gdal.h.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include "raster.h"
 #include "raster_formats.h"
+#include "raster_gdal.h"
 #include "raster_internal.h"
 
 #include <errno.h>
@@ -36,35 +39,81 @@ gdal_init (void)
   GDALAllRegister ();
 }
 
-typedef struct {
-  char failure[512];            /* first CE_Failure/CE_Fatal message */
-  bool have_failure;
-} GdalErrs;
-
 static void CPL_STDCALL
 gdal_error_cb (CPLErr cls, CPLErrorNum num, const char *msg)
 {
   (void) num;
-  GdalErrs *e = CPLGetErrorHandlerUserData ();
+  GrGdalScope *e = CPLGetErrorHandlerUserData ();
   if (!e || cls < CE_Failure || e->have_failure)
     return;                     /* warnings and debug output are swallowed */
   snprintf (e->failure, sizeof e->failure, "%s", msg ? msg : "GDAL error");
   e->have_failure = true;
 }
 
+void
+gr_gdal_scope_begin (GrGdalScope *s)
+{
+  pthread_once (&gdal_once, gdal_init);
+  memset (s, 0, sizeof *s);
+  CPLPushErrorHandlerEx (gdal_error_cb, s);
+  /* libjpeg warnings (truncated or corrupt data, filled with gray) become errors, as in
+   * the built-in loader.  Thread-local: other GDAL users in the process are untouched. */
+  const char *prev_opt = CPLGetThreadLocalConfigOption ("GDAL_ERROR_ON_LIBJPEG_WARNING", NULL);
+  s->prev_jpeg_opt = prev_opt ? strdup (prev_opt) : NULL;
+  CPLSetThreadLocalConfigOption ("GDAL_ERROR_ON_LIBJPEG_WARNING", "TRUE");
+}
+
+void
+gr_gdal_scope_end (GrGdalScope *s)
+{
+  CPLSetThreadLocalConfigOption ("GDAL_ERROR_ON_LIBJPEG_WARNING", s->prev_jpeg_opt);
+  free (s->prev_jpeg_opt);
+  s->prev_jpeg_opt = NULL;
+  CPLPopErrorHandler ();
+}
+
 #define STRIP_ROWS 64
 
-static GrStatus
-gdal_read (GDALDatasetH ds, const char *path, int band, const GrRasterBudget *budget,
-    GrRaster *out, GdalErrs *errs, char *errbuf, size_t errlen)
+void
+gr_gdal_bands_clear (GrGdalBands *b)
 {
-  GrStatus st = GR_OK;
+  if (!b->ct_borrowed) {
+    free (b->ct_val);
+    free (b->ct_ok);
+  }
+  memset (b, 0, sizeof *b);
+}
+
+/* The mask bands of the source bands (one per dataset when the mask is per dataset). */
+static void
+bands_find_masks (GrGdalBands *b)
+{
+  bool per_dataset_done = false;
+  b->nmask = 0;
+  for (int i = 0; i < b->nsrc; i++) {
+    int flags = GDALGetMaskFlags (b->src[i]);
+    if (flags & GMF_ALL_VALID)
+      continue;
+    if (flags & GMF_PER_DATASET) {
+      if (per_dataset_done)
+        continue;
+      per_dataset_done = true;
+    }
+    GDALRasterBandH m = GDALGetMaskBand (b->src[i]);
+    if (m)
+      b->mband[b->nmask++] = m;
+  }
+}
+
+GrStatus
+gr_gdal_bands_init (GDALDatasetH ds, const char *path, int band, GrGdalBands *b,
+    char *errbuf, size_t errlen)
+{
   int w = GDALGetRasterXSize (ds), h = GDALGetRasterYSize (ds);
   int n = GDALGetRasterCount (ds);
   GDALRasterBandH *data = NULL;
-  float *tmp = NULL;
-  uint8_t *mtmp = NULL;
 
+  memset (b, 0, sizeof *b);
   if (n < 1 || w <= 0 || h <= 0) {
     gr_set_err (errbuf, errlen, "'%s': no raster data (%d x %d, %d bands)", path, w, h, n);
     return GR_ERR_FORMAT;
@@ -76,9 +125,9 @@ gdal_read (GDALDatasetH ds, const char *path, int band, const GrRasterBudget *bu
   }
   int nb = 0;
   for (int i = 1; i <= n; i++) {
-    GDALRasterBandH b = GDALGetRasterBand (ds, i);
-    if (b && GDALGetRasterColorInterpretation (b) != GCI_AlphaBand)
-      data[nb++] = b;
+    GDALRasterBandH d = GDALGetRasterBand (ds, i);
+    if (d && GDALGetRasterColorInterpretation (d) != GCI_AlphaBand)
+      data[nb++] = d;
   }
   if (nb == 0) {
     free (data);
@@ -111,38 +160,166 @@ gdal_read (GDALDatasetH ds, const char *path, int band, const GrRasterBudget *bu
     return GR_ERR_FORMAT;
   }
 
-  int bit_depth;
   if (ct || dt == GDT_Byte)
-    bit_depth = 8;
+    b->bit_depth = 8;
   else if (dt == GDT_UInt16 || dt == GDT_Int16)
-    bit_depth = 16;
+    b->bit_depth = 16;
   else
-    bit_depth = GDALGetDataTypeSizeBits (dt);
-  bool is_float = dt == GDT_Float32 || dt == GDT_Float64;
+    b->bit_depth = GDALGetDataTypeSizeBits (dt);
+  b->is_float = dt == GDT_Float32 || dt == GDT_Float64;
+  b->bands = bands;
+  b->width = w;
+  b->height = h;
 
   /* source bands: 1 (a band, or a palette index) or 3 (luminance) */
-  GDALRasterBandH src[3];
-  int nsrc = 1;
+  b->nsrc = 1;
   if (ct) {
-    src[0] = data[0];
+    b->src[0] = data[0];
   } else if (band == 0 && bands >= 3) {
-    src[0] = data[0];
-    src[1] = data[1];
-    src[2] = data[2];
-    nsrc = 3;
+    b->src[0] = data[0];
+    b->src[1] = data[1];
+    b->src[2] = data[2];
+    b->nsrc = 3;
   } else {
-    src[0] = data[band == 0 ? 0 : band - 1];
+    b->src[0] = data[band == 0 ? 0 : band - 1];
   }
   free (data);
-  data = NULL;
+
+  /* low-bit data (NBITS 1..7, e.g. a 2-bit gray PNG) is stretched to 0..255, as libpng
+   * expands it, so both loaders agree */
+  if (!ct && dt == GDT_Byte) {
+    const char *nbits = GDALGetMetadataItem (b->src[0], "NBITS", "IMAGE_STRUCTURE");
+    int nbi = nbits ? atoi (nbits) : 8;
+    if (nbi >= 1 && nbi < 8)
+      b->nscale = 255.0 / (double) ((1 << nbi) - 1);
+  }
+  bands_find_masks (b);
+
+  /* colour table lookups: value of the chosen band (or luminance) and validity */
+  if (ct) {
+    int count = GDALGetColorEntryCount (ct);
+    b->ct_count = count;
+    b->ct_val = malloc (sizeof (float) * (size_t) (count > 0 ? count : 1));
+    b->ct_ok = malloc ((size_t) (count > 0 ? count : 1));
+    if (!b->ct_val || !b->ct_ok) {
+      gr_gdal_bands_clear (b);
+      gr_set_err (errbuf, errlen, "'%s': out of memory", path);
+      return GR_ERR_NOMEM;
+    }
+    for (int k = 0; k < count; k++) {
+      GDALColorEntry e;
+      GDALGetColorEntryAsRGB (ct, k, &e);
+      if (pi == GPI_Gray)
+        b->ct_val[k] = (float) e.c1;
+      else if (band == 0)
+        b->ct_val[k] = gr_luma601 (e.c1, e.c2, e.c3);
+      else
+        b->ct_val[k] = (float) (band == 1 ? e.c1 : band == 2 ? e.c2 : e.c3);
+      b->ct_ok[k] = e.c4 != 0 ? GR_MASK_VALID : 0;
+    }
+  }
+  return GR_OK;
+}
+
+bool
+gr_gdal_bands_overview (const GrGdalBands *full, int index, GrGdalBands *ovr)
+{
+  *ovr = *full;
+  ovr->ct_borrowed = true;
+  for (int i = 0; i < full->nsrc; i++) {
+    if (index < 0 || index >= GDALGetOverviewCount (full->src[i]))
+      return false;
+    ovr->src[i] = GDALGetOverview (full->src[i], index);
+    if (!ovr->src[i])
+      return false;
+    int w = GDALGetRasterBandXSize (ovr->src[i]), h = GDALGetRasterBandYSize (ovr->src[i]);
+    if (i == 0) {
+      ovr->width = w;
+      ovr->height = h;
+    } else if (w != ovr->width || h != ovr->height) {
+      return false;
+    }
+  }
+  if (ovr->width <= 0 || ovr->height <= 0)
+    return false;
+  /* the overview's own masks (its nodata, its dataset's alpha or internal mask) */
+  bands_find_masks (ovr);
+  return true;
+}
+
+CPLErr
+gr_gdal_bands_read (const GrGdalBands *b, int x0, int y0, int w, int h, float *dst,
+    uint8_t *mdst, float *tmp, uint8_t *mtmp)
+{
+  size_t np = (size_t) w * (size_t) h;
+  CPLErr e = GDALRasterIO (b->src[0], GF_Read, x0, y0, w, h, dst, w, h, GDT_Float32, 0, 0);
+  if (e == CE_None && b->nsrc == 3)
+    e = GDALRasterIO (b->src[1], GF_Read, x0, y0, w, h, tmp, w, h, GDT_Float32, 0, 0);
+  if (e == CE_None && b->nsrc == 3)
+    e = GDALRasterIO (b->src[2], GF_Read, x0, y0, w, h, tmp + np, w, h, GDT_Float32, 0, 0);
+  if (b->nmask == 0)
+    memset (mdst, GR_MASK_VALID, np);
+  else if (e == CE_None)
+    e = GDALRasterIO (b->mband[0], GF_Read, x0, y0, w, h, mdst, w, h, GDT_Byte, 0, 0);
+  for (int m = 1; e == CE_None && m < b->nmask; m++) {
+    e = GDALRasterIO (b->mband[m], GF_Read, x0, y0, w, h, mtmp, w, h, GDT_Byte, 0, 0);
+    for (size_t i = 0; e == CE_None && i < np; i++)
+      if (!mtmp[i])
+        mdst[i] = 0;
+  }
+  if (e != CE_None)
+    return e;
+  for (size_t i = 0; i < np; i++) {
+    uint8_t ok = mdst[i] ? GR_MASK_VALID : 0;
+    if (b->nscale != 0.0) {
+      dst[i] = (float) rint (dst[i] * b->nscale);
+      if (b->nsrc == 3) {
+        tmp[i] = (float) rint (tmp[i] * b->nscale);
+        tmp[np + i] = (float) rint (tmp[np + i] * b->nscale);
+      }
+    }
+    if (b->nsrc == 3) {
+      dst[i] = gr_luma601 (dst[i], tmp[i], tmp[np + i]);
+    } else if (b->ct_val) {
+      float v = dst[i];
+      int k = (int) v;
+      if (v >= 0 && k < b->ct_count) {
+        dst[i] = b->ct_val[k];
+        if (!b->ct_ok[k])
+          ok = 0;
+      } else {
+        dst[i] = 0;
+        ok = 0;
+      }
+    }
+    if (b->is_float && !isfinite (dst[i]))
+      ok = 0;
+    mdst[i] = ok;
+  }
+  return CE_None;
+}
+
+static GrStatus
+gdal_read (GDALDatasetH ds, const char *path, int band, const GrRasterBudget *budget,
+    GrRaster *out, GrGdalScope *errs, char *errbuf, size_t errlen)
+{
+  GrStatus st = GR_OK;
+  float *tmp = NULL;
+  uint8_t *mtmp = NULL;
+  GrGdalBands b;
+
+  st = gr_gdal_bands_init (ds, path, band, &b, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  int w = b.width, h = b.height;
 
   /* the budget, from the raster size: the plane and the mask */
   char why[400];
-  GrStatus bst = gr_raster_budget_check (budget, "raster", (uint64_t) w, (uint64_t) h, true,
-      0, why, sizeof why);
-  if (bst != GR_OK) {
+  st = gr_raster_budget_check (budget, "raster", (uint64_t) w, (uint64_t) h, true, 0, why,
+      sizeof why);
+  if (st != GR_OK) {
     gr_set_err (errbuf, errlen, "'%s': %s", path, why);
-    return bst;
+    goto done;
   }
 
   /* A raster whose blocks are all missing (a sparse file, or a header whose strip
@@ -150,11 +327,12 @@ gdal_read (GDALDatasetH ds, const char *path, int band, const GrRasterBudget *bu
    * 3149 x 65 bands cost 6 s and 1.7 GB (found by fuzz_raster_gdal).  Nothing in it
    * can be registered against: refused before the planes are allocated. */
   double covered = 0.0;
-  if (GDALGetDataCoverageStatus (src[0], 0, 0, w, h, 0, &covered) ==
+  if (GDALGetDataCoverageStatus (b.src[0], 0, 0, w, h, 0, &covered) ==
       GDAL_DATA_COVERAGE_STATUS_EMPTY) {
     gr_set_err (errbuf, errlen, "'%s': no pixel data in the file (%d x %d declared, every "
         "block missing)", path, w, h);
-    return GR_ERR_FORMAT;
+    st = GR_ERR_FORMAT;
+    goto done;
   }
 
   /* The first strip is read before the planes are allocated: a truncated or forged
@@ -165,69 +343,17 @@ gdal_read (GDALDatasetH ds, const char *path, int band, const GrRasterBudget *bu
     float *probe = malloc (sizeof (float) * (size_t) w * (size_t) rows);
     if (!probe) {
       gr_set_err (errbuf, errlen, "'%s': out of memory", path);
-      return GR_ERR_NOMEM;
+      st = GR_ERR_NOMEM;
+      goto done;
     }
-    CPLErr pe = GDALRasterIO (src[0], GF_Read, 0, 0, w, rows, probe, w, rows, GDT_Float32,
+    CPLErr pe = GDALRasterIO (b.src[0], GF_Read, 0, 0, w, rows, probe, w, rows, GDT_Float32,
         0, 0);
     free (probe);
     if (pe != CE_None) {
       gr_set_err (errbuf, errlen, "'%s': read failed at rows 0-%d: %s", path, rows - 1,
           errs->have_failure ? errs->failure : "GDAL read error");
-      return GR_ERR_FORMAT;
-    }
-  }
-
-  /* low-bit data (NBITS 1..7, e.g. a 2-bit gray PNG) is stretched to 0..255, as libpng
-   * expands it, so both loaders agree */
-  double nscale = 0.0;
-  if (!ct && dt == GDT_Byte) {
-    const char *nbits = GDALGetMetadataItem (src[0], "NBITS", "IMAGE_STRUCTURE");
-    int nbi = nbits ? atoi (nbits) : 8;
-    if (nbi >= 1 && nbi < 8)
-      nscale = 255.0 / (double) ((1 << nbi) - 1);
-  }
-
-  /* mask bands of the source bands (one per dataset when the mask is per dataset) */
-  GDALRasterBandH mband[3];
-  int nmask = 0;
-  bool per_dataset_done = false;
-  for (int i = 0; i < nsrc; i++) {
-    int flags = GDALGetMaskFlags (src[i]);
-    if (flags & GMF_ALL_VALID)
-      continue;
-    if (flags & GMF_PER_DATASET) {
-      if (per_dataset_done)
-        continue;
-      per_dataset_done = true;
-    }
-    GDALRasterBandH m = GDALGetMaskBand (src[i]);
-    if (m)
-      mband[nmask++] = m;
-  }
-
-  /* colour table lookups: value of the chosen band (or luminance) and validity */
-  float *ct_val = NULL;
-  uint8_t *ct_ok = NULL;
-  int ct_count = 0;
-  if (ct) {
-    ct_count = GDALGetColorEntryCount (ct);
-    ct_val = malloc (sizeof (float) * (size_t) (ct_count > 0 ? ct_count : 1));
-    ct_ok = malloc ((size_t) (ct_count > 0 ? ct_count : 1));
-    if (!ct_val || !ct_ok) {
-      st = GR_ERR_NOMEM;
-      gr_set_err (errbuf, errlen, "'%s': out of memory", path);
+      st = GR_ERR_FORMAT;
       goto done;
-    }
-    for (int k = 0; k < ct_count; k++) {
-      GDALColorEntry e;
-      GDALGetColorEntryAsRGB (ct, k, &e);
-      if (pi == GPI_Gray)
-        ct_val[k] = (float) e.c1;
-      else if (band == 0)
-        ct_val[k] = gr_luma601 (e.c1, e.c2, e.c3);
-      else
-        ct_val[k] = (float) (band == 1 ? e.c1 : band == 2 ? e.c2 : e.c3);
-      ct_ok[k] = e.c4 != 0 ? GR_MASK_VALID : 0;
     }
   }
 
@@ -236,11 +362,11 @@ gdal_read (GDALDatasetH ds, const char *path, int band, const GrRasterBudget *bu
     gr_set_err (errbuf, errlen, "'%s': cannot allocate %d x %d pixels", path, w, h);
     goto done;
   }
-  if (nsrc == 3)
+  if (b.nsrc == 3)
     tmp = malloc (sizeof (float) * 2 * (size_t) w * STRIP_ROWS);
-  if (nmask > 1)
+  if (b.nmask > 1)
     mtmp = malloc ((size_t) w * STRIP_ROWS);
-  if ((nsrc == 3 && !tmp) || (nmask > 1 && !mtmp)) {
+  if ((b.nsrc == 3 && !tmp) || (b.nmask > 1 && !mtmp)) {
     st = GR_ERR_NOMEM;
     gr_set_err (errbuf, errlen, "'%s': out of memory", path);
     goto done;
@@ -248,64 +374,20 @@ gdal_read (GDALDatasetH ds, const char *path, int band, const GrRasterBudget *bu
 
   for (int y0 = 0; y0 < h; y0 += STRIP_ROWS) {
     int rows = h - y0 < STRIP_ROWS ? h - y0 : STRIP_ROWS;
-    size_t np = (size_t) w * (size_t) rows;
     float *dst = out->plane.data + (size_t) y0 * (size_t) w;
     uint8_t *mdst = out->plane.mask + (size_t) y0 * (size_t) w;
-    CPLErr e = GDALRasterIO (src[0], GF_Read, 0, y0, w, rows, dst, w, rows, GDT_Float32, 0, 0);
-    if (e == CE_None && nsrc == 3)
-      e = GDALRasterIO (src[1], GF_Read, 0, y0, w, rows, tmp, w, rows, GDT_Float32, 0, 0);
-    if (e == CE_None && nsrc == 3)
-      e = GDALRasterIO (src[2], GF_Read, 0, y0, w, rows, tmp + np, w, rows, GDT_Float32, 0, 0);
-    if (nmask == 0)
-      memset (mdst, GR_MASK_VALID, np);
-    else if (e == CE_None)
-      e = GDALRasterIO (mband[0], GF_Read, 0, y0, w, rows, mdst, w, rows, GDT_Byte, 0, 0);
-    for (int m = 1; e == CE_None && m < nmask; m++) {
-      e = GDALRasterIO (mband[m], GF_Read, 0, y0, w, rows, mtmp, w, rows, GDT_Byte, 0, 0);
-      for (size_t i = 0; e == CE_None && i < np; i++)
-        if (!mtmp[i])
-          mdst[i] = 0;
-    }
-    if (e != CE_None) {
+    if (gr_gdal_bands_read (&b, 0, y0, w, rows, dst, mdst, tmp, mtmp) != CE_None) {
       st = GR_ERR_FORMAT;
       gr_set_err (errbuf, errlen, "'%s': read failed at rows %d-%d: %s", path, y0,
           y0 + rows - 1, errs->have_failure ? errs->failure : "GDAL read error");
       goto done;
     }
-    for (size_t i = 0; i < np; i++) {
-      uint8_t ok = mdst[i] ? GR_MASK_VALID : 0;
-      if (nscale != 0.0) {
-        dst[i] = (float) rint (dst[i] * nscale);
-        if (nsrc == 3) {
-          tmp[i] = (float) rint (tmp[i] * nscale);
-          tmp[np + i] = (float) rint (tmp[np + i] * nscale);
-        }
-      }
-      if (nsrc == 3) {
-        dst[i] = gr_luma601 (dst[i], tmp[i], tmp[np + i]);
-      } else if (ct) {
-        float v = dst[i];
-        int k = (int) v;
-        if (v >= 0 && k < ct_count) {
-          dst[i] = ct_val[k];
-          if (!ct_ok[k])
-            ok = 0;
-        } else {
-          dst[i] = 0;
-          ok = 0;
-        }
-      }
-      if (is_float && !isfinite (dst[i]))
-        ok = 0;
-      mdst[i] = ok;
-    }
   }
-  out->bands = bands;
-  out->bit_depth = bit_depth;
+  out->bands = b.bands;
+  out->bit_depth = b.bit_depth;
 
 done:
-  free (ct_val);
-  free (ct_ok);
+  gr_gdal_bands_clear (&b);
   free (tmp);
   free (mtmp);
   return st;
@@ -364,11 +446,11 @@ regular_siblings (const char *path)
 }
 
 GrStatus
-gr_raster_gdal_read (const char *path, int band, const GrRasterBudget *budget,
-    GrRaster *out, char *errbuf, size_t errlen)
+gr_gdal_open (const char *path, GrGdalScope *scope, GDALDatasetH *ds, char *errbuf,
+    size_t errlen)
 {
   pthread_once (&gdal_once, gdal_init);
-
+  *ds = NULL;
   if (strncmp (path, "/vsi", 4) != 0) {
     /* a FIFO or a device would block GDAL's open (or never end): refused here.  GDAL
      * opens the path again; a file swapped in between is the caller's own doing */
@@ -387,58 +469,66 @@ gr_raster_gdal_read (const char *path, int band, const GrRasterBudget *budget,
     }
     VSIFCloseL (vf);
   }
-
-  GdalErrs errs;
-  memset (&errs, 0, sizeof errs);
-  CPLPushErrorHandlerEx (gdal_error_cb, &errs);
-  /* libjpeg warnings (truncated or corrupt data, filled with gray) become errors, as in
-   * the built-in loader.  Thread-local: other GDAL users in the process are untouched. */
-  const char *prev_opt = CPLGetThreadLocalConfigOption ("GDAL_ERROR_ON_LIBJPEG_WARNING", NULL);
-  char *prev = prev_opt ? strdup (prev_opt) : NULL;
-  CPLSetThreadLocalConfigOption ("GDAL_ERROR_ON_LIBJPEG_WARNING", "TRUE");
-  GrStatus st = GR_OK;
   char **siblings = strncmp (path, "/vsi", 4) != 0 ? regular_siblings (path) : NULL;
-  GDALDatasetH ds = GDALOpenEx (path, GDAL_OF_RASTER | GDAL_OF_READONLY
-      | GDAL_OF_VERBOSE_ERROR, NULL, NULL, (const char *const *) siblings);
+  *ds = GDALOpenEx (path, GDAL_OF_RASTER | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR, NULL,
+      NULL, (const char *const *) siblings);
   CSLDestroy (siblings);
-  if (!ds) {
-    st = GR_ERR_FORMAT;
+  if (!*ds) {
     gr_set_err (errbuf, errlen, "'%s': GDAL cannot read it: %s", path,
-        errs.have_failure ? errs.failure : "unsupported format");
-  } else {
-    st = gdal_read (ds, path, band, budget, out, &errs, errbuf, errlen);
-    if (st == GR_OK) {
-      double gt[6];
-      static const double ident[6] = { 0, 1, 0, 0, 0, 1 };
-      bool gdal_geo = GDALGetGeoTransform (ds, gt) == CE_None
-          && memcmp (gt, ident, sizeof gt) != 0;
-      /* GDAL reads world files leniently (a word becomes 0) and ignores some names
-       * (.tfw beside a PNG): when the geotransform is GDAL's reading of our world
-       * file, or GDAL has none, read the world file ourselves, so that both builds
-       * agree and a malformed one is an error. */
-      char *wf = strncmp (path, "/vsi", 4) != 0 ? gr_world_file_find (path) : NULL;
-      if (wf && (!gdal_geo || file_list_has (ds, wf)))
-        st = gr_raster_world_file_apply (path, wf, out, errbuf, errlen);
-      free (wf);
-      if (st == GR_OK && !out->has_geo && gdal_geo) {
-        if (!gr_raster_geo_usable (gt)) {
-          st = GR_ERR_FORMAT;
-          gr_set_err (errbuf, errlen, "'%s': unusable geotransform (%g %g %g %g %g %g: not "
-              "finite or not invertible)", path, gt[0], gt[1], gt[2], gt[3], gt[4], gt[5]);
-        } else {
-          memcpy (out->geo, gt, sizeof gt);
-          out->has_geo = true;
-        }
-      }
-      GDALDriverH drv = GDALGetDatasetDriver (ds);
-      snprintf (out->driver, sizeof out->driver, "GDAL/%s",
-          drv ? GDALGetDriverShortName (drv) : "?");
+        scope->have_failure ? scope->failure : "unsupported format");
+    return GR_ERR_FORMAT;
+  }
+  return GR_OK;
+}
+
+GrStatus
+gr_gdal_georef (GDALDatasetH ds, const char *path, GrRaster *out, char *errbuf,
+    size_t errlen)
+{
+  GrStatus st = GR_OK;
+  double gt[6];
+  static const double ident[6] = { 0, 1, 0, 0, 0, 1 };
+  bool gdal_geo = GDALGetGeoTransform (ds, gt) == CE_None
+      && memcmp (gt, ident, sizeof gt) != 0;
+  /* GDAL reads world files leniently (a word becomes 0) and ignores some names
+   * (.tfw beside a PNG): when the geotransform is GDAL's reading of our world
+   * file, or GDAL has none, read the world file ourselves, so that both builds
+   * agree and a malformed one is an error. */
+  char *wf = strncmp (path, "/vsi", 4) != 0 ? gr_world_file_find (path) : NULL;
+  if (wf && (!gdal_geo || file_list_has (ds, wf)))
+    st = gr_raster_world_file_apply (path, wf, out, errbuf, errlen);
+  free (wf);
+  if (st == GR_OK && !out->has_geo && gdal_geo) {
+    if (!gr_raster_geo_usable (gt)) {
+      st = GR_ERR_FORMAT;
+      gr_set_err (errbuf, errlen, "'%s': unusable geotransform (%g %g %g %g %g %g: not "
+          "finite or not invertible)", path, gt[0], gt[1], gt[2], gt[3], gt[4], gt[5]);
+    } else {
+      memcpy (out->geo, gt, sizeof gt);
+      out->has_geo = true;
     }
+  }
+  GDALDriverH drv = GDALGetDatasetDriver (ds);
+  snprintf (out->driver, sizeof out->driver, "GDAL/%s",
+      drv ? GDALGetDriverShortName (drv) : "?");
+  return st;
+}
+
+GrStatus
+gr_raster_gdal_read (const char *path, int band, const GrRasterBudget *budget,
+    GrRaster *out, char *errbuf, size_t errlen)
+{
+  GrGdalScope scope;
+  GDALDatasetH ds = NULL;
+  gr_gdal_scope_begin (&scope);
+  GrStatus st = gr_gdal_open (path, &scope, &ds, errbuf, errlen);
+  if (st == GR_OK) {
+    st = gdal_read (ds, path, band, budget, out, &scope, errbuf, errlen);
+    if (st == GR_OK)
+      st = gr_gdal_georef (ds, path, out, errbuf, errlen);
     GDALClose (ds);
   }
-  CPLSetThreadLocalConfigOption ("GDAL_ERROR_ON_LIBJPEG_WARNING", prev);
-  free (prev);
-  CPLPopErrorHandler ();
+  gr_gdal_scope_end (&scope);
   return st;
 }
 
