@@ -22,159 +22,25 @@
 #include "landmarkshoot-meta.h"
 #include "pointset_io.h"
 #include "varifold.h"
+#include "gstlandmarkshoot-private.h"
 
-GST_DEBUG_CATEGORY_STATIC (gst_landmark_shoot_debug);
+GST_DEBUG_CATEGORY (gst_landmark_shoot_debug);
 #define GST_CAT_DEFAULT gst_landmark_shoot_debug
-
-enum {
-  PROP_0,
-  PROP_TEMPLATE_LOCATION,
-  PROP_SIGMA,
-  PROP_TIME_STEPS,
-  PROP_LAMBDA,
-  PROP_MAX_ITERATIONS,
-  PROP_GRADIENT_TOLERANCE,
-  PROP_FUNCTION_TOLERANCE,
-  PROP_INTEGRATOR,
-  PROP_PRECISION,
-  PROP_BACKEND,
-  PROP_CUDA_DEVICE_ID,
-  PROP_EXTRA_LOCATION,
-  PROP_OUTPUT,
-  PROP_WARM_START,
-  PROP_POST_MESSAGES,
-  PROP_PROGRESS_INTERVAL,
-  PROP_BATCH,
-  PROP_DATA_TERM,
-  PROP_DATA_SIGMA,
-};
-
-#define DEFAULT_SIGMA 1.5
-#define DEFAULT_TIME_STEPS 40
-#define DEFAULT_LAMBDA 5e5
-#define DEFAULT_MAX_ITERATIONS 400
-#define DEFAULT_GRADIENT_TOLERANCE 1e-6
-#define DEFAULT_FUNCTION_TOLERANCE 1e-9
-#define DEFAULT_INTEGRATOR GR_SHOOT_EULER
-#define DEFAULT_PRECISION GR_SHOOT_FLOAT32
-#define DEFAULT_BACKEND GR_BACKEND_AUTO
-#define DEFAULT_CUDA_DEVICE_ID -1
-#define DEFAULT_OUTPUT GST_LANDMARK_SHOOT_OUTPUT_LANDMARKS
-#define DEFAULT_WARM_START FALSE
-#define DEFAULT_POST_MESSAGES TRUE
-#define DEFAULT_PROGRESS_INTERVAL 10
-#define DEFAULT_BATCH 1
-#define DEFAULT_DATA_TERM GST_LANDMARK_SHOOT_DATA_LANDMARKS
-#define DEFAULT_DATA_SIGMA 0.0
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_POINTSET_CAPS));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_POINTSET_CAPS));
 
-GType
-gst_landmark_shoot_integrator_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GR_SHOOT_EULER, "forward Euler (as the seed)", "euler"},
-    {GR_SHOOT_RALSTON, "Ralston's second-order Runge-Kutta (twice the work per step)",
-        "ralston"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type,
-        g_enum_register_static ("GstLandmarkShootIntegrator", values));
-  return type;
-}
-
-GType
-gst_landmark_shoot_precision_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GR_SHOOT_FLOAT32,
-        "float32 pair arithmetic and storage, float64 sums, integration and loss",
-        "float32-f64acc"},
-    {GR_SHOOT_FLOAT64, "float64 throughout (slower, reference)", "float64"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type, g_enum_register_static ("GstLandmarkShootPrecision",
-            values));
-  return type;
-}
-
-GType
-gst_landmark_shoot_output_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_LANDMARK_SHOOT_OUTPUT_LANDMARKS, "the shot template landmarks q(1)",
-        "landmarks"},
-    {GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS,
-        "the extra-location points carried along the same flow", "extra-points"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type, g_enum_register_static ("GstLandmarkShootOutput", values));
-  return type;
-}
-
-GType
-gst_landmark_shoot_data_term_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_LANDMARK_SHOOT_DATA_LANDMARKS, "landmarks: sum |q_i(1) - target_i|^2 (same "
-          "count, same order)", "landmarks"},
-    {GST_LANDMARK_SHOOT_DATA_VARIFOLD, "unoriented varifold: meshes or curves, no "
-          "correspondence needed (connectivity from the files)", "varifold"},
-    {GST_LANDMARK_SHOOT_DATA_ORIENTED, "oriented varifold (currents): as varifold, "
-          "the cells' orientation counts", "oriented-varifold"},
-    {GST_LANDMARK_SHOOT_DATA_POINTS, "point-cloud kernel distance: no correspondence, "
-          "no connectivity", "point-cloud"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type, g_enum_register_static ("GstLandmarkShootDataTerm",
-            values));
-  return type;
-}
-
 #define gst_landmark_shoot_parent_class parent_class
 G_DEFINE_TYPE (GstLandmarkShoot, gst_landmark_shoot, GST_TYPE_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE (landmarkshoot, "landmarkshoot", GST_RANK_NONE,
     GST_TYPE_LANDMARK_SHOOT);
 
-typedef struct {
-  GstBuffer *buf;
-  gdouble *tgt;
-} PendingTarget;
-
-static void
-pending_target_free (gpointer data)
-{
-  PendingTarget *pt = data;
-  gst_buffer_unref (pt->buf);
-  g_free (pt->tgt);
-  g_free (pt);
-}
-
-static GstFlowReturn run_batch (GstLandmarkShoot * self);
-
-/* Drops the collected targets and the results not pushed yet (flush, stop). */
-static void
-clear_batch_queues (GstLandmarkShoot * self)
-{
-  g_queue_clear_full (&self->pending, pending_target_free);
-  g_queue_clear_full (&self->ready, (GDestroyNotify) gst_buffer_unref);
-}
-
 static void
 release_resources (GstLandmarkShoot * self)
 {
-  clear_batch_queues (self);
+  gst_landmark_shoot_clear_batch_queues (self);
   gr_shoot_batch_free (self->batch_engine);
   self->batch_engine = NULL;
   gr_shoot_free (self->engine);
@@ -285,13 +151,17 @@ gst_landmark_shoot_start (GstBaseTransform * trans)
           ("Triangle meshes must be 3-D for the varifold data terms."), (NULL));
       goto done;
     }
-    if (s.backend == GR_BACKEND_CUDA || s.batch > 1) {
+    if (s.batch > 1) {
       GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("data-term=varifold, oriented-varifold and point-cloud run on the CPU backend "
-              "and one target at a time for now (backend=cuda and batch > 1 are not "
-              "supported with them)."), (NULL));
+          ("data-term=varifold, oriented-varifold and point-cloud register one target at "
+              "a time for now (batch > 1 is not supported with them)."), (NULL));
       goto done;
     }
+    /* with a data term the shooting runs on the CPU (gr_shoot_set_data_term);
+     * backend=cuda puts the term's pair sums, the bulk of the work for meshes, on the
+     * device */
+    self->data_backend = s.backend == GR_BACKEND_CUDA ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
+    self->data_cuda_device = s.cuda_device_id;
     s.backend = GR_BACKEND_CPU;
   }
   if (s.output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS && !self->extra) {
@@ -426,26 +296,21 @@ gst_landmark_shoot_sink_event (GstBaseTransform * trans, GstEvent * event)
   if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_START)
     g_atomic_int_set (&self->stop, 1);
   else if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP) {
-    clear_batch_queues (self);
+    gst_landmark_shoot_clear_batch_queues (self);
     g_atomic_int_set (&self->stop, 0);
   } else if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->batch_engine &&
       !g_queue_is_empty (&self->pending)) {
     /* the last, partial batch: fitted now, its results pushed before the EOS */
-    GstFlowReturn ret = run_batch (self);
+    GstFlowReturn ret = gst_landmark_shoot_run_batch (self);
     GstBuffer *buf;
     while (ret == GST_FLOW_OK && (buf = g_queue_pop_head (&self->ready)))
       ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (trans), buf);
-    clear_batch_queues (self);
+    gst_landmark_shoot_clear_batch_queues (self);
     if (ret != GST_FLOW_OK)
       GST_DEBUG_OBJECT (self, "last batch: %s", gst_flow_get_name (ret));
   }
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
-
-typedef struct {
-  GstLandmarkShoot *self;
-  guint interval;
-} ProgressCtx;
 
 static int
 fit_progress (void *user, int iteration, int evaluations, double loss, double gnorm)
@@ -479,8 +344,9 @@ mean_distance (const gdouble * a, const gdouble * b, gsize n, gint dim)
 
 /* Reads and checks one target buffer into *tgt (self->n points); FALSE after posting
  * the error. */
-static gboolean
-read_target (GstLandmarkShoot * self, GstBuffer * inbuf, gdouble ** tgt, gsize * count)
+gboolean
+gst_landmark_shoot_read_target (GstLandmarkShoot * self, GstBuffer * inbuf,
+    gdouble ** tgt, gsize * count)
 {
   gsize n = 0;
   gchar *error = NULL;
@@ -530,15 +396,16 @@ bad:
   return FALSE;
 }
 
-static void
-post_progress (GstLandmarkShoot * self, GstProgressType type, const gchar * text)
+void
+gst_landmark_shoot_post_progress (GstLandmarkShoot * self, GstProgressType type,
+    const gchar * text)
 {
   gst_element_post_message (GST_ELEMENT (self), gst_message_new_progress (GST_OBJECT
           (self), type, "landmarkshoot", text));
 }
 
-static GrLbfgsParams
-lbfgs_params (const GstLandmarkShootSettings * s)
+GrLbfgsParams
+gst_landmark_shoot_lbfgs_params (const GstLandmarkShootSettings * s)
 {
   GrLbfgsParams lp;
   gr_lbfgs_params_init (&lp);
@@ -551,10 +418,10 @@ lbfgs_params (const GstLandmarkShootSettings * s)
 /* After the fit of target tgt (momentum p0, result res): shoots the template (and the
  * extra points) with the single engine, writes outbuf, adds the meta and posts the
  * messages. */
-static GstFlowReturn
-emit_result (GstLandmarkShoot * self, const GstLandmarkShootSettings * s,
-    GstBuffer * inbuf, const gdouble * tgt, const gdouble * p0,
-    const GrShootFitResult * res, GstBuffer * outbuf)
+GstFlowReturn
+gst_landmark_shoot_emit_result (GstLandmarkShoot * self,
+    const GstLandmarkShootSettings * s, GstBuffer * inbuf, const gdouble * tgt,
+    const gdouble * p0, const GrShootFitResult * res, GstBuffer * outbuf)
 {
   char err[512] = "";
   const gsize n = self->n;
@@ -680,9 +547,14 @@ make_data_term (GstLandmarkShoot * self, GstBuffer * inbuf, const gdouble * tgt,
   GrVarifoldParams vp = { self->dim, points ? 1 : self->tcell_size, self->data_sigma,
     self->data_term == GST_LANDMARK_SHOOT_DATA_ORIENTED ? GR_VARIFOLD_ORIENTED
         : GR_VARIFOLD_UNORIENTED, 0, 0 };
-  GrVarifold *v = gr_varifold_new (&vp, tgt, ntgt, points ? NULL : cm->cells,
-      points ? 0 : cm->ncells, err, sizeof err);
-  if (!v)
+  GrStatus st;
+  GrVarifold *v = gr_varifold_new_backend (&vp, self->data_backend,
+      self->data_cuda_device, tgt, ntgt, points ? NULL : cm->cells,
+      points ? 0 : cm->ncells, &st, err, sizeof err);
+  if (!v && (st == GR_ERR_NO_CUDA || st == GR_ERR_CUDA))
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("backend=cuda, but the data term cannot run on CUDA: %s.", err), (NULL));
+  else if (!v)
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Unusable target shape: %s.", err), (NULL));
   return v;
 }
@@ -709,7 +581,7 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   gsize ntgt = 0;
   GrVarifold *vf = NULL;
   DataTermCtx dctx = { NULL, NULL, 0, 0 };
-  if (!read_target (self, inbuf, &tgt, &ntgt))
+  if (!gst_landmark_shoot_read_target (self, inbuf, &tgt, &ntgt))
     return GST_FLOW_ERROR;
   if (self->data_term != GST_LANDMARK_SHOOT_DATA_LANDMARKS) {
     if (!(vf = make_data_term (self, inbuf, tgt, ntgt)))
@@ -734,25 +606,27 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   {
     gchar *text = g_strdup_printf ("Registering %" G_GSIZE_FORMAT " %d-D landmarks on "
         "the %s backend (%s)", n, self->dim, backend, device);
-    post_progress (self, GST_PROGRESS_TYPE_START, text);
+    gst_landmark_shoot_post_progress (self, GST_PROGRESS_TYPE_START, text);
     g_free (text);
   }
 
   if (!s.warm_start || !self->have_p0)
     memset (self->p0, 0, sizeof (gdouble) * n * self->dim);
-  GrLbfgsParams lp = lbfgs_params (&s);
+  GrLbfgsParams lp = gst_landmark_shoot_lbfgs_params (&s);
   ProgressCtx pctx = { self, s.progress_interval };
   GrShootFitResult res;
   GrStatus st = gr_shoot_fit (self->engine, self->p0, &lp, fit_progress, &pctx, &res,
       err, sizeof err);
   if (st != GR_OK) {
-    post_progress (self, GST_PROGRESS_TYPE_ERROR, "Registration failed");
+    gst_landmark_shoot_post_progress (self, GST_PROGRESS_TYPE_ERROR,
+        "Registration failed");
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
         (NULL));
     goto out;
   }
   if (res.result == GR_LBFGS_STOPPED) {
-    post_progress (self, GST_PROGRESS_TYPE_CANCELED, "Registration stopped");
+    gst_landmark_shoot_post_progress (self, GST_PROGRESS_TYPE_CANCELED,
+        "Registration stopped");
     GST_DEBUG_OBJECT (self, "stopped (flushing or shutting down)");
     ret = GST_FLOW_FLUSHING;
     goto out;
@@ -761,10 +635,10 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   {
     gchar *text = g_strdup_printf ("Done: %d iterations, %s", res.iterations,
         gr_lbfgs_result_string (res.result));
-    post_progress (self, GST_PROGRESS_TYPE_COMPLETE, text);
+    gst_landmark_shoot_post_progress (self, GST_PROGRESS_TYPE_COMPLETE, text);
     g_free (text);
   }
-  ret = emit_result (self, &s, inbuf, tgt, self->p0, &res, outbuf);
+  ret = gst_landmark_shoot_emit_result (self, &s, inbuf, tgt, self->p0, &res, outbuf);
 
 out:
   if (vf) {
@@ -772,117 +646,6 @@ out:
     gr_varifold_free (vf);
   }
   g_free (tgt);
-  return ret;
-}
-
-/* ---- batches (batch > 1) ------------------------------------------------------------ */
-
-typedef struct {
-  GstLandmarkShoot *self;
-  guint interval;
-} BatchProgressCtx;
-
-static int
-batch_progress (void *user, size_t subject, int iteration, int evaluations, double loss,
-    double gnorm)
-{
-  BatchProgressCtx *ctx = user;
-  if (ctx->interval > 0 && iteration % ctx->interval == 0) {
-    gchar *text = g_strdup_printf ("target %zu of the batch: iteration %d (%d "
-        "evaluations): loss %.6g, gradient norm %.3g", subject, iteration, evaluations,
-        loss, gnorm);
-    post_progress (ctx->self, GST_PROGRESS_TYPE_CONTINUE, text);
-    g_free (text);
-  }
-  return g_atomic_int_get (&ctx->self->stop);
-}
-
-/* The target's connectivity is not the output's (see transform_meta). */
-static gboolean
-drop_cells_meta (GstBuffer * buffer, GstMeta ** meta, gpointer user)
-{
-  if ((*meta)->info->api == GST_POINT_SET_CELLS_META_API_TYPE)
-    *meta = NULL;
-  return TRUE;
-}
-
-/* Fits the collected targets together; their results go to the ready queue, in the
- * order the targets came. */
-static GstFlowReturn
-run_batch (GstLandmarkShoot * self)
-{
-  GstLandmarkShootSettings s;
-  char err[512] = "";
-  GST_OBJECT_LOCK (self);
-  s = self->settings;
-  GST_OBJECT_UNLOCK (self);
-  const guint count = g_queue_get_length (&self->pending);
-  const gsize dn = self->n * (gsize) self->dim;
-  if (count == 0)
-    return GST_FLOW_OK;
-  GstFlowReturn ret = GST_FLOW_ERROR;
-  gdouble *p0 = g_new0 (gdouble, dn * count);
-  GrShootFitResult *res = g_new0 (GrShootFitResult, count);
-  guint k = 0;
-  for (GList * l = self->pending.head; l; l = l->next, k++) {
-    PendingTarget *pt = l->data;
-    if (gr_shoot_batch_set_target (self->batch_engine, k, pt->tgt, err, sizeof err) !=
-        GR_OK) {
-      GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not set the target: %s.", err),
-          (NULL));
-      goto out;
-    }
-    if (s.warm_start && self->have_p0)
-      memcpy (p0 + k * dn, self->p0, sizeof (gdouble) * dn);
-  }
-  {
-    gchar *text = g_strdup_printf ("Registering %u targets of %" G_GSIZE_FORMAT " %d-D "
-        "landmarks together on the %s backend (%s)", count, self->n, self->dim,
-        gr_backend_name (gr_shoot_batch_backend (self->batch_engine)),
-        gr_shoot_batch_device_description (self->batch_engine));
-    post_progress (self, GST_PROGRESS_TYPE_START, text);
-    g_free (text);
-  }
-  GrLbfgsParams lp = lbfgs_params (&s);
-  BatchProgressCtx pctx = { self, s.progress_interval };
-  GrStatus st = gr_shoot_batch_fit (self->batch_engine, count, p0, &lp, batch_progress,
-      &pctx, res, err, sizeof err);
-  if (st != GR_OK) {
-    post_progress (self, GST_PROGRESS_TYPE_ERROR, "Registration failed");
-    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Geodesic shooting failed: %s.", err),
-        (NULL));
-    goto out;
-  }
-  for (k = 0; k < count; k++)
-    if (res[k].result == GR_LBFGS_STOPPED) {
-      post_progress (self, GST_PROGRESS_TYPE_CANCELED, "Registration stopped");
-      ret = GST_FLOW_FLUSHING;
-      goto out;
-    }
-  post_progress (self, GST_PROGRESS_TYPE_COMPLETE, "Done: batch registered");
-  const gboolean extra_out = self->output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS;
-  const gsize out_size = (extra_out ? self->n_extra : self->n) * (gsize) self->dim * 4;
-  for (k = 0; k < count; k++) {
-    PendingTarget *pt = g_queue_pop_head (&self->pending);
-    GstBuffer *outbuf = gst_buffer_new_allocate (NULL, out_size, NULL);
-    gst_buffer_copy_into (outbuf, pt->buf, GST_BUFFER_COPY_METADATA, 0, -1);
-    gst_buffer_foreach_meta (outbuf, drop_cells_meta, NULL);
-    ret = emit_result (self, &s, pt->buf, pt->tgt, p0 + k * dn, &res[k], outbuf);
-    pending_target_free (pt);
-    if (ret != GST_FLOW_OK) {
-      gst_buffer_unref (outbuf);
-      goto out;
-    }
-    g_queue_push_tail (&self->ready, outbuf);
-  }
-  memcpy (self->p0, p0 + (gsize) (count - 1) * dn, sizeof (gdouble) * dn);
-  self->have_p0 = TRUE;
-  ret = GST_FLOW_OK;
-
-out:
-  g_queue_clear_full (&self->pending, pending_target_free);
-  g_free (p0);
-  g_free (res);
   return ret;
 }
 
@@ -894,19 +657,7 @@ gst_landmark_shoot_submit_input_buffer (GstBaseTransform * trans, gboolean is_di
   if (self->batch <= 1 || !self->batch_engine)
     return GST_BASE_TRANSFORM_CLASS (parent_class)->submit_input_buffer (trans,
         is_discont, input);
-  gdouble *tgt;
-  gsize count;
-  if (!read_target (self, input, &tgt, &count)) {
-    gst_buffer_unref (input);
-    return GST_FLOW_ERROR;
-  }
-  PendingTarget *pt = g_new (PendingTarget, 1);
-  pt->buf = input;
-  pt->tgt = tgt;
-  g_queue_push_tail (&self->pending, pt);
-  if (g_queue_get_length (&self->pending) < self->batch)
-    return GST_FLOW_OK;
-  return run_batch (self);
+  return gst_landmark_shoot_queue_target (self, input);
 }
 
 static GstFlowReturn
@@ -930,152 +681,6 @@ gst_landmark_shoot_change_state (GstElement * element, GstStateChange transition
 }
 
 static void
-gst_landmark_shoot_set_property (GObject * object, guint prop_id, const GValue * value,
-    GParamSpec * pspec)
-{
-  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (object);
-  GstLandmarkShootSettings *s = &self->settings;
-  GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_TEMPLATE_LOCATION:
-      g_free (s->template_location);
-      s->template_location = g_value_dup_string (value);
-      break;
-    case PROP_EXTRA_LOCATION:
-      g_free (s->extra_location);
-      s->extra_location = g_value_dup_string (value);
-      break;
-    case PROP_SIGMA:
-      s->sigma = g_value_get_double (value);
-      break;
-    case PROP_TIME_STEPS:
-      s->time_steps = g_value_get_int (value);
-      break;
-    case PROP_LAMBDA:
-      s->lambda = g_value_get_double (value);
-      break;
-    case PROP_MAX_ITERATIONS:
-      s->max_iterations = g_value_get_uint (value);
-      break;
-    case PROP_GRADIENT_TOLERANCE:
-      s->gradient_tolerance = g_value_get_double (value);
-      break;
-    case PROP_FUNCTION_TOLERANCE:
-      s->function_tolerance = g_value_get_double (value);
-      break;
-    case PROP_INTEGRATOR:
-      s->integrator = g_value_get_enum (value);
-      break;
-    case PROP_PRECISION:
-      s->precision = g_value_get_enum (value);
-      break;
-    case PROP_BACKEND:
-      s->backend = g_value_get_enum (value);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      s->cuda_device_id = g_value_get_int (value);
-      break;
-    case PROP_OUTPUT:
-      s->output = g_value_get_enum (value);
-      break;
-    case PROP_WARM_START:
-      s->warm_start = g_value_get_boolean (value);
-      break;
-    case PROP_POST_MESSAGES:
-      s->post_messages = g_value_get_boolean (value);
-      break;
-    case PROP_PROGRESS_INTERVAL:
-      s->progress_interval = g_value_get_uint (value);
-      break;
-    case PROP_BATCH:
-      s->batch = g_value_get_uint (value);
-      break;
-    case PROP_DATA_TERM:
-      s->data_term = g_value_get_enum (value);
-      break;
-    case PROP_DATA_SIGMA:
-      s->data_sigma = g_value_get_double (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (self);
-}
-
-static void
-gst_landmark_shoot_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
-{
-  GstLandmarkShoot *self = GST_LANDMARK_SHOOT (object);
-  GstLandmarkShootSettings *s = &self->settings;
-  GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_TEMPLATE_LOCATION:
-      g_value_set_string (value, s->template_location);
-      break;
-    case PROP_EXTRA_LOCATION:
-      g_value_set_string (value, s->extra_location);
-      break;
-    case PROP_SIGMA:
-      g_value_set_double (value, s->sigma);
-      break;
-    case PROP_TIME_STEPS:
-      g_value_set_int (value, s->time_steps);
-      break;
-    case PROP_LAMBDA:
-      g_value_set_double (value, s->lambda);
-      break;
-    case PROP_MAX_ITERATIONS:
-      g_value_set_uint (value, s->max_iterations);
-      break;
-    case PROP_GRADIENT_TOLERANCE:
-      g_value_set_double (value, s->gradient_tolerance);
-      break;
-    case PROP_FUNCTION_TOLERANCE:
-      g_value_set_double (value, s->function_tolerance);
-      break;
-    case PROP_INTEGRATOR:
-      g_value_set_enum (value, s->integrator);
-      break;
-    case PROP_PRECISION:
-      g_value_set_enum (value, s->precision);
-      break;
-    case PROP_BACKEND:
-      g_value_set_enum (value, s->backend);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      g_value_set_int (value, s->cuda_device_id);
-      break;
-    case PROP_OUTPUT:
-      g_value_set_enum (value, s->output);
-      break;
-    case PROP_WARM_START:
-      g_value_set_boolean (value, s->warm_start);
-      break;
-    case PROP_POST_MESSAGES:
-      g_value_set_boolean (value, s->post_messages);
-      break;
-    case PROP_PROGRESS_INTERVAL:
-      g_value_set_uint (value, s->progress_interval);
-      break;
-    case PROP_BATCH:
-      g_value_set_uint (value, s->batch);
-      break;
-    case PROP_DATA_TERM:
-      g_value_set_enum (value, s->data_term);
-      break;
-    case PROP_DATA_SIGMA:
-      g_value_set_double (value, s->data_sigma);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (self);
-}
-
-static void
 gst_landmark_shoot_finalize (GObject * object)
 {
   GstLandmarkShoot *self = GST_LANDMARK_SHOOT (object);
@@ -1091,97 +696,11 @@ gst_landmark_shoot_class_init (GstLandmarkShootClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
-  const GParamFlags rw_ready = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_READY;
-  const GParamFlags rw_playing = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_PLAYING;
 
   gobject_class->set_property = gst_landmark_shoot_set_property;
   gobject_class->get_property = gst_landmark_shoot_get_property;
   gobject_class->finalize = gst_landmark_shoot_finalize;
-
-  g_object_class_install_property (gobject_class, PROP_TEMPLATE_LOCATION,
-      g_param_spec_string ("template-location", "Template location",
-          "Template landmark file (CSV/whitespace text, PLY ASCII or legacy VTK, as "
-          "pointsetparse reads): the points shot onto every target", NULL, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_SIGMA,
-      g_param_spec_double ("sigma", "Sigma",
-          "Kernel width in coordinate units: g(r) = exp(-r^2 / (2 sigma^2))",
-          1e-9, G_MAXDOUBLE, DEFAULT_SIGMA, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_TIME_STEPS,
-      g_param_spec_int ("time-steps", "Time steps",
-          "Time points T of the geodesic over [0, 1], both ends included "
-          "(T - 1 integration steps of 1/(T - 1))", 2, 100000, DEFAULT_TIME_STEPS,
-          rw_ready));
-  g_object_class_install_property (gobject_class, PROP_LAMBDA,
-      g_param_spec_double ("lambda", "Lambda",
-          "Weight of the mismatch: loss = H(q0, p0) + lambda / 2 sum |q(1) - target|^2",
-          1e-12, G_MAXDOUBLE, DEFAULT_LAMBDA, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_MAX_ITERATIONS,
-      g_param_spec_uint ("max-iterations", "Maximum iterations",
-          "L-BFGS iterations per target at most (0 = until a tolerance is met)",
-          0, G_MAXINT, DEFAULT_MAX_ITERATIONS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_GRADIENT_TOLERANCE,
-      g_param_spec_double ("gradient-tolerance", "Gradient tolerance",
-          "Stop when the gradient norm falls below this fraction of its initial value "
-          "(0 = off)", 0.0, 1.0, DEFAULT_GRADIENT_TOLERANCE, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_FUNCTION_TOLERANCE,
-      g_param_spec_double ("function-tolerance", "Function tolerance",
-          "Stop when the loss decreased by less than this fraction over the last 5 "
-          "iterations (0 = off)", 0.0, 1.0, DEFAULT_FUNCTION_TOLERANCE, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_INTEGRATOR,
-      g_param_spec_enum ("integrator", "Integrator", "Time integration of the geodesic",
-          GST_TYPE_LANDMARK_SHOOT_INTEGRATOR, DEFAULT_INTEGRATOR, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_PRECISION,
-      g_param_spec_enum ("precision", "Precision", "Arithmetic of the pair sums",
-          GST_TYPE_LANDMARK_SHOOT_PRECISION, DEFAULT_PRECISION, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_BACKEND,
-      g_param_spec_enum ("backend", "Backend", "Where the shooting runs",
-          GST_TYPE_GEOREG_BACKEND, DEFAULT_BACKEND, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
-      g_param_spec_int ("cuda-device-id", "CUDA device id",
-          "CUDA device to use (-1 = any)", -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
-          rw_ready));
-  g_object_class_install_property (gobject_class, PROP_EXTRA_LOCATION,
-      g_param_spec_string ("extra-location", "Extra points location",
-          "Optional point file (mesh vertices, a grid, ...) carried along the same "
-          "geodesic by the interpolated velocity v(x, t) = sum_l g(|q_l - x|) p_l(t); "
-          "see output", NULL, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_OUTPUT,
-      g_param_spec_enum ("output", "Output",
-          "What the output buffer holds", GST_TYPE_LANDMARK_SHOOT_OUTPUT,
-          DEFAULT_OUTPUT, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_WARM_START,
-      g_param_spec_boolean ("warm-start", "Warm start",
-          "Start each target from the previous target's momentum instead of zero "
-          "(for sequences of similar targets)", DEFAULT_WARM_START, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post an element message 'landmarkshoot' per target", DEFAULT_POST_MESSAGES,
-          rw_playing));
-  g_object_class_install_property (gobject_class, PROP_PROGRESS_INTERVAL,
-      g_param_spec_uint ("progress-interval", "Progress interval",
-          "Post a GST_MESSAGE_PROGRESS every this many iterations (0 = only at the "
-          "start and the end)", 0, G_MAXINT, DEFAULT_PROGRESS_INTERVAL, rw_playing));
-
-  g_object_class_install_property (gobject_class, PROP_BATCH,
-      g_param_spec_uint ("batch", "Batch",
-          "Targets registered together (a population): collected up to this count or "
-          "to EOS, fitted at once (each with its own momenta and L-BFGS; on CUDA one "
-          "launch covers them all), results pushed in order; 1 = one at a time",
-          1, 65535, DEFAULT_BATCH, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_DATA_TERM,
-      g_param_spec_enum ("data-term", "Data term",
-          "What the mismatch measures: landmarks (same count, same order), or, for "
-          "shapes without correspondence, a varifold (meshes or curves: connectivity "
-          "from the template file and the target buffers), an oriented varifold "
-          "(currents) or a point-cloud kernel distance (CPU backend)",
-          GST_TYPE_LANDMARK_SHOOT_DATA_TERM, DEFAULT_DATA_TERM, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_DATA_SIGMA,
-      g_param_spec_double ("data-sigma", "Data term sigma",
-          "Width of the varifold / point-cloud kernel exp(-|c - c'|^2 / data-sigma^2) in "
-          "coordinate units (0 = sigma)", 0.0, G_MAXDOUBLE, DEFAULT_DATA_SIGMA,
-          rw_ready));
+  gst_landmark_shoot_install_properties (gobject_class);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -1220,24 +739,7 @@ gst_landmark_shoot_class_init (GstLandmarkShootClass * klass)
 static void
 gst_landmark_shoot_init (GstLandmarkShoot * self)
 {
-  GstLandmarkShootSettings *s = &self->settings;
-  s->sigma = DEFAULT_SIGMA;
-  s->time_steps = DEFAULT_TIME_STEPS;
-  s->lambda = DEFAULT_LAMBDA;
-  s->max_iterations = DEFAULT_MAX_ITERATIONS;
-  s->gradient_tolerance = DEFAULT_GRADIENT_TOLERANCE;
-  s->function_tolerance = DEFAULT_FUNCTION_TOLERANCE;
-  s->integrator = DEFAULT_INTEGRATOR;
-  s->precision = DEFAULT_PRECISION;
-  s->backend = DEFAULT_BACKEND;
-  s->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
-  s->output = DEFAULT_OUTPUT;
-  s->warm_start = DEFAULT_WARM_START;
-  s->post_messages = DEFAULT_POST_MESSAGES;
-  s->progress_interval = DEFAULT_PROGRESS_INTERVAL;
-  s->batch = DEFAULT_BATCH;
-  s->data_term = DEFAULT_DATA_TERM;
-  s->data_sigma = DEFAULT_DATA_SIGMA;
+  gst_landmark_shoot_settings_init (&self->settings);
   g_queue_init (&self->pending);
   g_queue_init (&self->ready);
 }

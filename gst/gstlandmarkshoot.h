@@ -76,6 +76,8 @@ struct _GstLandmarkShoot {
   /* data-term != landmarks: the template's connectivity, the term's kind and width */
   GstLandmarkShootDataTerm data_term;
   gdouble data_sigma;
+  GrBackend data_backend;       /* where its pair sums run (backend=cuda: the device) */
+  gint data_cuda_device;
   guint32 *tcells;
   gsize ntcells;
   gint tcell_size;

@@ -172,7 +172,9 @@ GrStatus gr_shoot_batch_loss_grad (GrShootBatch *b, const size_t *which, size_t 
     const double *const *p0, double *const *grad, GrShootLoss *loss, char *errbuf,
     size_t errlen);
 
-/* Called after each accepted L-BFGS iteration of a subject; non-zero stops it. */
+/* Called after each accepted L-BFGS iteration of a subject; non-zero stops it.  The
+ * subjects' L-BFGS steps run on several host threads: the calls come from any of them,
+ * one at a time (serialized), in no fixed subject order. */
 typedef int (*GrShootBatchProgress) (void *user, size_t subject, int iteration,
     int evaluations, double loss, double gnorm);
 

@@ -204,6 +204,226 @@ group_reduce (double *acc, int tpr, double *red)
   }
 }
 
+/* ---- the pair terms and the row updates (shared by both kernel layouts) ---------- */
+
+/* Adds float32 partial sums into their float64 accumulators and clears them. */
+template <typename S, int NA>
+__device__ __forceinline__ void
+flush_part (double *acc, S *part)
+{
+#pragma unroll
+  for (int a = 0; a < NA; a++) {
+    acc[a] += (double) part[a];
+    part[a] = (S) 0;
+  }
+}
+
+/* a * b + c rounded once: the pair terms are written as chains of these, since the
+ * compiler may not reassociate "p += x * y - u * v" into them itself */
+__device__ __forceinline__ float
+fmx (float a, float b, float c)
+{
+  return fmaf (a, b, c);
+}
+
+__device__ __forceinline__ double
+fmx (double a, double b, double c)
+{
+  return fma (a, b, c);
+}
+
+/* One pair of the forward sums: part[0..D-1] += g p_j, part[D..2D-1] += g (p_i.p_j) dq
+ * with dq = q_i - q_j.  3-D: 18 instructions (the exponential's MUFU included). */
+template <typename S, int D>
+__device__ __forceinline__ void
+forward_pair (const S *qi, const S *pi, const V4<S> &qj, const V4<S> &pj, S kl, S r2cut,
+    S *part)
+{
+  S dq[D];
+#pragma unroll
+  for (int d = 0; d < D; d++)
+    dq[d] = qi[d] - cget (qj, d);
+  S r2 = dq[0] * dq[0], pp = pi[0] * pj.x;
+#pragma unroll
+  for (int d = 1; d < D; d++) {
+    r2 = fmx (dq[d], dq[d], r2);
+    pp = fmx (pi[d], cget (pj, d), pp);
+  }
+  const S g = gexp (r2, kl, r2cut);
+  const S gp = g * pp;
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    part[d] = fmx (g, cget (pj, d), part[d]);
+    part[D + d] = fmx (gp, dq[d], part[D + d]);
+  }
+}
+
+/* The forward step's update of row i from its sums acc (as forward_pair's part, in
+ * float64): the next state (Euler, Ralston's second stage) or the Ralston stage
+ * state, and at t = 0 Hp(q0, p0) and the row's kinetic energy. */
+template <typename S, int D, int MODE>
+__device__ __forceinline__ void
+forward_update (Bufs<S> &b, int t, int i, const double *acc)
+{
+  const int n = b.n;
+  const double dt = b.dt;
+  double hp[D], hq[D];
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    hp[d] = acc[d];
+    hq[d] = b.c * acc[D + d];
+  }
+  const size_t cur = (size_t) t * n + i, nxt = cur + n;
+  const V4<double> xq = b.xq_d[cur], xp = b.xp_d[cur];
+  if (MODE != F_RAL2 && t == 0) {
+    V4<double> h = zero4<double> ();
+    double e = 0.0;
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      cset (h, d, hp[d]);
+      e += cget (xp, d) * hp[d];
+    }
+    b.hp0[i] = h;
+    b.erow[i] = e;
+  }
+  if (MODE == F_EULER) {
+    V4<double> nq = zero4<double> (), np = zero4<double> ();
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      cset (nq, d, cget (xq, d) + dt * hp[d]);
+      cset (np, d, cget (xp, d) - dt * hq[d]);
+    }
+    b.xq_d[nxt] = nq;
+    b.xp_d[nxt] = np;
+    b.xq_s[nxt] = conv4<S> (nq);
+    b.xp_s[nxt] = conv4<S> (np);
+  } else if (MODE == F_RAL1) {
+    const double h = 2.0 / 3.0 * dt;
+    V4<double> k1q = zero4<double> (), k1p = zero4<double> ();
+    V4<double> yq = zero4<double> (), yp = zero4<double> ();
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      cset (k1q, d, hp[d]);
+      cset (k1p, d, -hq[d]);
+      cset (yq, d, cget (xq, d) + h * hp[d]);
+      cset (yp, d, cget (xp, d) - h * hq[d]);
+    }
+    b.k1q[i] = k1q;
+    b.k1p[i] = k1p;
+    b.yq_s[cur] = conv4<S> (yq);
+    b.yp_s[cur] = conv4<S> (yp);
+  } else {
+    const V4<double> k1q = b.k1q[i], k1p = b.k1p[i];
+    V4<double> nq = zero4<double> (), np = zero4<double> ();
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      cset (nq, d, cget (xq, d) + dt * (0.25 * cget (k1q, d) + 0.75 * hp[d]));
+      cset (np, d, cget (xp, d) + dt * (0.25 * cget (k1p, d) - 0.75 * hq[d]));
+    }
+    b.xq_d[nxt] = nq;
+    b.xp_d[nxt] = np;
+    b.xq_s[nxt] = conv4<S> (nq);
+    b.xp_s[nxt] = conv4<S> (np);
+  }
+}
+
+/* One pair of the adjoint sums (see pair_vjp in shoot_cpu_impl.h):
+ * part[0..D-1] += g [(A - c P s) dq - P db], part[D..2D-1] += g [a_j - c s p_j]
+ * with A = a_i.p_j + a_j.p_i, P = p_i.p_j, s = dq.db.  3-D: 40 instructions (written
+ * as below, where the plain expressions compiled to ~65). */
+template <typename S, int D>
+__device__ __forceinline__ void
+backward_pair (const S *qi, const S *pi, const S *ai, const S *bi, const V4<S> &qj,
+    const V4<S> &pj, const V4<S> &aj, const V4<S> &bj, S c, S kl, S r2cut, S *part)
+{
+  S dq[D], db[D];
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    dq[d] = qi[d] - cget (qj, d);
+    db[d] = bi[d] - cget (bj, d);
+  }
+  S r2 = dq[0] * dq[0], s = dq[0] * db[0], Pd = pi[0] * pj.x;
+  S Ad = fmx (aj.x, pi[0], ai[0] * pj.x);
+#pragma unroll
+  for (int d = 1; d < D; d++) {
+    r2 = fmx (dq[d], dq[d], r2);
+    s = fmx (dq[d], db[d], s);
+    Pd = fmx (pi[d], cget (pj, d), Pd);
+    Ad = fmx (ai[d], cget (pj, d), Ad);
+    Ad = fmx (cget (aj, d), pi[d], Ad);
+  }
+  const S g = gexp (r2, kl, r2cut);
+  const S cs = c * s;
+  const S c1 = g * fmx (-cs, Pd, Ad);     /* g (A - c P s) */
+  const S c2 = -(g * Pd);                 /* -g P */
+  const S c4 = -(g * cs);                 /* -c g s */
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    part[d] = fmx (c2, db[d], fmx (c1, dq[d], part[d]));
+    part[D + d] = fmx (c4, cget (pj, d), fmx (g, cget (aj, d), part[D + d]));
+  }
+}
+
+/* The backward step's update of row i from its sums acc (as backward_pair's part, in
+ * float64): the adjoint (Euler, Ralston's second stage) or the Ralston stage values,
+ * and at t = 0 the gradient row.  rbuf: the ping-pong half the step read. */
+template <typename S, int D, int MODE>
+__device__ __forceinline__ void
+backward_update (Bufs<S> &b, int t, int i, const double *acc, int rbuf)
+{
+  const int n = b.n;
+  const double dt = b.dt;
+  double ra[D], rb[D];
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    ra[d] = b.c * acc[d];
+    rb[d] = acc[D + d];
+  }
+  V4<double> la = b.La_d[i], lb = b.Lb_d[i];
+  if (MODE == B_RAL1) {
+    const double h = 0.75 * dt;
+    V4<double> ma = zero4<double> (), mb = zero4<double> ();
+    V4<double> wa = zero4<double> (), wb = zero4<double> ();
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      cset (ma, d, h * ra[d]);
+      cset (mb, d, h * rb[d]);
+      cset (wa, d, 0.25 * dt * cget (la, d) + 2.0 / 3.0 * dt * h * ra[d]);
+      cset (wb, d, 0.25 * dt * cget (lb, d) + 2.0 / 3.0 * dt * h * rb[d]);
+    }
+    b.mua[i] = ma;
+    b.mub[i] = mb;
+    b.wa_s[i] = conv4<S> (wa);
+    b.wb_s[i] = conv4<S> (wb);
+    return;
+  }
+  if (MODE == B_EULER) {
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      cset (la, d, cget (la, d) + dt * ra[d]);
+      cset (lb, d, cget (lb, d) + dt * rb[d]);
+    }
+  } else {
+    const V4<double> ma = b.mua[i], mb = b.mub[i];
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+      cset (la, d, cget (la, d) + cget (ma, d) + ra[d]);
+      cset (lb, d, cget (lb, d) + cget (mb, d) + rb[d]);
+    }
+  }
+  b.La_d[i] = la;
+  b.Lb_d[i] = lb;
+  const int wbuf = MODE == B_EULER ? 1 - rbuf : 0;
+  b.La_s[(size_t) wbuf * n + i] = conv4<S> (la);
+  b.Lb_s[(size_t) wbuf * n + i] = conv4<S> (lb);
+  if (t == 0) {
+    const V4<double> h = b.hp0[i];
+#pragma unroll
+    for (int d = 0; d < D; d++)
+      b.grad_out[(size_t) i * D + d] = cget (lb, d) + cget (h, d);
+  }
+}
+
 /* ---- forward step ------------------------------------------------------------------ */
 
 template <typename S, int D, int RPT, int MODE, int TILED>
@@ -240,29 +460,11 @@ k_forward (Bufs<S> b, int t, int tpr)
   }
   auto body = [&] (const V4<S> &qj, const V4<S> &pj) {
 #pragma unroll
-    for (int r = 0; r < RPT; r++) {
-      S dq[D], r2 = 0, pp = 0;
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        dq[d] = qi[r][d] - cget (qj, d);
-        r2 += dq[d] * dq[d];
-        pp += pi[r][d] * cget (pj, d);
-      }
-      S g = gexp (r2, b.kl, b.r2cut);
-      S gp = g * pp;
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        part[r * 2 * D + d] += g * cget (pj, d);
-        part[r * 2 * D + D + d] += gp * dq[d];
-      }
-    }
+    for (int r = 0; r < RPT; r++)
+      forward_pair<S, D> (qi[r], pi[r], qj, pj, b.kl, b.r2cut, part + r * 2 * D);
   };
   auto flush = [&] () {
-#pragma unroll
-    for (int a = 0; a < RPT * 2 * D; a++) {
-      acc[a] += (double) part[a];
-      part[a] = (S) 0;
-    }
+    flush_part<S, RPT * 2 * D> (acc, part);
   };
   if constexpr (TILED == 0) {
     for (int j = lane; j < n;) {
@@ -311,70 +513,12 @@ k_forward (Bufs<S> b, int t, int tpr)
   if (lane != 0)
     return;
 
-  const double dt = b.dt;
 #pragma unroll
   for (int r = 0; r < RPT; r++) {
     const int i = row0 + r;
     if (i >= n)
       break;
-    double hp[D], hq[D];
-#pragma unroll
-    for (int d = 0; d < D; d++) {
-      hp[d] = acc[r * 2 * D + d];
-      hq[d] = b.c * acc[r * 2 * D + D + d];
-    }
-    const size_t cur = (size_t) t * n + i, nxt = cur + n;
-    const V4<double> xq = b.xq_d[cur], xp = b.xp_d[cur];
-    if (MODE != F_RAL2 && t == 0) {
-      V4<double> h = zero4<double> ();
-      double e = 0.0;
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        cset (h, d, hp[d]);
-        e += cget (xp, d) * hp[d];
-      }
-      b.hp0[i] = h;
-      b.erow[i] = e;
-    }
-    if (MODE == F_EULER) {
-      V4<double> nq = zero4<double> (), np = zero4<double> ();
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        cset (nq, d, cget (xq, d) + dt * hp[d]);
-        cset (np, d, cget (xp, d) - dt * hq[d]);
-      }
-      b.xq_d[nxt] = nq;
-      b.xp_d[nxt] = np;
-      b.xq_s[nxt] = conv4<S> (nq);
-      b.xp_s[nxt] = conv4<S> (np);
-    } else if (MODE == F_RAL1) {
-      const double h = 2.0 / 3.0 * dt;
-      V4<double> k1q = zero4<double> (), k1p = zero4<double> ();
-      V4<double> yq = zero4<double> (), yp = zero4<double> ();
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        cset (k1q, d, hp[d]);
-        cset (k1p, d, -hq[d]);
-        cset (yq, d, cget (xq, d) + h * hp[d]);
-        cset (yp, d, cget (xp, d) - h * hq[d]);
-      }
-      b.k1q[i] = k1q;
-      b.k1p[i] = k1p;
-      b.yq_s[cur] = conv4<S> (yq);
-      b.yp_s[cur] = conv4<S> (yp);
-    } else {
-      const V4<double> k1q = b.k1q[i], k1p = b.k1p[i];
-      V4<double> nq = zero4<double> (), np = zero4<double> ();
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        cset (nq, d, cget (xq, d) + dt * (0.25 * cget (k1q, d) + 0.75 * hp[d]));
-        cset (np, d, cget (xp, d) + dt * (0.25 * cget (k1p, d) - 0.75 * hq[d]));
-      }
-      b.xq_d[nxt] = nq;
-      b.xp_d[nxt] = np;
-      b.xq_s[nxt] = conv4<S> (nq);
-      b.xp_s[nxt] = conv4<S> (np);
-    }
+    forward_update<S, D, MODE> (b, t, i, acc + r * 2 * D);
   }
 }
 
@@ -421,32 +565,12 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
   }
   auto body = [&] (const V4<S> &qj, const V4<S> &pj, const V4<S> &aj, const V4<S> &bj) {
 #pragma unroll
-    for (int r = 0; r < RPT; r++) {
-      S dq[D], db[D], r2 = 0, Ad = 0, Pd = 0, s = 0;
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        dq[d] = qi[r][d] - cget (qj, d);
-        db[d] = bi[r][d] - cget (bj, d);
-        r2 += dq[d] * dq[d];
-        Ad += ai[r][d] * cget (pj, d) + cget (aj, d) * pi[r][d];
-        Pd += pi[r][d] * cget (pj, d);
-        s += dq[d] * db[d];
-      }
-      S g = gexp (r2, b.kl, b.r2cut);
-      S c1 = g * (Ad - c * Pd * s), c2 = g * Pd, c4 = -c * g * s;
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        part[r * 2 * D + d] += c1 * dq[d] - c2 * db[d];
-        part[r * 2 * D + D + d] += g * cget (aj, d) + c4 * cget (pj, d);
-      }
-    }
+    for (int r = 0; r < RPT; r++)
+      backward_pair<S, D> (qi[r], pi[r], ai[r], bi[r], qj, pj, aj, bj, c, b.kl, b.r2cut,
+          part + r * 2 * D);
   };
   auto flush = [&] () {
-#pragma unroll
-    for (int a = 0; a < RPT * 2 * D; a++) {
-      acc[a] += (double) part[a];
-      part[a] = (S) 0;
-    }
+    flush_part<S, RPT * 2 * D> (acc, part);
   };
   if constexpr (TILED == 0) {
     for (int j = lane; j < n;) {
@@ -494,62 +618,125 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
   if (lane != 0)
     return;
 
-  const double dt = b.dt;
 #pragma unroll
   for (int r = 0; r < RPT; r++) {
     const int i = row0 + r;
     if (i >= n)
       break;
-    double ra[D], rb[D];
-#pragma unroll
-    for (int d = 0; d < D; d++) {
-      ra[d] = b.c * acc[r * 2 * D + d];
-      rb[d] = acc[r * 2 * D + D + d];
-    }
-    V4<double> la = b.La_d[i], lb = b.Lb_d[i];
-    if (MODE == B_RAL1) {
-      const double h = 0.75 * dt;
-      V4<double> ma = zero4<double> (), mb = zero4<double> ();
-      V4<double> wa = zero4<double> (), wb = zero4<double> ();
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        cset (ma, d, h * ra[d]);
-        cset (mb, d, h * rb[d]);
-        cset (wa, d, 0.25 * dt * cget (la, d) + 2.0 / 3.0 * dt * h * ra[d]);
-        cset (wb, d, 0.25 * dt * cget (lb, d) + 2.0 / 3.0 * dt * h * rb[d]);
-      }
-      b.mua[i] = ma;
-      b.mub[i] = mb;
-      b.wa_s[i] = conv4<S> (wa);
-      b.wb_s[i] = conv4<S> (wb);
-      continue;
-    }
-    if (MODE == B_EULER) {
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        cset (la, d, cget (la, d) + dt * ra[d]);
-        cset (lb, d, cget (lb, d) + dt * rb[d]);
-      }
-    } else {
-      const V4<double> ma = b.mua[i], mb = b.mub[i];
-#pragma unroll
-      for (int d = 0; d < D; d++) {
-        cset (la, d, cget (la, d) + cget (ma, d) + ra[d]);
-        cset (lb, d, cget (lb, d) + cget (mb, d) + rb[d]);
-      }
-    }
-    b.La_d[i] = la;
-    b.Lb_d[i] = lb;
-    const int wbuf = MODE == B_EULER ? 1 - rbuf : 0;
-    b.La_s[(size_t) wbuf * n + i] = conv4<S> (la);
-    b.Lb_s[(size_t) wbuf * n + i] = conv4<S> (lb);
-    if (t == 0) {
-      const V4<double> h = b.hp0[i];
-#pragma unroll
-      for (int d = 0; d < D; d++)
-        b.grad_out[(size_t) i * D + d] = cget (lb, d) + cget (h, d);
-    }
+    backward_update<S, D, MODE> (b, t, i, acc + r * 2 * D, rbuf);
   }
+}
+
+/* ---- populations: one row per thread ----------------------------------------------
+ *
+ * With many subjects in one launch there are blocks enough without splitting a row's
+ * sum over a group of threads, so each thread owns one row and runs over every j:
+ * the block stages WBLOCK points at a time in shared memory and all its threads read
+ * the same point at once (a broadcast: one shared-memory wavefront per load instead
+ * of one per 8 lanes), and no shuffle reduction is left.  Per pair the thread issues
+ * the arithmetic of forward_pair / backward_pair and 2 (forward) or 4 (backward)
+ * 16-byte shared loads; the float32 partial sums go into the float64 accumulators
+ * every WFLUSH points.  The rows' sums are formed in another order than the grouped
+ * kernels' (so a subject's values differ from the single-subject engine's by float32
+ * rounding, within the CPU agreement the tests ask of both). */
+#define WBLOCK 128
+#define WFLUSH 32
+
+/* Row i's values of NA arrays (clamped to the last row: the threads past the end
+ * still help stage the tiles). */
+template <typename S, int D, int NA>
+__device__ __forceinline__ void
+load_row (const V4<S> *const *src, int i, int n, S (*out)[D])
+{
+  const int ic = min (i, n - 1);
+#pragma unroll
+  for (int a = 0; a < NA; a++) {
+    const V4<S> v = src[a][ic];
+#pragma unroll
+    for (int d = 0; d < D; d++)
+      out[a][d] = cget (v, d);
+  }
+}
+
+/* The row-per-thread sweep over all n points j: the block stages NA arrays, WBLOCK
+ * points at a time, in shared memory; pair (tile, k, part) adds staged point k's
+ * terms to the float32 partials, which go into acc (NACC float64 sums) every WFLUSH
+ * points.  Every thread of the block must call it. */
+template <typename S, int NA, int NACC, typename Pair>
+__device__ __forceinline__ void
+row_sweep (const V4<S> *const *src, int n, double *acc, Pair pair)
+{
+  __shared__ V4<S> tile[NA][WBLOCK];
+  S part[NACC];
+#pragma unroll
+  for (int a = 0; a < NACC; a++) {
+    acc[a] = 0.0;
+    part[a] = (S) 0;
+  }
+  for (int base = 0; base < n; base += WBLOCK) {
+    const int jj = base + threadIdx.x;
+    if (jj < n) {
+#pragma unroll
+      for (int a = 0; a < NA; a++)
+        tile[a][threadIdx.x] = src[a][jj];
+    }
+    __syncthreads ();
+    const int cnt = min (WBLOCK, n - base);
+    for (int k0 = 0; k0 < cnt; k0 += WFLUSH) {
+      const int k1 = min (k0 + WFLUSH, cnt);
+#pragma unroll 8
+      for (int k = k0; k < k1; k++)
+        pair (tile, k, part);
+      flush_part<S, NACC> (acc, part);
+    }
+    __syncthreads ();
+  }
+}
+
+template <typename S, int D, int MODE>
+__global__ void __launch_bounds__ (WBLOCK)
+k_forward_rows (Bufs<S> b, int t)
+{
+  if (!at_slot (b))
+    return;
+  const int n = b.n;
+  const int i = blockIdx.x * WBLOCK + threadIdx.x;
+  const size_t off = (size_t) t * n;
+  const V4<S> *src[2] = { (MODE == F_RAL2 ? b.yq_s : b.xq_s) + off,
+    (MODE == F_RAL2 ? b.yp_s : b.xp_s) + off };
+  S row[2][D];
+  load_row<S, D, 2> (src, i, n, row);
+  double acc[2 * D];
+  row_sweep<S, 2, 2 * D> (src, n, acc, [&] (V4<S> (*tile)[WBLOCK], int k, S *part) {
+    forward_pair<S, D> (row[0], row[1], tile[0][k], tile[1][k], b.kl, b.r2cut, part);
+  });
+  if (i < n)
+    forward_update<S, D, MODE> (b, t, i, acc);
+}
+
+template <typename S, int D, int MODE>
+__global__ void __launch_bounds__ (WBLOCK)
+k_backward_rows (Bufs<S> b, int t, int rbuf)
+{
+  if (!at_slot (b))
+    return;
+  const int n = b.n;
+  const int i = blockIdx.x * WBLOCK + threadIdx.x;
+  const size_t off = (size_t) t * n;
+  const V4<S> *src[4] = { (MODE == B_RAL1 ? b.yq_s : b.xq_s) + off,
+    (MODE == B_RAL1 ? b.yp_s : b.xp_s) + off,
+    MODE == B_RAL2 ? b.wa_s : b.La_s + (size_t) rbuf * n,
+    MODE == B_RAL2 ? b.wb_s : b.Lb_s + (size_t) rbuf * n };
+  const S c = (S) b.c;
+  S row[4][D];
+  load_row<S, D, 4> (src, i, n, row);
+  double acc[2 * D];
+  row_sweep<S, 4, 2 * D> (src, n, acc, [&] (V4<S> (*tile)[WBLOCK], int k, S *part) {
+    backward_pair<S, D> (row[0], row[1], row[2], row[3], tile[0][k], tile[1][k],
+        tile[2][k], tile[3][k], c, b.kl, b.r2cut, part);
+  });
+  if (i < n)
+    backward_update<S, D, MODE> (b, t, i, acc, rbuf);
 }
 
 /* ---- small kernels ----------------------------------------------------------------- */
@@ -622,6 +809,7 @@ struct GrShootCuda {
   int tpr, rpt;                 /* threads per row group, rows per thread */
   int tiled;                    /* j points staged in shared memory: 0 no, 1 one
                                  * buffer, 2 double-buffered (cp.async) */
+  bool wide;                    /* one row per thread (k_*_rows): populations */
   cudaStream_t stream;
   size_t cap;                   /* evaluation slots (subjects evaluated at once) */
   int ngraphs;
@@ -689,6 +877,35 @@ make_bufs (const GrShootCuda *c)
   return b;
 }
 
+/* enqueue_eval with the row-per-thread kernels (populations, float32). */
+template <typename S, int D>
+static cudaError_t
+enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
+{
+  const int T = c->T;
+  const dim3 grid ((c->n + WBLOCK - 1) / WBLOCK, G);
+  const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
+  for (int t = 0; t + 1 < T; t++) {
+    if (!ral) {
+      k_forward_rows<S, D, F_EULER><<<grid, WBLOCK, 0, c->stream>>> (b, t);
+    } else {
+      k_forward_rows<S, D, F_RAL1><<<grid, WBLOCK, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_RAL2><<<grid, WBLOCK, 0, c->stream>>> (b, t);
+    }
+  }
+  k_terminal<S, D><<<dim3 (1, G), 1024, 0, c->stream>>> (b);
+  for (int t = T - 2; t >= 0; t--) {
+    if (!ral) {
+      k_backward_rows<S, D, B_EULER><<<grid, WBLOCK, 0, c->stream>>> (b, t,
+          (T - 2 - t) & 1);
+    } else {
+      k_backward_rows<S, D, B_RAL1><<<grid, WBLOCK, 0, c->stream>>> (b, t, 0);
+      k_backward_rows<S, D, B_RAL2><<<grid, WBLOCK, 0, c->stream>>> (b, t, 0);
+    }
+  }
+  return cudaGetLastError ();
+}
+
 /* Enqueues the kernels of one evaluation of up to G slots on the stream (captured
  * into a graph; the copies around them are made per evaluation, sized by the count). */
 template <typename S, int D, int RPT, int TILED>
@@ -701,6 +918,10 @@ enqueue_eval (GrShootCuda *c, int G)
   const int rows_per_block = (BLOCK / tpr) * RPT;
   const dim3 grid ((n + rows_per_block - 1) / rows_per_block, G);
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
+  if constexpr (sizeof (S) == sizeof (float)) {
+    if (c->wide)
+      return enqueue_eval_rows<S, D> (c, b, G);
+  }
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
       k_forward<S, D, RPT, F_EULER, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr);
@@ -847,8 +1068,16 @@ gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int devic
     return NULL;
   }
   c->sms = prop.multiProcessorCount;
-  if (desc)
-    snprintf (desc, desclen, "CUDA device %d: %s (%d SMs)", device, prop.name, c->sms);
+  {
+    /* the SM clock (kHz) goes into the description: the benchmark's floors use it */
+    int clock_khz = 0;
+    if (cudaDeviceGetAttribute (&clock_khz, cudaDevAttrClockRate, device) != cudaSuccess)
+      clock_khz = 0;
+    cudaGetLastError ();
+    if (desc)
+      snprintf (desc, desclen, "CUDA device %d: %s (%d SMs, %.2f GHz)", device, prop.name,
+          c->sms, clock_khz * 1e-6);
+  }
 
   /* Kernel variant, from the measurements in docs/benchmarks-landmarkshoot.md (H200,
    * n = 500 .. 20,000; other GPUs may prefer others).  float32 mode: j points staged
@@ -883,7 +1112,18 @@ gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int devic
       if (v == 32 || v == 64 || v == 128 || v == 256)
         c->tpr = v;
     }
-    if (desc)
+    /* Populations (float32): one row per thread (k_*_rows) once there are several
+     * slots, since the slots then fill the device; GEOREG_SHOOT_WIDE=0 keeps the
+     * grouped kernels (whose values a subject alone gets bit for bit), =1 takes the
+     * row kernels for a single subject too (bit for bit the batch's values). */
+    c->wide = f32 && c->cap > 1;
+    ev = getenv ("GEOREG_SHOOT_WIDE");
+    if (ev && *ev && f32)
+      c->wide = atoi (ev) != 0;
+    if (desc && c->wide)
+      snprintf (desc + strlen (desc), desclen - strlen (desc), ", one row per thread "
+          "(%d-row blocks)", WBLOCK);
+    else if (desc)
       snprintf (desc + strlen (desc), desclen - strlen (desc), ", %d threads x %d rows "
           "per group%s", c->tpr, c->rpt, c->tiled == 2 ? ", tiles double-buffered"
           : c->tiled ? ", tiled" : "");

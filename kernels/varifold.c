@@ -4,6 +4,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include "varifold.h"
+#if GR_HAVE_CUDA
+#include "varifold_cuda.h"
+#endif
 
 #include <math.h>
 #include <stdbool.h>
@@ -40,6 +43,10 @@ struct GrVarifold {
   int kind;                     /* 0 points, 1 oriented, 2 unoriented */
   Features tgt;
   double tt;                    /* <T, T> */
+  GrBackend backend;            /* where the pair sums run: CPU or CUDA */
+#if GR_HAVE_CUDA
+  GrVarifoldCuda *cuda;         /* the target in slot 0, the source in slot 1 */
+#endif
 };
 
 static void
@@ -136,17 +143,28 @@ nthreads (const GrVarifold *v)
   return v->p.threads > 0 ? v->p.threads : omp_get_max_threads ();
 }
 
-static void
+/* The pair sums of shape a against shape b (the target, or the source just made);
+ * on CUDA the shapes are the device's copies (slot 0 the target, 1 the source). */
+static GrStatus
 rows (const GrVarifold *v, const Features *a, const Features *b, double *row, double *gc,
-    double *gn)
+    double *gn, char *errbuf, size_t errlen)
 {
   const double inv_s2 = 1.0 / (v->p.sigma * v->p.sigma);
+#if GR_HAVE_CUDA
+  if (v->cuda)
+    return gr_varifold_cuda_rows (v->cuda, a == &v->tgt ? 0 : 1, b == &v->tgt ? 0 : 1,
+        row, gc, gn, errbuf, errlen);
+#else
+  (void) errbuf;
+  (void) errlen;
+#endif
   if (v->p.float64)
     vf_rows_f64 (a->F, a->cR, a->nR, b->F, b->cR, b->nR, v->p.dim, v->kind, inv_s2, row,
         gc, gn, nthreads (v));
   else
     vf_rows_f32 (a->F, a->cR, a->nR, b->F, b->cR, b->nR, v->p.dim, v->kind, inv_s2, row,
         gc, gn, nthreads (v));
+  return GR_OK;
 }
 
 static double
@@ -162,6 +180,19 @@ GrVarifold *
 gr_varifold_new (const GrVarifoldParams *params, const double *vertices, size_t nvertices,
     const uint32_t *cells, size_t ncells, char *errbuf, size_t errlen)
 {
+  return gr_varifold_new_backend (params, GR_BACKEND_CPU, -1, vertices, nvertices, cells,
+      ncells, NULL, errbuf, errlen);
+}
+
+GrVarifold *
+gr_varifold_new_backend (const GrVarifoldParams *params, GrBackend backend,
+    int cuda_device, const double *vertices, size_t nvertices, const uint32_t *cells,
+    size_t ncells, GrStatus *status, char *errbuf, size_t errlen)
+{
+  GrStatus dummy;
+  if (!status)
+    status = &dummy;
+  *status = GR_ERR_INVALID;
   if (!params || (params->dim != 2 && params->dim != 3) || params->cell_size < 1 ||
       params->cell_size > 3 || (params->cell_size == 3 && params->dim != 3) ||
       !(params->sigma > 0) || !isfinite (params->sigma) ||
@@ -176,22 +207,70 @@ gr_varifold_new (const GrVarifoldParams *params, const double *vertices, size_t 
   GrVarifold *v = calloc (1, sizeof *v);
   if (!v) {
     gr_set_err (errbuf, errlen, "out of memory");
+    *status = GR_ERR_NOMEM;
     return NULL;
   }
   v->p = *params;
   v->kind = params->cell_size == 1 ? 0 : params->orientation == GR_VARIFOLD_ORIENTED
       ? 1 : 2;
+  v->backend = GR_BACKEND_CPU;
   double *row = NULL;
   if (!features_make (params, vertices, nvertices, cells, ncells, &v->tgt) ||
       !(row = malloc (sizeof (double) * v->tgt.F))) {
     gr_set_err (errbuf, errlen, "out of memory");
     gr_varifold_free (v);
+    *status = GR_ERR_NOMEM;
     return NULL;
   }
-  rows (v, &v->tgt, &v->tgt, row, NULL, NULL);
+  GrBackend use = backend;
+  if (use == GR_BACKEND_AUTO)
+    use = gr_cuda_device_count () > 0 ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
+  if (use == GR_BACKEND_CUDA && (gr_cuda_device_count () <= 0 ||
+          cuda_device >= gr_cuda_device_count ())) {
+    gr_set_err (errbuf, errlen, "%s", gr_cuda_compiled ()
+        ? "no usable CUDA device (no GPU, no driver, or no such device)"
+        : "this build has no CUDA kernels (built without nvcc)");
+    free (row);
+    gr_varifold_free (v);
+    *status = GR_ERR_NO_CUDA;
+    return NULL;
+  }
+#if GR_HAVE_CUDA
+  if (use == GR_BACKEND_CUDA) {
+    v->cuda = gr_varifold_cuda_new (cuda_device < 0 ? 0 : cuda_device, params->dim,
+        v->kind, params->float64, 1.0 / (params->sigma * params->sigma), NULL, 0, errbuf,
+        errlen);
+    if (v->cuda && gr_varifold_cuda_set_shape (v->cuda, 0, v->tgt.F, v->tgt.cR, v->tgt.nR,
+            errbuf, errlen) == GR_OK)
+      v->backend = GR_BACKEND_CUDA;
+    else if (backend == GR_BACKEND_CUDA) {
+      free (row);
+      gr_varifold_free (v);
+      *status = GR_ERR_CUDA;
+      return NULL;
+    } else {
+      /* auto: the CPU (the reason stays in errbuf) */
+      gr_varifold_cuda_free (v->cuda);
+      v->cuda = NULL;
+    }
+  }
+#endif
+  GrStatus st = rows (v, &v->tgt, &v->tgt, row, NULL, NULL, errbuf, errlen);
   v->tt = sum (row, v->tgt.F);
   free (row);
+  if (st != GR_OK) {
+    gr_varifold_free (v);
+    *status = st;
+    return NULL;
+  }
+  *status = GR_OK;
   return v;
+}
+
+GrBackend
+gr_varifold_backend (const GrVarifold *v)
+{
+  return v->backend;
 }
 
 void
@@ -199,6 +278,9 @@ gr_varifold_free (GrVarifold *v)
 {
   if (!v)
     return;
+#if GR_HAVE_CUDA
+  gr_varifold_cuda_free (v->cuda);
+#endif
   features_clear (&v->tgt, v->p.float64);
   free (v);
 }
@@ -234,8 +316,14 @@ gr_varifold_distance (GrVarifold *v, const double *vertices, size_t nvertices,
     if (!gc || !gn || !gc2 || !gn2)
       goto nomem;
   }
-  rows (v, &s, &s, rs, gc, gn);
-  rows (v, &s, &v->tgt, rt, gc2, gn2);
+#if GR_HAVE_CUDA
+  if (v->cuda && (st = gr_varifold_cuda_set_shape (v->cuda, 1, F, s.cR, s.nR, errbuf,
+              errlen)) != GR_OK)
+    goto out;
+#endif
+  if ((st = rows (v, &s, &s, rs, gc, gn, errbuf, errlen)) != GR_OK ||
+      (st = rows (v, &s, &v->tgt, rt, gc2, gn2, errbuf, errlen)) != GR_OK)
+    goto out;
   *d2 = sum (rs, F) - 2.0 * sum (rt, F) + v->tt;
   if (g) {
     /* d d2 / d (c_f, n_f) = 2 (sum over S) - 2 (sum over T); then to the vertices */

@@ -1,5 +1,6 @@
 /* Varifold and kernel data terms: distances between shapes that need not correspond
- * (different samplings, different counts), with exact gradients (plain C, CPU).
+ * (different samplings, different counts), with exact gradients (plain C; the pair
+ * sums on the CPU or, with gr_varifold_new_backend, on CUDA: varifold_cuda.cu).
  *
  * A shape is vertices (D = 2 or 3 coordinates, point-major) and cells of k vertex
  * indices: k = 1 points (a point cloud), k = 2 segments (polylines, curves), k = 3
@@ -50,6 +51,18 @@ typedef struct GrVarifold GrVarifold;
 GrVarifold *gr_varifold_new (const GrVarifoldParams *params, const double *vertices,
     size_t nvertices, const uint32_t *cells, size_t ncells, char *errbuf, size_t errlen);
 void gr_varifold_free (GrVarifold *v);
+
+/* As gr_varifold_new, with the pair sums on a backend: GR_BACKEND_CPU (OpenMP);
+ * GR_BACKEND_CUDA (device cuda_device, -1 = 0; NULL with *status GR_ERR_NO_CUDA when
+ * there is none, GR_ERR_CUDA when it fails); GR_BACKEND_AUTO: CUDA when a device is
+ * usable (falling back to the CPU when its engine cannot be made), else the CPU.  The
+ * cell features and the chain rule to the vertices run on the CPU either way.  CPU and
+ * CUDA agree to the pairs' rounding (float64: ~1e-12 relative).  status may be NULL. */
+GrVarifold *gr_varifold_new_backend (const GrVarifoldParams *params, GrBackend backend,
+    int cuda_device, const double *vertices, size_t nvertices, const uint32_t *cells,
+    size_t ncells, GrStatus *status, char *errbuf, size_t errlen);
+/* Where the pair sums run (CPU or CUDA). */
+GrBackend gr_varifold_backend (const GrVarifold *v);
 
 /* d^2 between the source (its vertices and cells, as above) and the target; grad (may
  * be NULL) receives d d^2 / d vertices (nvertices * dim). */

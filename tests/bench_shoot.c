@@ -31,7 +31,14 @@
  *                               (gr_shoot_batch_fit, seed settings, tolerances 0), on
  *                               each backend of GEOREG_BENCH_BACKENDS; then
  *                               GEOREG_BENCH_POP_CHECK subjects (default 3) registered
- *                               alone, their losses compared (1e-6 relative).  With
+ *                               alone, their losses compared (1e-6 relative: on
+ *                               CUDA both alone as by default, on the grouped
+ *                               kernels, and on the batch's row kernels, which must
+ *                               be exact).  Prints the time per 100 subjects, the
+ *                               device's share (one timed evaluation of all subjects
+ *                               x the evaluations) and the floors (exponentials over
+ *                               the SFUs, FP32 issue) for the device's SMs and
+ *                               clock.  With
  *                               GEOREG_BENCH_DUMP: pop_tmpl_N.csv and
  *                               pop_targets_N_S.csv (columns subject,x,y,z) for
  *                               tools/bench_population_torch.py
@@ -252,6 +259,74 @@ make_subject (size_t n, const double *q0, GrShoot *shooter, int k, double *tgt)
   free (p);
 }
 
+/* The device's share of a population fit: one evaluation (loss and gradient) of every
+ * subject at the fitted momenta, timed (median of 3), times the evaluations per
+ * subject.  The rest of the fit's time is the host's: the subjects' L-BFGS steps, the
+ * transfers, and the rounds in which only some subjects ask for an evaluation. */
+static double
+population_device_time (GrShootBatch *b, size_t subjects, size_t m, const double *p,
+    long evals)
+{
+  size_t *which = malloc (sizeof (size_t) * subjects);
+  const double **pts = malloc (sizeof (double *) * subjects);
+  double **grads = malloc (sizeof (double *) * subjects);
+  double *g = malloc (sizeof (double) * m * subjects);
+  GrShootLoss *l = malloc (sizeof (GrShootLoss) * subjects);
+  double t[3] = { NAN, NAN, NAN };
+  if (which && pts && grads && g && l) {
+    for (size_t k = 0; k < subjects; k++) {
+      which[k] = k;
+      pts[k] = p + k * m;
+      grads[k] = g + k * m;
+    }
+    for (int r = 0; r < 3; r++) {
+      double t0 = now ();
+      if (gr_shoot_batch_loss_grad (b, which, subjects, pts, grads, l, NULL, 0) != GR_OK)
+        break;
+      t[r] = now () - t0;
+    }
+    qsort (t, 3, sizeof (double), bench_cmp_double);
+  }
+  free (which);
+  free (pts);
+  free (grads);
+  free (g);
+  free (l);
+  const double round_s = t[1];
+  const double device_s = round_s * (double) evals / (double) subjects;
+  printf ("  one evaluation of all %zu subjects: %.1f ms; x %.1f evaluations per "
+      "subject = %.2f s on the device (%.2f s per 100 subjects); the host's share "
+      "(L-BFGS steps, transfers, partial rounds) is the rest\n", subjects, 1e3 * round_s,
+      (double) evals / subjects, device_s, 100.0 * device_s / subjects);
+  return device_s;
+}
+
+/* Floors, from the description's "(S SMs, F GHz)": the exponentials over the
+ * special-function units (16 per clock per SM: MUFU.EX2), and the issue floor: each
+ * pair also issues the FP32 arithmetic of forward_pair / backward_pair in
+ * shoot_cuda.cu and its shared loads (3-D: 21 and 46 instructions in the PTX of the
+ * row kernels' unrolled loops, MUFU and loads included), at one warp instruction per
+ * clock per SM quarter (128 lanes per clock per SM). */
+static void
+population_floors (const char *desc, double exps, double secs, double device_s)
+{
+  int sms = 0;
+  double ghz = 0;
+  const char *par = desc ? strrchr (desc, '(') : NULL;
+  if (!par || sscanf (par, "(%d SMs, %lf GHz", &sms, &ghz) != 2 || sms <= 0 || ghz <= 0) {
+    printf ("  floors: the device description gives no SM count and clock\n");
+    return;
+  }
+  const double sfu = sms * 16.0 * ghz * 1e9, lanes = sms * 128.0 * ghz * 1e9;
+  const double sfu_s = exps / sfu, sfu_reuse_s = 0.5 * exps / sfu;
+  /* exps counts forward and adjoint pairs alike: half of each */
+  const double issue_s = 0.5 * exps * (21.0 + 46.0) / lanes;
+  printf ("  floors on %d SMs at %.2f GHz: exponentials over the SFUs %.2f s (%.2f s if "
+      "each were reused from forward to adjoint); FP32 issue %.2f s.  Fit %.2f s = "
+      "%.1fx the issue floor (device part %.2f s = %.1fx)\n", sms, ghz, sfu_s,
+      sfu_reuse_s, issue_s, secs, secs / issue_s, device_s, device_s / issue_s);
+}
+
 static int
 population (size_t subjects, size_t n, int iterations, int threads, const char *dump,
     FILE *json)
@@ -332,41 +407,71 @@ population (size_t subjects, size_t n, int iterations, int threads, const char *
     }
     /* the exponentials: one per pair per step, forward and adjoint */
     double exps = (double) evals * 2.0 * (T_POINTS - 1) * (double) n * (double) n;
-    printf ("%s: %zu subjects in %.2f s (%.3f s each); %ld iterations, %ld evaluations; "
-        "mean loss %.6g -> %.6g; %.3g pair exponentials, %.3g per second; %s\n",
-        gr_backend_name (be), subjects, secs, secs / subjects, iters, evals,
-        l0 / subjects, l1 / subjects, exps, exps / secs,
-        gr_shoot_batch_device_description (b));
+    const char *desc = gr_shoot_batch_device_description (b);
+    printf ("%s: %zu subjects in %.2f s (%.2f s per 100 subjects; %.3f s each); "
+        "%ld iterations, %ld evaluations; mean loss %.6g -> %.6g; %.3g pair "
+        "exponentials, %.3g per second; %s\n", gr_backend_name (be), subjects, secs,
+        100.0 * secs / subjects, secs / subjects, iters, evals, l0 / subjects,
+        l1 / subjects, exps, exps / secs, desc);
+    double device_s = NAN;
+    if (be == GR_BACKEND_CUDA) {
+      device_s = population_device_time (b, subjects, m, p, evals);
+      population_floors (desc, exps, secs, device_s);
+    }
     fflush (stdout);
-    /* some subjects alone: the same loss */
+    /* some subjects alone: the same loss.  On CUDA a subject alone runs the grouped
+     * kernels by default and the batch the row-per-thread ones (shoot_cuda.cu): the
+     * first comparison is what a user gets; the second (GEOREG_SHOOT_WIDE=1 alone)
+     * must be exact. */
     GrShoot *one = gr_shoot_new (&sp, be, -1, NULL, NULL, 0);
+    GrShoot *one_rows = NULL;
+    if (be == GR_BACKEND_CUDA) {
+      setenv ("GEOREG_SHOOT_WIDE", "1", 1);
+      one_rows = gr_shoot_new (&sp, be, -1, NULL, NULL, 0);
+      unsetenv ("GEOREG_SHOOT_WIDE");
+      gr_shoot_set_template (one_rows, q0, NULL, 0);
+    }
     gr_shoot_set_template (one, q0, NULL, 0);
-    double worst = 0;
+    double worst = 0, worst_rows = 0;
     for (int c = 0; c < checks && c < (int) subjects; c++) {
       size_t k = (size_t) c * (subjects - 1) / (checks > 1 ? checks - 1 : 1);
       double *pa = calloc (m, sizeof (double));
-      GrShootFitResult ra;
+      GrShootFitResult ra, rr;
       gr_shoot_set_target (one, tgt + k * m, NULL, 0);
       gr_shoot_fit (one, pa, &lp, NULL, NULL, &ra, NULL, 0);
       double rel = fabs (ra.loss - res[k].loss) / fabs (ra.loss);
-      printf ("  subject %zu alone: loss %.10g (batch %.10g), relative %.1e, %.3f s\n", k,
-          ra.loss, res[k].loss, rel, ra.seconds);
+      printf ("  subject %zu alone: loss %.10g (batch %.10g), relative %.1e, %.3f s (%s)\n",
+          k, ra.loss, res[k].loss, rel, ra.seconds, gr_shoot_device_description (one));
       worst = fmax (worst, rel);
+      if (one_rows) {
+        memset (pa, 0, sizeof (double) * m);
+        gr_shoot_set_target (one_rows, tgt + k * m, NULL, 0);
+        gr_shoot_fit (one_rows, pa, &lp, NULL, NULL, &rr, NULL, 0);
+        double relr = fabs (rr.loss - res[k].loss) / fabs (rr.loss);
+        printf ("  subject %zu alone on the batch's row kernels: loss %.10g, relative "
+            "%.1e, %.3f s\n", k, rr.loss, relr, rr.seconds);
+        worst_rows = fmax (worst_rows, relr);
+      }
       free (pa);
     }
     gr_shoot_free (one);
-    if (worst > 1e-6) {
-      printf ("  FAIL: a subject's batched loss differs from its lone loss by %.1e\n",
-          worst);
+    gr_shoot_free (one_rows);
+    if (worst > 1e-6 || worst_rows > 1e-6) {
+      printf ("  FAIL: a subject's batched loss differs from its lone loss by %.1e "
+          "(alone on the row kernels: %.1e)\n", worst, worst_rows);
       ok = 0;
+    } else {
+      printf ("  agreement with alone: worst relative %.1e (on the row kernels %.1e), "
+          "goal 1e-6\n", worst, worst_rows);
     }
     if (json)
       fprintf (json, "  {\"backend\": \"%s\", \"device\": \"%s\", \"subjects\": %zu, "
           "\"n\": %zu, \"iterations\": %d, \"seconds\": %.6f, \"evaluations\": %ld, "
-          "\"mean_loss_before\": %.9g, \"mean_loss_after\": %.9g, "
-          "\"worst_lone_relative\": %.3g},\n", gr_backend_name (be),
-          gr_shoot_batch_device_description (b), subjects, n, iterations, secs, evals,
-          l0 / subjects, l1 / subjects, worst);
+          "\"device_seconds\": %.6f, \"mean_loss_before\": %.9g, "
+          "\"mean_loss_after\": %.9g, \"worst_lone_relative\": %.3g, "
+          "\"worst_lone_rows_relative\": %.3g},\n", gr_backend_name (be), desc, subjects,
+          n, iterations, secs, evals, isnan (device_s) ? -1.0 : device_s, l0 / subjects,
+          l1 / subjects, worst, worst_rows);
     gr_shoot_batch_free (b);
   }
   free (q0);

@@ -912,8 +912,30 @@ GST_START_TEST (test_pipeline_varifold)
   gr_varifold_distance (v, ps.xyz, ps.n, ps.cells, ps.ncells, &d1, NULL, NULL, 0);
   GST_INFO ("varifold pipeline: d2 %g -> %g", d0, d1);
   fail_unless (d1 <= 0.1 * d0, "varifold d2 %g -> %g", d0, d1);
-  gr_varifold_free (v);
   gr_pointset_clear (&ps);
+  g_free (desc);
+  g_free (perr);
+
+  /* backend=cuda: the data term's pair sums on the device (the shooting on the CPU):
+   * as close; without a usable device, a clear error */
+  desc = g_strdup_printf ("filesrc location=\"%s\" ! pointsetparse ! landmarkshoot "
+      "template-location=\"%s\" data-term=varifold data-sigma=2 sigma=2.5 lambda=300 "
+      "time-steps=8 max-iterations=200 backend=cuda ! pointsetenc ! filesink "
+      "location=\"%s\"", mesh, atlas, warped);
+  perr = NULL;
+  if (gr_cuda_device_count () > 0) {
+    fail_unless (run_pipeline (desc, &perr), "%s: %s", desc, perr);
+    fail_unless (gr_pointset_load (warped, GR_POINTSET_AUTO, 0, &ps, err, sizeof err) ==
+        GR_OK, "%s", err);
+    gr_varifold_distance (v, ps.xyz, ps.n, ps.cells, ps.ncells, &d1, NULL, NULL, 0);
+    GST_INFO ("varifold pipeline, backend=cuda: d2 %g -> %g", d0, d1);
+    fail_unless (d1 <= 0.1 * d0, "backend=cuda: varifold d2 %g -> %g", d0, d1);
+    gr_pointset_clear (&ps);
+  } else {
+    fail_if (run_pipeline (desc, &perr));
+    fail_unless (perr && strstr (perr, "cannot run on CUDA") != NULL, "%s", perr);
+  }
+  gr_varifold_free (v);
   g_free (desc);
   g_free (perr);
 

@@ -18,6 +18,9 @@ Out of memory is reported, not fatal: lower --chunk.
 
   bench_population_torch.py --dir DUMP --n 1847 --subjects 1000 [--chunk 8]
       [--mode joint|sequential] [--limit 8] [--iters 400] [--out result.json]
+
+Prints one line (subjects timed, seconds, mean loss reached, evaluations, peak memory);
+--out writes the details (per-subject losses) as JSON.  Needs only torch.
 """
 import argparse
 import json
@@ -31,17 +34,19 @@ SIGMA, T_POINTS, LAMBDA = 1.5, 40, 5e5
 
 
 def load_population(path, n, s, device):
-    data = torch.zeros((s, n, 3), dtype=torch.float32)
-    counts = [0] * s
+    """subject,x,y,z rows, subject-major (as bench_shoot writes them) -> (s, n, 3)."""
+    rows = [[], [], [], []]
     with open(path) as f:
         for line in f:
             if not line or line[0].isalpha():
                 continue
-            v = line.split(",")
-            k = int(v[0])
-            data[k, counts[k]] = torch.tensor([float(x) for x in v[1:4]])
-            counts[k] += 1
-    return data.to(device)
+            for col, v in zip(rows, line.split(",")):
+                col.append(float(v))
+    subj = torch.tensor(rows[0], dtype=torch.int64)
+    xyz = torch.tensor(rows[1:], dtype=torch.float64).T
+    if xyz.shape[0] != s * n or bool((subj != torch.arange(s).repeat_interleave(n)).any()):
+        raise SystemExit(f"{path}: expected {s} subjects of {n} points, subject-major")
+    return xyz.reshape(s, n, 3).float().to(device)
 
 
 def load_csv(path, device):
@@ -142,12 +147,17 @@ def main():
         res["error"] = err
     if losses and len(losses) < a.subjects:
         res["extrapolated_seconds"] = secs * a.subjects / len(losses)
-    print(json.dumps({k: v for k, v in res.items() if k != "losses"}), flush=True)
+    # one line: what bench_shoot's population mode prints next to it
+    line = (f"pytorch {a.mode} (chunk {chunk}): {len(losses)} of {a.subjects} subjects "
+            f"of N = {a.n} in {secs:.1f} s")
+    if "extrapolated_seconds" in res:
+        line += f" (extrapolated to {a.subjects}: {res['extrapolated_seconds']:.0f} s)"
     if losses:
-        print(f"{a.mode}: {len(losses)} subjects in {secs:.1f} s"
-              + (f" (extrapolated to {a.subjects}: {res['extrapolated_seconds']:.0f} s)"
-                 if "extrapolated_seconds" in res else "")
-              + f"; mean loss {sum(losses) / len(losses):.6g}")
+        line += (f"; mean loss {sum(losses) / len(losses):.6g}; {evals} evaluations; "
+                 f"peak {res['peak_gb']:.1f} GiB")
+    if err:
+        line += f"; {err}"
+    print(line + f"; {res['device']}, torch {res['torch']}", flush=True)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)

@@ -8,8 +8,10 @@ The same objective as kernels/varifold.h with kernels/shoot.h's data term:
   varifold: <S, T> = sum_fg exp(-|c_f - c_g|^2 / sigma_w^2) O(n_f, n_g), O = n.n'
   (oriented) or (n.n')^2 / (|n||n'|) (unoriented), d^2 = <S,S> - 2<S,T> + <T,T>;
   loss = H(q0, p0) + lambda / 2 d^2(q(1), target), float32 (Hq written out as in
-  bench_shoot_torch.py).  georeg's varifold data term runs on the CPU only so far: this
-  script is the PyTorch side for when the CUDA one exists, and a figure on its own.
+  bench_shoot_torch.py).  In georeg the varifold's pair sums run on CUDA
+  (gr_varifold_new_backend, landmarkshoot backend=cuda) while the shooting with a data
+  term stays on the CPU: the side-by-side figure waits for the CUDA shooting to take a
+  data term; this is the PyTorch side, and a figure on its own.
 The meshes are those of tests/test_varifold.c: an ellipsoid (radii 5, 4, 3.5) meshed by
 L x M latitude/longitude bands for the source, and the same ellipsoid under the known
 smooth deformation meshed at another resolution for the target; --vertices picks the
@@ -18,6 +20,9 @@ not fit beyond a few tens of thousands: out of memory is reported, not fatal).
 
   bench_varifold_torch.py [--vertices 10000,100000] [--iters 100]
       [--orientation unoriented|oriented] [--out result.json]
+
+Prints one line per problem (loss and varifold d2 before -> after, fit time, peak
+memory, or out of memory); --out writes them as JSON.  Needs only torch.
 """
 import argparse
 import json
@@ -165,7 +170,17 @@ def main():
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(dev)
         results.append(r)
-        print(json.dumps(r), flush=True)
+        # one line per problem: the loss reached and the time
+        if "error" in r:
+            print(f"pytorch varifold matching, {nv} source vertices: {r['error']} "
+                  f"({r['detail']})", flush=True)
+        else:
+            print(f"pytorch varifold matching ({r['orientation']}), {r['source_vertices']} "
+                  f"onto {r['target_vertices']} vertices: loss {r['loss_before']:.6g} -> "
+                  f"{r['loss_after']:.6g} (d2 {r['varifold_d2_before']:.4g} -> "
+                  f"{r['varifold_d2_after']:.4g}) in {r['fit_s']:.2f} s, {r['iterations']} "
+                  f"iterations, {r['evaluations']} evaluations, peak {r['peak_gb']:.1f} GiB; "
+                  f"{r['device']}, torch {r['torch']}", flush=True)
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"benchmark": "varifold-pytorch", "results": results}, f, indent=1)
