@@ -95,49 +95,99 @@ disc_weights (int R, float *gw_ori, float *gw_desc)
     }
 }
 
-/* masked separable Gaussian: each pass averages the valid neighbours */
+/* one output of the horizontal pass, any pixel: the valid neighbours' average */
+static inline float
+smooth_h_at (const GrPlaneF *img, const float *row, const float *wt, int rr, int x, int y)
+{
+  float s = 0.f, sw = 0.f;
+  for (int i = -rr; i <= rr; i++) {
+    const int xx = x + i;
+    if (xx < 0 || xx >= img->width || !valid_at (img, xx, y))
+      continue;
+    s += wt[i + rr] * row[xx];
+    sw += wt[i + rr];
+  }
+  return s / sw;
+}
+
+/* one output of the vertical pass, any pixel */
+static inline float
+smooth_v_at (const GrPlaneF *img, const float *tmp, const float *wt, int rr, int x, int y)
+{
+  const int w = img->width;
+  float s = 0.f, sw = 0.f;
+  for (int i = -rr; i <= rr; i++) {
+    const int yy = y + i;
+    if (yy < 0 || yy >= img->height || !valid_at (img, x, yy))
+      continue;
+    s += wt[i + rr] * tmp[(size_t) yy * w + x];
+    sw += wt[i + rr];
+  }
+  return s / sw;
+}
+
+/* masked separable Gaussian: each pass averages the valid neighbours.  Without a
+ * mask every tap of an interior pixel is valid: those run as plain weighted sums
+ * along the row (vectorized), adding the same terms in the same order as the
+ * per-pixel form and dividing by the same weight sum, so the floats are the same
+ * (and the same as the CUDA backend's). */
 static void
 smooth_plane (const GrPlaneF *img, float sigma, float *tmp, float *out)
 {
   const int w = img->width, h = img->height;
   float wt[64];
   const int rr = smooth_weights (sigma, wt);
+  const bool fast = !img->mask;
+  float wsum = 0.f;              /* in tap order, as the per-pixel form adds it */
+  for (int i = -rr; i <= rr; i++)
+    wsum += wt[i + rr];
+  /* the interior columns / rows the fast path takes */
+  const int xa = rr, xb = w - rr, ya = rr, yb = h - rr;
 #pragma omp parallel for schedule (static)
   for (int y = 0; y < h; y++) {
     const float *row = img->data + (size_t) y * img->stride;
-    for (int x = 0; x < w; x++) {
-      if (!valid_at (img, x, y)) {
-        tmp[(size_t) y * w + x] = 0.f;
-        continue;
-      }
-      float s = 0.f, sw = 0.f;
+    float *t = tmp + (size_t) y * w;
+    if (fast && xb > xa) {
+      for (int x = xa; x < xb; x++)
+        t[x] = 0.f;
       for (int i = -rr; i <= rr; i++) {
-        const int xx = x + i;
-        if (xx < 0 || xx >= w || !valid_at (img, xx, y))
-          continue;
-        s += wt[i + rr] * row[xx];
-        sw += wt[i + rr];
+        const float k = wt[i + rr];
+        const float *r = row + i;
+        for (int x = xa; x < xb; x++)
+          t[x] += k * r[x];
       }
-      tmp[(size_t) y * w + x] = s / sw;
+      for (int x = xa; x < xb; x++)
+        t[x] /= wsum;
+      for (int x = 0; x < w; x++) {
+        if (x == xa)
+          x = xb;
+        if (x < w)
+          t[x] = smooth_h_at (img, row, wt, rr, x, y);
+      }
+      continue;
     }
+    for (int x = 0; x < w; x++)
+      t[x] = valid_at (img, x, y) ? smooth_h_at (img, row, wt, rr, x, y) : 0.f;
   }
 #pragma omp parallel for schedule (static)
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++) {
-      if (!valid_at (img, x, y)) {
-        out[(size_t) y * w + x] = 0.f;
-        continue;
-      }
-      float s = 0.f, sw = 0.f;
+  for (int y = 0; y < h; y++) {
+    float *o = out + (size_t) y * w;
+    if (fast && y >= ya && y < yb) {
+      for (int x = 0; x < w; x++)
+        o[x] = 0.f;
       for (int i = -rr; i <= rr; i++) {
-        const int yy = y + i;
-        if (yy < 0 || yy >= h || !valid_at (img, x, yy))
-          continue;
-        s += wt[i + rr] * tmp[(size_t) yy * w + x];
-        sw += wt[i + rr];
+        const float k = wt[i + rr];
+        const float *r = tmp + (size_t) (y + i) * w;
+        for (int x = 0; x < w; x++)
+          o[x] += k * r[x];
       }
-      out[(size_t) y * w + x] = s / sw;
+      for (int x = 0; x < w; x++)
+        o[x] /= wsum;
+      continue;
     }
+    for (int x = 0; x < w; x++)
+      o[x] = valid_at (img, x, y) ? smooth_v_at (img, tmp, wt, rr, x, y) : 0.f;
+  }
 }
 
 static void
@@ -145,9 +195,21 @@ gradients (const GrPlaneF *img, const float *s, float *gx, float *gy, uint8_t *g
 {
   const int w = img->width, h = img->height;
 #pragma omp parallel for schedule (static)
-  for (int y = 0; y < h; y++)
+  for (int y = 0; y < h; y++) {
+    const size_t r = (size_t) y * w;
+    if (!img->mask && y > 0 && y < h - 1) {
+      /* no mask, inner row: valid between the first and last column */
+      for (int x = 0; x < w; x++) {
+        const size_t i = r + x;
+        const bool ok = x > 0 && x < w - 1;
+        gv[i] = ok;
+        gx[i] = ok ? 0.5f * (s[i + 1] - s[i - 1]) : 0.f;
+        gy[i] = ok ? 0.5f * (s[i + w] - s[i - w]) : 0.f;
+      }
+      continue;
+    }
     for (int x = 0; x < w; x++) {
-      const size_t i = (size_t) y * w + x;
+      const size_t i = r + x;
       const bool ok = x > 0 && y > 0 && x < w - 1 && y < h - 1 && valid_at (img, x, y) &&
           valid_at (img, x - 1, y) && valid_at (img, x + 1, y) &&
           valid_at (img, x, y - 1) && valid_at (img, x, y + 1);
@@ -155,6 +217,7 @@ gradients (const GrPlaneF *img, const float *s, float *gx, float *gy, uint8_t *g
       gx[i] = ok ? 0.5f * (s[i + 1] - s[i - 1]) : 0.f;
       gy[i] = ok ? 0.5f * (s[i + w] - s[i - w]) : 0.f;
     }
+  }
 }
 
 /* bilinear gradient at (x, y); false when a needed gradient is invalid */

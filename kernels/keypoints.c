@@ -70,6 +70,17 @@ static bool
 eligibility (const GrPlaneF *img, int R, uint8_t *ok)
 {
   const int w = img->width, h = img->height;
+  if (!img->mask) {
+    /* all valid: the pixels at least R from every edge (what the runs below give) */
+#pragma omp parallel for schedule (static)
+    for (int y = 0; y < h; y++) {
+      uint8_t *o = ok + (size_t) y * w;
+      memset (o, 0, w);
+      if (y >= R && y < h - R && w - 2 * R > 0)
+        memset (o + R, 1, w - 2 * R);
+    }
+    return true;
+  }
   uint8_t *tmp = malloc ((size_t) w * h);
   if (!tmp)
     return false;
@@ -102,71 +113,155 @@ eligibility (const GrPlaneF *img, int R, uint8_t *ok)
   return true;
 }
 
-/* Shi-Tomasi responses of the rows [y0, y1) into resp (0 where not eligible). */
+/* Gradients of row y at x = -b .. w - 1 + b (gx[x + b], gy[x + b]), read with the
+ * clamping of px(): interior pixels straight from the rows, so that the loop
+ * vectorizes; the values are those px() would give. */
+static void
+gradient_row (const GrPlaneF *img, int b, int y, float *gx, float *gy)
+{
+  const int w = img->width, h = img->height;
+  const int yc = y < 0 ? 0 : y >= h ? h - 1 : y;
+  const int yu = y - 1 < 0 ? 0 : y - 1 >= h ? h - 1 : y - 1;
+  const int yd = y + 1 < 0 ? 0 : y + 1 >= h ? h - 1 : y + 1;
+  const float *rc = img->data + (size_t) yc * img->stride;
+  const float *ru = img->data + (size_t) yu * img->stride;
+  const float *rd = img->data + (size_t) yd * img->stride;
+  for (int x = -b; x < w + b; x++) {
+    if (x >= 1 && x < w - 1)
+      break;
+    gx[x + b] = 0.5f * (px (img, x + 1, y) - px (img, x - 1, y));
+    gy[x + b] = 0.5f * (px (img, x, y + 1) - px (img, x, y - 1));
+  }
+  /* interior: x and its neighbours inside the row; the row itself clamped above
+   * (px clamps y the same way for every x) */
+  for (int x = 1; x < w - 1; x++) {
+    gx[x + b] = 0.5f * (rc[x + 1] - rc[x - 1]);
+    gy[x + b] = 0.5f * (rd[x] - ru[x]);
+  }
+  for (int x = w - 1 > 1 ? w - 1 : 1; x < w + b; x++) {
+    gx[x + b] = 0.5f * (px (img, x + 1, y) - px (img, x - 1, y));
+    gy[x + b] = 0.5f * (px (img, x, y + 1) - px (img, x, y - 1));
+  }
+}
+
+/* out[x] = p[x] + p[x + 1] + ... + p[x + 2b], added in that order from 0 */
+static void
+box_row (const float *restrict p, int b, int w, float *restrict out)
+{
+  for (int x = 0; x < w; x++)
+    out[x] = 0.0f;
+  for (int k = 0; k <= 2 * b; k++)
+    for (int x = 0; x < w; x++)
+      out[x] += p[x + k];
+}
+
+/* out[x] = the column sum of rows 0 .. 2b (stride w) from row 0 down, in double */
+static void
+box_col (const float *restrict rows, int b, int w, double *restrict out)
+{
+  for (int x = 0; x < w; x++)
+    out[x] = 0.0;
+  for (int k = 0; k <= 2 * b; k++) {
+    const float *restrict r = rows + (size_t) k * w;
+    for (int x = 0; x < w; x++)
+      out[x] += r[x];
+  }
+}
+
+/* the smaller eigenvalue of [[a b] [b c]] where eligible and positive, else 0 */
+static void
+min_eig_row (const double *restrict a, const double *restrict b,
+    const double *restrict c, const uint8_t *restrict ok, int w, float *restrict out)
+{
+  for (int x = 0; x < w; x++) {
+    const double half = 0.5 * (a[x] - c[x]);
+    const double l = 0.5 * (a[x] + c[x]) - sqrt (half * half + b[x] * b[x]);
+    out[x] = ok[x] && l > 0.0 ? (float) l : 0.0f;
+  }
+}
+
+/* Scratch floats response_strip needs per thread for strips of `strip` rows. */
+static size_t
+strip_scratch_floats (int w, int b, int strip)
+{
+  return 3 * (size_t) (strip + 2 * b) * w + 5 * (size_t) (w + 2 * b) + 6 * (size_t) w;
+}
+
+/* Shi-Tomasi responses of the rows [y0, y1) into resp (0 where not eligible).
+ * Each gradient is computed once per pixel (not once per box tap), and every loop
+ * runs along x so that it vectorizes; each pixel's sums still add the same terms in
+ * the same order (taps -b .. b, then rows top to bottom), so the responses are the
+ * same floats as a per-pixel evaluation gives (and as the CUDA detector's). */
 static void
 response_strip (const GrPlaneF *img, int b, const uint8_t *ok, int y0, int y1,
     float *hs, float *resp)
 {
   const int w = img->width;
   const int nrows = y1 - y0 + 2 * b;
-  float *sxx = hs, *sxy = hs + (size_t) nrows * w, *syy = hs + 2 * (size_t) nrows * w;
+  const size_t wb = (size_t) w + 2 * b;
+  /* the doubles first (malloc alignment), then the floats */
+  double *da = (double *) hs, *db = da + w, *dc = db + w;
+  float *sxx = (float *) (dc + w), *sxy = sxx + (size_t) nrows * w,
+      *syy = sxy + (size_t) nrows * w;
+  float *gx = syy + (size_t) nrows * w, *gy = gx + wb;
+  float *pxx = gy + wb, *pxy = pxx + wb, *pyy = pxy + wb;
   /* horizontal box sums of the gradient products, rows y0 - b .. y1 + b - 1 */
   for (int r = 0; r < nrows; r++) {
     const int y = y0 - b + r;
     float *rxx = sxx + (size_t) r * w, *rxy = sxy + (size_t) r * w, *ryy = syy + (size_t) r * w;
-    for (int x = 0; x < w; x++) {
-      float axx = 0, axy = 0, ayy = 0;
-      for (int k = -b; k <= b; k++) {
-        const int xx = x + k;
-        const float gx = 0.5f * (px (img, xx + 1, y) - px (img, xx - 1, y));
-        const float gy = 0.5f * (px (img, xx, y + 1) - px (img, xx, y - 1));
-        axx += gx * gx;
-        axy += gx * gy;
-        ayy += gy * gy;
-      }
-      rxx[x] = axx;
-      rxy[x] = axy;
-      ryy[x] = ayy;
+    gradient_row (img, b, y, gx, gy);
+    for (size_t i = 0; i < wb; i++) {
+      pxx[i] = gx[i] * gx[i];
+      pxy[i] = gx[i] * gy[i];
+      pyy[i] = gy[i] * gy[i];
     }
+    box_row (pxx, b, w, rxx);
+    box_row (pxy, b, w, rxy);
+    box_row (pyy, b, w, ryy);
   }
   for (int y = y0; y < y1; y++) {
     const int r0 = y - y0;     /* rows r0 .. r0 + 2b of the strip buffers */
     float *out = resp + (size_t) y * w;
     const uint8_t *o = ok + (size_t) y * w;
-    for (int x = 0; x < w; x++) {
-      if (!o[x]) {
-        out[x] = 0.0f;
-        continue;
-      }
-      double a = 0, bb = 0, c = 0;
-      for (int k = 0; k <= 2 * b; k++) {
-        a += sxx[(size_t) (r0 + k) * w + x];
-        bb += sxy[(size_t) (r0 + k) * w + x];
-        c += syy[(size_t) (r0 + k) * w + x];
-      }
-      const double half = 0.5 * (a - c);
-      const double l = 0.5 * (a + c) - sqrt (half * half + bb * bb);
-      out[x] = l > 0.0 ? (float) l : 0.0f;
-    }
+    box_col (sxx + (size_t) r0 * w, b, w, da);
+    box_col (sxy + (size_t) r0 * w, b, w, db);
+    box_col (syy + (size_t) r0 * w, b, w, dc);
+    min_eig_row (da, db, dc, o, w, out);
   }
+}
+
+/* whether a neighbour (xx, yy) of (x, y) beats a response v there: larger, or equal
+ * and earlier in raster order */
+static inline bool
+beats (float u, float v, int xx, int yy, int x, int y)
+{
+  return u > v || (u == v && (yy < y || (yy == y && xx < x)));
 }
 
 static bool
 is_nms_max (const float *resp, int w, int h, int x, int y, int rad)
 {
   const float v = resp[(size_t) y * w + x];
+  /* the 8 neighbours first: on a smooth response most pixels lose to one of them,
+   * which settles them without the whole window (rad >= 1, so they are part of it:
+   * the answer is the same) */
+  for (int j = -1; j <= 1; j++) {
+    const int yy = y + j;
+    if (yy < 0 || yy >= h)
+      continue;
+    for (int i = -1; i <= 1; i++) {
+      const int xx = x + i;
+      if ((i || j) && xx >= 0 && xx < w && beats (resp[(size_t) yy * w + xx], v, xx, yy, x, y))
+        return false;
+    }
+  }
   const int xa = x - rad < 0 ? 0 : x - rad, xb = x + rad >= w ? w - 1 : x + rad;
   const int ya = y - rad < 0 ? 0 : y - rad, yb = y + rad >= h ? h - 1 : y + rad;
   for (int yy = ya; yy <= yb; yy++) {
     const float *row = resp + (size_t) yy * w;
-    for (int xx = xa; xx <= xb; xx++) {
-      const float u = row[xx];
-      if (u > v)
+    for (int xx = xa; xx <= xb; xx++)
+      if (beats (row[xx], v, xx, yy, x, y))   /* equal: the first in raster order wins */
         return false;
-      /* equal: the first in raster order wins */
-      if (u == v && (yy < y || (yy == y && xx < x)))
-        return false;
-    }
   }
   return true;
 }
@@ -206,7 +301,7 @@ gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
   bool oom = false;
 #pragma omp parallel
   {
-    float *hs = malloc (sizeof (float) * 3 * (size_t) (strip + 2 * b) * w);
+    float *hs = malloc (sizeof (float) * strip_scratch_floats (w, b, strip));
     if (!hs) {
 #pragma omp atomic write
       oom = true;

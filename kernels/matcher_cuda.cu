@@ -1189,19 +1189,33 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
   pd.k = c->bdb.k;
   pd.qlist = c->d_qlist;
   pd.imgs = c->d_tab;
+  /* GEOREG_MATCHER_TIMING=1: where the wall time of this call goes, per phase, on
+   * stderr (host clock between the synchronizations the loop makes anyway, and CUDA
+   * events around the distance kernel): to find what to move off the critical path */
+  const char *tenv = getenv ("GEOREG_MATCHER_TIMING");
+  const bool timing = tenv && atoi (tenv) == 1;
+  double t_setup = 0, t_match = 0, t_count = 0, t_host = 0, t_rest = 0, t_dist = 0;
+  double t_prev = timing ? now_ms () : 0;
+#define PHASE(acc) do { if (timing) { const double t_ = now_ms (); acc += t_ - t_prev; \
+    t_prev = t_; } } while (0)
   CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
   long long rechecked = 0, total = 0;
+  int slabs = 0;
   for (int i0 = 0; i0 < m; i0 += (int) srows) {
     const int i1 = i0 + srows < m ? i0 + (int) srows : m;
     const int nr = i1 - i0;
+    slabs++;
+    PHASE (t_setup);
     st = batch_slab (c, i0, i1, n, max_pn, rr, debug, &rechecked, errbuf, errlen);
     if (st != GR_OK)
       return st;
+    PHASE (t_match);
     sparse_count_kernel<<<nr, SPARSE_NT, 0, s>>> (c->d_out, n, c->d_rowcnt);
     CK (cudaGetLastError (), "sparse count kernel launch");
     CK (cudaMemcpyAsync (c->h_rowcnt, c->d_rowcnt, (size_t) nr * sizeof (long long),
             cudaMemcpyDeviceToHost, s), "cudaMemcpy (slab counts)");
     CK (cudaStreamSynchronize (s), "sparse count kernel");
+    PHASE (t_count);
     long long kept = 0;
     for (int r = 0; r < nr; r++) {
       const long long cr = c->h_rowcnt[r];
@@ -1220,6 +1234,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
       *buf = nb;
       *cap = ncap;
     }
+    PHASE (t_host);
     CK (gr_cuda_grow (&c->d_sparse, &c->sparse_cap, (size_t) kept, 1024),
         "cudaMalloc (sparse entries)");
     CK (cudaMemcpyAsync (c->d_rowcnt, c->h_rowcnt, (size_t) nr * sizeof (long long),
@@ -1227,15 +1242,35 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     sparse_fill_kernel<<<nr, SPARSE_NT, 0, s>>> (c->d_out, n, i0, c->d_rowcnt,
         c->d_sparse);
     CK (cudaGetLastError (), "sparse fill kernel launch");
+    /* evk1 / evk2 belong to the incremental form, idle here */
+    if (timing)
+      CK (cudaEventRecord (c->evk1, s), "cudaEventRecord");
     sparse_dist_kernel<<<c->nsm * 8, 256, 0, s>>> (pd, c->d_sparse, kept);
     CK (cudaGetLastError (), "sparse distance kernel launch");
+    if (timing)
+      CK (cudaEventRecord (c->evk2, s), "cudaEventRecord");
     CK (cudaMemcpyAsync (*buf + total, c->d_sparse, (size_t) kept * sizeof (GrMatch),
             cudaMemcpyDeviceToHost, s), "cudaMemcpy (sparse entries)");
     CK (cudaStreamSynchronize (s), "sparse entries download");
+    if (timing) {
+      float dms = 0.f;
+      CK (cudaEventElapsedTime (&dms, c->evk1, c->evk2), "cudaEventElapsedTime");
+      t_dist += dms;
+    }
+    PHASE (t_rest);
     total += kept;
   }
   CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
   CK (cudaStreamSynchronize (s), "sparse form");
+  PHASE (t_setup);
+#undef PHASE
+  if (timing)
+    fprintf (stderr, "matcher sparse: m %d n %lld k %d, %d slab(s) of %lld images, %lld "
+        "entries (%.1f MB), %lld re-checked; ms: match kernels + re-check %.2f, count + "
+        "sizes down %.2f, host prefix / realloc %.2f, fill + distances + entries down "
+        "%.2f (distance kernel %.2f), setup / tail %.2f\n", m, n, k, slabs, srows,
+        total, total * (double) sizeof (GrMatch) / 1e6, rechecked, t_match, t_count,
+        t_host, t_rest, t_dist, t_setup);
   *count = total;
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }

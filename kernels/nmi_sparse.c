@@ -1,7 +1,8 @@
 /* Sparse NMI matching: dispatcher, parameter checks, and the multi-threaded CPU
  * backend.  The per-keypoint algorithm lives in nmi_sparse_impl.h, shared with the
  * CUDA backend: here one OpenMP thread runs one keypoint at a time through the
- * phases, for each of the GRS_NT "threads" of a CUDA block in turn.
+ * phases, for each of the GRS_NT "threads" of a CUDA block in turn, except the score
+ * phase, which has a CPU form of its own (scores_cpu) giving the same map.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include "nmi_sparse.h"
@@ -22,6 +23,9 @@ struct GrNmiSparse {
   double lnn[GRS_TAB];
   uint8_t *ctl_pix, *ctl_mask;   /* CPU copy, packed; mask NULL = all valid */
   int ctl_w, ctl_h;
+  bool cpu_scores_shared;        /* GEOREG_NMI_SPARSE_CPU_SHARED=1: the CPU runs the
+                                  * CUDA kernel's score phase (grs_scores) instead of
+                                  * scores_cpu; same results, kept to compare them */
 #if GR_HAVE_CUDA
   GrNmiSparseCuda *cuda;
 #endif
@@ -72,6 +76,8 @@ gr_nmi_sparse_new (GrBackend backend, int cuda_device, GrStatus *status,
   }
   nmi->backend = use;
   nmi->requested = backend;
+  const char *shared = getenv ("GEOREG_NMI_SPARSE_CPU_SHARED");
+  nmi->cpu_scores_shared = shared && atoi (shared) == 1;
   tables_init (nmi);
 #if GR_HAVE_CUDA
   if (use == GR_BACKEND_CUDA) {
@@ -259,6 +265,100 @@ params_resolve (const GrNmiSparseParams *in, GrNmiSparseParams *out, GrsGeom *g,
   return true;
 }
 
+/* Phase S on the CPU: the same score map as grs_scores (the integer sums S are exact,
+ * so any order gives the same integers, and the doubles are formed as there), but laid
+ * out for one core instead of 64 threads sharing banks: plain byte histograms, each
+ * group's window values gathered once, and the columns walked one after another.
+ * Measured on 1080p frames (300 keypoints, 31-pixel windows) it takes about half the
+ * time of running grs_scores for the 64 emulated threads. */
+static void
+scores_cpu (const GrsGeom *g, const GrsShared *s, double *map)
+{
+  const int T = g->T, W = g->W, P = g->P;
+  const int ntv = s->misc[GRS_M_NTV], ng = s->misc[GRS_M_NGROUPS];
+  const int tfull = s->misc[GRS_M_TFULL];
+  const uint16_t *win = s->win;
+  const int16_t *off = s->off;
+  const int64_t *tab = s->tab, *dtab = s->dtab;
+  uint8_t hb[GRS_INVALID + 1], hj[GRS_INVALID + 1];   /* + the invalid slot, unused */
+  uint16_t vals[GR_NMI_SPARSE_MAX_TEMPLATE * GR_NMI_SPARSE_MAX_TEMPLATE];
+  memset (hb, 0, sizeof hb);
+  memset (hj, 0, sizeof hj);
+
+  for (int col = 0; col < P; col++) {
+    int64_t sB = 0;
+    int nv = 0;
+    if (tfull)
+      for (int r = 0; r < T; r++)
+        for (int x = 0; x < T; x++) {
+          const uint32_t v = win[r * W + col + x];
+          if (!(v & GRS_INVALID)) {
+            sB += dtab[++hb[v]];
+            nv++;
+          }
+        }
+    for (int oy = 0; oy < P; oy++) {
+      if (tfull && oy > 0) {
+        const uint16_t *ro = win + (oy - 1) * W + col, *ri = win + (oy + T - 1) * W + col;
+        for (int x = 0; x < T; x++) {
+          const uint32_t vo = ro[x];
+          if (!(vo & GRS_INVALID)) {
+            sB -= dtab[hb[vo]--];
+            nv--;
+          }
+          const uint32_t vi = ri[x];
+          if (!(vi & GRS_INVALID)) {
+            sB += dtab[++hb[vi]];
+            nv++;
+          }
+        }
+      }
+      const uint16_t *base = win + oy * W + col;
+      int n;
+      int64_t sb;
+      if (tfull) {
+        n = nv;
+        sb = sB;
+      } else {
+        n = 0;
+        sb = 0;
+        for (int r = 0; r < ntv; r++) {
+          const uint32_t v = base[off[r]];
+          if (!(v & GRS_INVALID)) {
+            sb += dtab[++hb[v]];
+            n++;
+          }
+        }
+        for (int r = 0; r < ntv; r++)
+          hb[base[off[r]] & 255u] = 0;
+      }
+      int64_t sJ = 0, sA = 0;
+      for (int gi = 0; gi < ng; gi++) {
+        const int st = s->gstart[gi], sz = s->gsize[gi];
+        int cv = 0;
+        for (int m = 0; m < sz; m++)
+          vals[m] = base[off[st + m]];
+        for (int m = 0; m < sz; m++) {
+          const uint32_t v = vals[m];
+          if (!(v & GRS_INVALID)) {
+            sJ += dtab[++hj[v]];
+            cv++;
+          }
+        }
+        sA += tab[cv];
+        for (int m = 0; m < sz; m++)
+          hj[vals[m]] = 0;
+      }
+      map[oy * P + col] = grs_score (sJ, sA, sb, n, g->min_valid, tab, s->lnn);
+    }
+    /* the column's marginal back to zero for the next one */
+    if (tfull)
+      for (int r = P - 1; r < P - 1 + T; r++)
+        for (int x = 0; x < T; x++)
+          hb[win[r * W + col + x] & 255u] = 0;
+  }
+}
+
 static GrStatus
 run_cpu (GrNmiSparse *nmi, const GrsGeom *g, const uint8_t *templates,
     const uint8_t *tmasks, const GrNmiSparseQuery *q, int n, GrNmiSparseMatch *out,
@@ -297,8 +397,11 @@ run_cpu (GrNmiSparse *nmi, const GrsGeom *g, const uint8_t *templates,
       for (int t = 0; t < GRS_NT; t++)
         grs_rank (g, &s, t);
       grs_groups (&s);
-      for (int t = 0; t < GRS_NT; t++)
-        grs_scores (g, &s, t, map);
+      if (nmi->cpu_scores_shared)
+        for (int t = 0; t < GRS_NT; t++)
+          grs_scores (g, &s, t, map);
+      else
+        scores_cpu (g, &s, map);
       for (int t = 0; t < GRS_NT; t++)
         grs_argmax_partial (g, &s, t, map);
       grs_argmax_reduce (&s);

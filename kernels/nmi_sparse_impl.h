@@ -4,6 +4,8 @@
  * (nmi_sparse.c) runs the very same phase functions for tid = 0 .. GRS_NT - 1 in
  * turn (a phase never reads what another thread writes in the same phase), so the
  * two backends compute the same integers and the same doubles in the same order.
+ * (Phase S has a CPU form in nmi_sparse.c laid out for one core; its sums are the
+ * same exact integers, so its map is the same.)
  *
  * Per keypoint
  *  L  load: the W x W control window (value, or 0x100 when outside the control or
@@ -157,6 +159,20 @@ grs_entropy (int64_t S, int n, const int64_t *tab, const double *lnn)
   if (S == tab[n])
     return 0.0;                /* one bin holds everything */
   return lnn[n] - ((double) S * GRS_INV_SCALE) / (double) n;
+}
+
+/* NMI of one offset from its exact sums (joint, template, window) over n valid
+ * pixels; NAN below min_valid */
+GRS_DEV double
+grs_score (int64_t sJ, int64_t sA, int64_t sB, int n, int min_valid, const int64_t *tab,
+    const double *lnn)
+{
+  if (n < min_valid || n == 0)
+    return NAN;
+  const double hab = grs_entropy (sJ, n, tab, lnn);
+  const double ha = grs_entropy (sA, n, tab, lnn);
+  const double hb = grs_entropy (sB, n, tab, lnn);
+  return hab > 0.0 ? (ha + hb) / hab : 1.0;
 }
 
 GRS_DEV double
@@ -330,16 +346,7 @@ grs_scores (const GrsGeom *g, GrsShared *s, int tid, double *map)
         for (int m = st; m < en; m++)
           grs_hzero (hj, tid, (int) (base[off[m]] & 255u));
       }
-      double score;
-      if (n < g->min_valid || n == 0) {
-        score = NAN;
-      } else {
-        const double hab = grs_entropy (sJ, n, tab, s->lnn);
-        const double ha = grs_entropy (sA, n, tab, s->lnn);
-        const double hbv = grs_entropy (sb, n, tab, s->lnn);
-        score = hab > 0.0 ? (ha + hbv) / hab : 1.0;
-      }
-      map[oy * P + col] = score;
+      map[oy * P + col] = grs_score (sJ, sA, sb, n, g->min_valid, tab, s->lnn);
     }
   }
 }

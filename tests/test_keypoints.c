@@ -37,6 +37,37 @@ ref_response (const GrPlaneF *p, int x, int y, int b)
   return l > 0 ? l : 0;
 }
 
+/* The float response at (x, y) as the detector defines it, pixel by pixel: each tap's
+ * gradient from the (clamped) neighbours, the taps summed in float along the row from
+ * -b to b, the rows in double from top to bottom.  The detector computes it row-wise
+ * and vectorized; it must give these very floats (the CUDA detector does too). */
+static float
+float_response (const GrPlaneF *p, int x, int y, int b)
+{
+#define PX(X, Y) p->data[(size_t) ((Y) < 0 ? 0 : (Y) >= p->height ? p->height - 1 : (Y)) * \
+    p->stride + ((X) < 0 ? 0 : (X) >= p->width ? p->width - 1 : (X))]
+  double a = 0, bb = 0, c = 0;
+  for (int j = -b; j <= b; j++) {
+    const int yy = y + j;
+    float axx = 0, axy = 0, ayy = 0;
+    for (int k = -b; k <= b; k++) {
+      const int xx = x + k;
+      const float gx = 0.5f * (PX (xx + 1, yy) - PX (xx - 1, yy));
+      const float gy = 0.5f * (PX (xx, yy + 1) - PX (xx, yy - 1));
+      axx += gx * gx;
+      axy += gx * gy;
+      ayy += gy * gy;
+    }
+    a += axx;
+    bb += axy;
+    c += ayy;
+  }
+#undef PX
+  const double half = 0.5 * (a - c);
+  const double l = 0.5 * (a + c) - sqrt (half * half + bb * bb);
+  return l > 0.0 ? (float) l : 0.0f;
+}
+
 static void
 squares (GrPlaneF *p, int w, int h)
 {
@@ -185,6 +216,18 @@ main (void)
       used += cells[c] > 0;
     }
     CHECK (used >= 44, "only %d of 48 cells hold keypoints", used);
+    /* the responses are the per-pixel floats, bit for bit, for block radii 1 .. 3 */
+    for (int br = 1; br <= 3; br++) {
+      GrKeypointParams qb = q;
+      qb.block_radius = br;
+      qb.margin = br + 1;          /* keypoints down to the edge: clamped taps count */
+      const int nb = gr_keypoints_detect (&img, &qb, kp1, 400);
+      int differ = 0;
+      for (int i = 0; i < nb; i++)
+        differ += kp1[i].response != float_response (&img, (int) kp1[i].x, (int) kp1[i].y, br);
+      CHECK (nb > 0 && differ == 0, "block radius %d: %d of %d responses differ from the "
+          "per-pixel floats", br, differ, nb);
+    }
     /* threads */
     omp_set_num_threads (1);
     int n1 = gr_keypoints_detect (&img, &q, kp1, 400);
