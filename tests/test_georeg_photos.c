@@ -96,7 +96,13 @@ make_photos (void)
     t.alt_amsl = 190.0 + height;
     t.have_xmp = TRUE;
     t.rel_alt = height;
-    t.gimbal_yaw = t.flight_yaw = heading;
+    /* the photo's up direction against true north (the control's up is grid north,
+     * half a degree off here) */
+    double tx, ty, tlon, tlat;
+    apply (truth_h[i], FW / 2.0, 0, &tx, &ty);
+    truth_lonlat (tx, ty, &tlon, &tlat);
+    double yaw = atan2 ((tlon - t.lon) * cos (t.lat * M_PI / 180), tlat - t.lat) * 180 / M_PI;
+    t.gimbal_yaw = t.flight_yaw = yaw;
     t.gimbal_pitch = -90.0;
     photo_path[i] = g_strdup_printf ("%s/DJI_%04d.JPG", dir, i + 1);
     fail_unless (gr_synth_jpeg_write (photo_path[i], map.data, FW, FH, 1, FW, 95, &t),
