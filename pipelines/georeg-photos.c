@@ -39,6 +39,9 @@
 #include "nmiregister-meta.h"
 #include "georeg-results.h"
 
+/* the longest a photo may take to decode (a hostile file must not hang the batch) */
+#define DECODE_TIMEOUT_S 60
+
 typedef struct {
   GMutex lock;
   GCond cond;
@@ -89,23 +92,37 @@ decode_photo (const char *path, gboolean telemetry, gchar **why)
   GstSample *sample = NULL;
   gst_element_set_state (pipe, GST_STATE_PAUSED);
   GstBus *bus = gst_element_get_bus (pipe);
-  /* the first buffer (preroll) or an error, whichever comes first */
+  /* the first buffer (preroll) or an error, whichever comes first; a decoder's last
+   * warning explains a file that ends without an image; a file that neither decodes
+   * nor fails within DECODE_TIMEOUT_S is given up */
+  gchar *warning = NULL;
+  const gint64 deadline = g_get_monotonic_time () + DECODE_TIMEOUT_S * G_TIME_SPAN_SECOND;
   for (;;) {
     GstMessage *msg = gst_bus_timed_pop_filtered (bus, 20 * GST_MSECOND,
-        GST_MESSAGE_ERROR | GST_MESSAGE_ASYNC_DONE);
-    if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+        GST_MESSAGE_ERROR | GST_MESSAGE_WARNING | GST_MESSAGE_ASYNC_DONE);
+    if (msg && GST_MESSAGE_TYPE (msg) != GST_MESSAGE_ASYNC_DONE) {
       GError *e = NULL;
-      gst_message_parse_error (msg, &e, NULL);
-      *why = g_strdup (e->message);
+      const gboolean error = GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR;
+      if (error)
+        gst_message_parse_error (msg, &e, NULL);
+      else
+        gst_message_parse_warning (msg, &e, NULL);
+      g_free (warning);
+      warning = g_strdup_printf ("%s: %s", GST_OBJECT_NAME (msg->src), e->message);
+      if (error)
+        *why = g_strdup (e->message);
       g_error_free (e);
       gst_message_unref (msg);
-      break;
+      if (error)
+        break;
+      continue;
     }
     if (msg) {
       gst_message_unref (msg);
       sample = gst_app_sink_try_pull_preroll (GST_APP_SINK (sink), 0);
       if (!sample)
-        *why = g_strdup ("no image in the file");
+        *why = warning ? g_strdup_printf ("no image in the file (%s)", warning) :
+            g_strdup ("no image in the file");
       break;
     }
     GstState state;
@@ -113,7 +130,12 @@ decode_photo (const char *path, gboolean telemetry, gchar **why)
       *why = g_strdup ("cannot be decoded");
       break;
     }
+    if (g_get_monotonic_time () > deadline) {
+      *why = g_strdup_printf ("not decoded within %d s", DECODE_TIMEOUT_S);
+      break;
+    }
   }
+  g_free (warning);
   gst_object_unref (bus);
   gst_element_set_state (pipe, GST_STATE_NULL);
   gst_object_unref (sink);
