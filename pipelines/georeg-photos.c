@@ -85,6 +85,7 @@ decode_photo (const char *path, gboolean telemetry, gchar **why)
     g_error_free (err);
     return NULL;
   }
+  g_clear_error (&err);         /* a recoverable parse warning */
   GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
   g_object_set (src, "location", path, NULL);
