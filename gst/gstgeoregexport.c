@@ -4,7 +4,10 @@
  * control's own georeference, opened here from control-location through GDAL (its CRS,
  * a .prj beside it, or the crs property), so the files do not depend on how the
  * registering element was configured.  A frame with only a GstNmiLocalizeMeta gets its
- * centre as a Point; a frame with neither, a Feature without geometry.
+ * centre as a Point; a frame with neither, a Feature without geometry.  The raster
+ * outputs (GeoTIFFs, mosaic, picture) live in gstgeoregexport-raster.c; the
+ * control-location and crs properties are shared with georegklvenc
+ * (gstgeoregfootprint.h's GstGeoregMapProps).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -14,24 +17,18 @@
 
 #include <glib/gstdio.h>
 
-#include "gstgeoregexport.h"
-#include "gstgeoregfootprint.h"
+#include "gstgeoregexport-private.h"
 #include "georeg-results.h"
 #include "georeg-meta.h"
-#include "nmiregister-meta.h"
-#include "fit.h"
-#include "geo.h"
-#include "geojson.h"
-#include "geotiff.h"
-#include "footprint_plot.h"
-#include "raster.h"
 
-GST_DEBUG_CATEGORY_STATIC (gst_georeg_export_debug);
+GST_DEBUG_CATEGORY (gst_georeg_export_debug);
 #define GST_CAT_DEFAULT gst_georeg_export_debug
+
+#define DEFAULT_MAX_GEOTIFF_PIXELS (64u * 1024u * 1024u)
 
 enum {
   PROP_0,
-  PROP_CONTROL_LOCATION,
+  PROP_CONTROL_LOCATION,        /* and PROP_CONTROL_LOCATION + 1: crs (GstGeoregMapProps) */
   PROP_CRS,
   PROP_GEOJSON_LOCATION,
   PROP_GEOJSON_FORM,
@@ -44,44 +41,6 @@ enum {
   PROP_MOSAIC_LOCATION,
   PROP_MOSAIC_EVERY,
   PROP_POST_MESSAGES,
-};
-
-#define DEFAULT_MAX_GEOTIFF_PIXELS (64u * 1024u * 1024u)
-
-struct _GstGeoregExport {
-  GstBaseTransform parent;
-
-  /* properties (object lock; read at start) */
-  gchar *control_location, *crs, *geojson_location, *csv_location, *geotiff_dir;
-  gchar *source_location, *picture_location, *mosaic_location;
-  guint mosaic_every_prop;
-  gboolean post_messages;
-  GstGeoregExportGeoJsonForm geojson_form;
-  GstGeoregExportGeoTiffFormat geotiff_format;
-  guint64 max_geotiff_pixels;
-
-  /* streaming state */
-  GrGeoRef *georef;
-  GrFootprintWriter *writer;
-  gchar *tiff_dir;              /* copy taken at start, NULL = no GeoTIFFs */
-  gchar *source_pattern;
-  gboolean cog;
-  gsize max_pixels;
-  GstVideoInfo vinfo;
-  gboolean have_vinfo;
-  guint64 frame;
-  guint geotiffs;
-  /* the picture: its path (copy taken at start), the control's luminance, and every
-   * footprint so far in control pixels */
-  gchar *picture;
-  GrRaster picture_control;
-  GArray *plotted;              /* GrPlotFootprint */
-  gboolean picture_stale;       /* footprints added since the last write */
-  /* the mosaic (NULL = none) */
-  GrMosaic *mosaic;
-  gchar *mosaic_path;
-  guint mosaic_every, mosaic_added;
-  gboolean mosaic_stale;
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -128,189 +87,6 @@ gst_georeg_export_geotiff_format_get_type (void)
   return type;
 }
 
-/* 8-bit interleaved copy of a mapped video frame: gray (1 channel) for gray and YUV
- * (luma), RGB or RGBA (alpha = validity) for RGB formats.  NULL for other formats. */
-static guint8 *
-frame_to_8bit (const GstVideoFrame * vf, int *channels)
-{
-  const GstVideoFormatInfo *fi = vf->info.finfo;
-  const int w = GST_VIDEO_FRAME_WIDTH (vf), h = GST_VIDEO_FRAME_HEIGHT (vf);
-  const gboolean rgb = GST_VIDEO_FORMAT_INFO_IS_RGB (fi);
-  const gboolean alpha = rgb && GST_VIDEO_FORMAT_INFO_HAS_ALPHA (fi);
-  const int depth = GST_VIDEO_FORMAT_INFO_DEPTH (fi, 0);
-  if ((depth != 8 && depth != 16) || GST_VIDEO_FORMAT_INFO_HAS_PALETTE (fi)
-      || (depth == 16 && !GST_VIDEO_FORMAT_INFO_IS_GRAY (fi)))
-    return NULL;
-  const int nc = rgb ? (alpha ? 4 : 3) : 1;
-  guint8 *out = g_try_malloc ((gsize) w * h * nc);
-  if (!out)
-    return NULL;
-  for (int c = 0; c < nc; c++) {
-    const guint8 *base = GST_VIDEO_FRAME_COMP_DATA (vf, c);
-    const gint ps = GST_VIDEO_FRAME_COMP_PSTRIDE (vf, c);
-    const gint rs = GST_VIDEO_FRAME_COMP_STRIDE (vf, c);
-    for (int y = 0; y < h; y++) {
-      const guint8 *row = base + (gsize) y * rs;
-      guint8 *o = out + (gsize) y * w * nc + c;
-      if (depth == 16) {
-        /* GRAY16: the high byte (GRAY16_LE: the second one) */
-        const int hi = GST_VIDEO_FORMAT_INFO_IS_LE (fi) ? 1 : 0;
-        for (int x = 0; x < w; x++)
-          o[(gsize) x * nc] = row[(gsize) x * ps + hi];
-      } else {
-        for (int x = 0; x < w; x++)
-          o[(gsize) x * nc] = row[(gsize) x * ps];
-      }
-    }
-  }
-  *channels = nc;
-  return out;
-}
-
-static gchar *
-geotiff_path (GstGeoregExport * self, const gchar * source)
-{
-  gchar *name;
-  if (source) {
-    gchar *base = g_path_get_basename (source);
-    gchar *dot = strrchr (base, '.');
-    if (dot && dot != base)
-      *dot = '\0';
-    name = g_strdup_printf ("%s.tif", base);
-    g_free (base);
-  } else {
-    name = g_strdup_printf ("frame_%06" G_GUINT64_FORMAT ".tif", self->frame);
-  }
-  gchar *path = g_build_filename (self->tiff_dir, name, NULL);
-  g_free (name);
-  return path;
-}
-
-/* Writes the mosaic now; FALSE on a write error (element error posted). */
-static gboolean
-write_mosaic (GstGeoregExport * self)
-{
-  char err[512];
-  self->mosaic_stale = FALSE;
-  if (gr_mosaic_write (self->mosaic, self->mosaic_path, self->georef, self->cog, err,
-          sizeof err) != GR_OK) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write '%s'.", self->mosaic_path),
-        ("%s", err));
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* The frame as a GeoTIFF and into the mosaic.  FALSE on a write error (element error
- * posted). */
-static gboolean
-write_geotiff (GstGeoregExport * self, GstBuffer * buf, const gchar * source)
-{
-  GstNmiRegisterMeta *rm = gst_buffer_get_nmi_register_meta (buf);
-  if (!rm || !rm->has_transform)
-    return TRUE;
-  if (!self->have_vinfo) {
-    GST_WARNING_OBJECT (self, "frame %" G_GUINT64_FORMAT ": not raw video, no GeoTIFF",
-        self->frame);
-    return TRUE;
-  }
-  GstVideoFrame vf;
-  if (!gst_video_frame_map (&vf, &self->vinfo, buf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map frame %" G_GUINT64_FORMAT ".",
-            self->frame), (NULL));
-    return FALSE;
-  }
-  int channels = 0;
-  guint8 *pix = frame_to_8bit (&vf, &channels);
-  const int w = GST_VIDEO_FRAME_WIDTH (&vf), h = GST_VIDEO_FRAME_HEIGHT (&vf);
-  gst_video_frame_unmap (&vf);
-  if (!pix) {
-    GST_ELEMENT_WARNING (self, STREAM, FORMAT, ("No GeoTIFF for frame %" G_GUINT64_FORMAT
-            ": format %s is not supported (8-bit gray, YUV or RGB, or GRAY16).",
-            self->frame, gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (&self->vinfo))),
-        (NULL));
-    return TRUE;
-  }
-  GrFrame8 frame = { pix, w, h, channels, (size_t) w * channels };
-  char err[512];
-  gboolean ok = TRUE;
-  if (self->tiff_dir) {
-    gchar *path = geotiff_path (self, source);
-    GrStatus st = gr_geotiff_write_frame (path, self->georef, &frame, rm->frame_to_control,
-        self->cog, self->max_pixels, err, sizeof err);
-    if (st == GR_ERR_INVALID) {
-      /* a transform that places the frame nowhere sensible: documented, not fatal */
-      GST_ELEMENT_WARNING (self, STREAM, FAILED, ("No GeoTIFF for frame %" G_GUINT64_FORMAT
-              ": %s.", self->frame, err), (NULL));
-    } else if (st != GR_OK) {
-      GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write '%s'.", path), ("%s",
-              err));
-      ok = FALSE;
-    } else {
-      self->geotiffs++;
-    }
-    g_free (path);
-  }
-  if (ok && self->mosaic) {
-    GrStatus st = gr_mosaic_add (self->mosaic, &frame, rm->frame_to_control, err, sizeof err);
-    if (st == GR_OK) {
-      self->mosaic_added++;
-      if (self->mosaic_every && self->mosaic_added % self->mosaic_every == 0)
-        ok = write_mosaic (self);
-      else
-        self->mosaic_stale = TRUE;
-    } else {
-      GST_ELEMENT_WARNING (self, STREAM, FAILED, ("Frame %" G_GUINT64_FORMAT " left out of "
-              "the mosaic: %s.", self->frame, err), (NULL));
-    }
-  }
-  g_free (pix);
-  return ok;
-}
-
-/* Keeps the frame's footprint (control pixels) for the picture. */
-static void
-remember_footprint (GstGeoregExport * self, GstBuffer * buf, const GrFootprint * f)
-{
-  GrPlotFootprint p;
-  const GstNmiRegisterMeta *rm = gst_buffer_get_nmi_register_meta (buf);
-  const GstNmiLocalizeMeta *lm = gst_buffer_get_nmi_localize_meta (buf);
-  if (f->geometry == 2 && rm) {
-    for (int i = 0; i < 4; i++) {
-      p.x[i] = rm->footprint_control[2 * i];
-      p.y[i] = rm->footprint_control[2 * i + 1];
-    }
-    p.kind = g_str_equal (f->quality, "registered") ? GR_PLOT_REGISTERED : GR_PLOT_FLAGGED;
-  } else if (f->geometry == 1 && lm) {
-    p.x[0] = lm->center_x;
-    p.y[0] = lm->center_y;
-    p.kind = GR_PLOT_POINT;
-  } else {
-    return;
-  }
-  g_array_append_val (self->plotted, p);
-  self->picture_stale = TRUE;
-}
-
-/* Writes the picture when footprints were added since the last write. */
-static gboolean
-write_picture (GstGeoregExport * self)
-{
-  if (!self->plotted || !self->picture_stale)
-    return TRUE;
-  char err[512];
-  GrStatus st = gr_footprint_plot_png (self->picture, &self->picture_control.plane,
-      (const GrPlotFootprint *) self->plotted->data, self->plotted->len, 1600, err,
-      sizeof err);
-  self->picture_stale = FALSE;
-  if (st != GR_OK) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write '%s'.", self->picture),
-        ("%s", err));
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* The frame's result on the map as an element message: plain fields only (no arrays),
  * so bindings read them without python3-gst-1.0. */
 static void
@@ -347,9 +123,9 @@ gst_georeg_export_sink_event (GstBaseTransform * bt, GstEvent * event)
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (bt);
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS) {
-    write_picture (self);
+    gst_georeg_export_write_picture (self);
     if (self->mosaic && self->mosaic_stale)
-      write_mosaic (self);
+      gst_georeg_export_write_mosaic (self);
   }
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (bt, event);
 }
@@ -371,7 +147,7 @@ gst_georeg_export_transform_ip (GstBaseTransform * bt, GstBuffer * buf)
   GstFlowReturn ret = GST_FLOW_OK;
   char err[512];
   if (self->plotted)
-    remember_footprint (self, buf, &f);
+    gst_georeg_export_remember_footprint (self, buf, &f);
   if (self->writer && gr_footprint_writer_add (self->writer, &f, err, sizeof err) != GR_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write the footprints."), ("%s",
             err));
@@ -383,7 +159,7 @@ gst_georeg_export_transform_ip (GstBaseTransform * bt, GstBuffer * buf)
   if (post)
     post_result (self, &f);
   if (ret == GST_FLOW_OK && (self->tiff_dir || self->mosaic)
-      && !write_geotiff (self, buf, source))
+      && !gst_georeg_export_write_frame (self, buf, source))
     ret = GST_FLOW_ERROR;
   self->frame++;
   g_free (source);
@@ -433,7 +209,7 @@ gst_georeg_export_start (GstBaseTransform * bt)
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (bt);
   GST_OBJECT_LOCK (self);
-  gchar *control = g_strdup (self->control_location), *crs = g_strdup (self->crs);
+  gchar *control = g_strdup (self->map.control_location);
   gchar *json = g_strdup (self->geojson_location), *csv = g_strdup (self->csv_location);
   self->tiff_dir = self->geotiff_dir && *self->geotiff_dir ? g_strdup (self->geotiff_dir) : NULL;
   gchar *source = g_strdup (self->source_location);
@@ -479,7 +255,7 @@ gst_georeg_export_start (GstBaseTransform * bt)
     }
     self->source_pattern = g_string_free (p, FALSE);
   }
-  self->georef = gst_georeg_open_control_georef (GST_ELEMENT (self), control, crs);
+  self->georef = gst_georeg_map_props_open (GST_ELEMENT (self), &self->map);
   if (!self->georef)
     goto done;
   GrStatus st;
@@ -512,7 +288,6 @@ done:
   if (!ok)
     gst_georeg_export_stop (bt);
   g_free (control);
-  g_free (crs);
   g_free (json);
   g_free (csv);
   g_free (source);
@@ -524,9 +299,9 @@ gst_georeg_export_stop (GstBaseTransform * bt)
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (bt);
   /* a pipeline stopped without EOS still gets its picture and mosaic */
-  write_picture (self);
+  gst_georeg_export_write_picture (self);
   if (self->mosaic && self->mosaic_stale)
-    write_mosaic (self);
+    gst_georeg_export_write_mosaic (self);
   gr_mosaic_free (self->mosaic);
   self->mosaic = NULL;
   g_clear_pointer (&self->mosaic_path, g_free);
@@ -551,15 +326,11 @@ gst_georeg_export_set_property (GObject * object, guint prop_id, const GValue * 
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (object);
   GST_OBJECT_LOCK (self);
+  if (gst_georeg_map_props_set (&self->map, PROP_CONTROL_LOCATION, prop_id, value)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   switch (prop_id) {
-    case PROP_CONTROL_LOCATION:
-      g_free (self->control_location);
-      self->control_location = g_value_dup_string (value);
-      break;
-    case PROP_CRS:
-      g_free (self->crs);
-      self->crs = g_value_dup_string (value);
-      break;
     case PROP_GEOJSON_LOCATION:
       g_free (self->geojson_location);
       self->geojson_location = g_value_dup_string (value);
@@ -611,13 +382,11 @@ gst_georeg_export_get_property (GObject * object, guint prop_id, GValue * value,
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (object);
   GST_OBJECT_LOCK (self);
+  if (gst_georeg_map_props_get (&self->map, PROP_CONTROL_LOCATION, prop_id, value)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   switch (prop_id) {
-    case PROP_CONTROL_LOCATION:
-      g_value_set_string (value, self->control_location);
-      break;
-    case PROP_CRS:
-      g_value_set_string (value, self->crs);
-      break;
     case PROP_GEOJSON_LOCATION:
       g_value_set_string (value, self->geojson_location);
       break;
@@ -661,8 +430,7 @@ static void
 gst_georeg_export_finalize (GObject * object)
 {
   GstGeoregExport *self = GST_GEOREG_EXPORT (object);
-  g_free (self->control_location);
-  g_free (self->crs);
+  gst_georeg_map_props_clear (&self->map);
   g_free (self->geojson_location);
   g_free (self->csv_location);
   g_free (self->geotiff_dir);
@@ -685,15 +453,7 @@ gst_georeg_export_class_init (GstGeoregExportClass * klass)
   gobject_class->get_property = gst_georeg_export_get_property;
   gobject_class->finalize = gst_georeg_export_finalize;
 
-  g_object_class_install_property (gobject_class, PROP_CONTROL_LOCATION,
-      g_param_spec_string ("control-location", "Control image",
-          "The georeferenced control image the frames were registered on (GeoTIFF, or an "
-          "image with a world file); its geotransform and CRS place the results on the map",
-          NULL, rw));
-  g_object_class_install_property (gobject_class, PROP_CRS,
-      g_param_spec_string ("crs", "Control CRS",
-          "The control's coordinate reference system when its file has none (no CRS, no "
-          ".prj): e.g. EPSG:32617, or WKT.  Overrides the file's CRS when set", NULL, rw));
+  gst_georeg_map_props_install (gobject_class, PROP_CONTROL_LOCATION);
   g_object_class_install_property (gobject_class, PROP_GEOJSON_LOCATION,
       g_param_spec_string ("geojson-location", "GeoJSON file",
           "Write the frame footprints here as GeoJSON (RFC 7946: WGS84 longitude, latitude), "

@@ -96,10 +96,59 @@ gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 fr
   }
 }
 
+void
+gst_georeg_map_props_install (GObjectClass * klass, guint first_id)
+{
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+  g_object_class_install_property (klass, first_id,
+      g_param_spec_string ("control-location", "Control image",
+          "The georeferenced control image the frames were registered on (GeoTIFF, or an "
+          "image with a world file); its geotransform and CRS place the results on the map",
+          NULL, rw));
+  g_object_class_install_property (klass, first_id + 1,
+      g_param_spec_string ("crs", "Control CRS",
+          "The control's coordinate reference system when its file has none (no CRS, no "
+          ".prj): e.g. EPSG:32617, or WKT.  Overrides the file's CRS when set", NULL, rw));
+}
 
-GrGeoRef *
-gst_georeg_open_control_georef (GstElement * element, const gchar * control,
-    const gchar * crs)
+gboolean
+gst_georeg_map_props_set (GstGeoregMapProps * props, guint first_id, guint prop_id,
+    const GValue * value)
+{
+  gchar **field = prop_id == first_id ? &props->control_location :
+      prop_id == first_id + 1 ? &props->crs : NULL;
+  if (!field)
+    return FALSE;
+  g_free (*field);
+  *field = g_value_dup_string (value);
+  return TRUE;
+}
+
+gboolean
+gst_georeg_map_props_get (const GstGeoregMapProps * props, guint first_id, guint prop_id,
+    GValue * value)
+{
+  if (prop_id == first_id)
+    g_value_set_string (value, props->control_location);
+  else if (prop_id == first_id + 1)
+    g_value_set_string (value, props->crs);
+  else
+    return FALSE;
+  return TRUE;
+}
+
+void
+gst_georeg_map_props_clear (GstGeoregMapProps * props)
+{
+  g_clear_pointer (&props->control_location, g_free);
+  g_clear_pointer (&props->crs, g_free);
+}
+
+/* The georeference of the control (path, optional CRS string), or NULL after posting
+ * the error. */
+static GrGeoRef *
+open_control_georef (GstElement * element, const gchar * control, const gchar * crs)
 {
   char err[1024];
   GrGeoRef *g = NULL;
@@ -118,5 +167,17 @@ gst_georeg_open_control_georef (GstElement * element, const gchar * control,
             "georeference.", control), ("%s", err));
   else
     GST_INFO_OBJECT (element, "control CRS %s", gr_georef_crs_name (g));
+  return g;
+}
+
+GrGeoRef *
+gst_georeg_map_props_open (GstElement * element, GstGeoregMapProps * props)
+{
+  GST_OBJECT_LOCK (element);
+  gchar *control = g_strdup (props->control_location), *crs = g_strdup (props->crs);
+  GST_OBJECT_UNLOCK (element);
+  GrGeoRef *g = open_control_georef (element, control, crs);
+  g_free (control);
+  g_free (crs);
   return g;
 }

@@ -22,11 +22,31 @@ G_BEGIN_DECLS
 void gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 frame,
     GrFootprint * f, gchar ** flag_names);
 
-/* The georeference of the control (path, optional CRS string), or NULL after posting
- * a RESOURCE error on element that names the file and the reason (no control given,
- * cannot open, no geotransform or CRS). */
-GrGeoRef *gst_georeg_open_control_georef (GstElement * element, const gchar * control,
-    const gchar * crs);
+/* The two properties that place an element's results on the map, the same in every
+ * such element (georegexport, georegklvenc): control-location (the georeferenced
+ * control the frames were registered on) and crs (its CRS when the file has none).
+ * The element keeps a GstGeoregMapProps in its instance, guarded by its object lock. */
+typedef struct {
+  gchar *control_location;
+  gchar *crs;
+} GstGeoregMapProps;
+
+/* Installs control-location as property id first_id and crs as first_id + 1
+ * (mutable in READY). */
+void gst_georeg_map_props_install (GObjectClass * klass, guint first_id);
+
+/* set_property / get_property for those two ids: TRUE when prop_id was one of them
+ * (call with the object lock held, as the other properties are). */
+gboolean gst_georeg_map_props_set (GstGeoregMapProps * props, guint first_id,
+    guint prop_id, const GValue * value);
+gboolean gst_georeg_map_props_get (const GstGeoregMapProps * props, guint first_id,
+    guint prop_id, GValue * value);
+void gst_georeg_map_props_clear (GstGeoregMapProps * props);
+
+/* The georeference of the control the properties name (read under element's object
+ * lock), or NULL after posting a RESOURCE error on element that names the file and the
+ * reason (no control given, cannot open, no geotransform or CRS). */
+GrGeoRef *gst_georeg_map_props_open (GstElement * element, GstGeoregMapProps * props);
 
 G_END_DECLS
 

@@ -20,7 +20,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_georeg_klv_enc_debug);
 
 enum {
   PROP_0,
-  PROP_CONTROL_LOCATION,
+  PROP_CONTROL_LOCATION,        /* and PROP_CONTROL_LOCATION + 1: crs (GstGeoregMapProps) */
   PROP_CRS,
   PROP_START_TIME,
 };
@@ -30,7 +30,7 @@ struct _GstGeoregKlvEnc {
   GstPad *sinkpad, *srcpad;
 
   /* properties (object lock) */
-  gchar *control_location, *crs;
+  GstGeoregMapProps map;        /* control-location, crs */
   guint64 start_time_us;
 
   /* streaming */
@@ -71,18 +71,6 @@ capture_time_us (GstGeoregKlvEnc * self, GstBuffer * buf)
   if (!GST_CLOCK_TIME_IS_VALID (pts) || pts < self->first_pts)
     return self->epoch_us;
   return self->epoch_us + (pts - self->first_pts) / 1000;
-}
-
-static gboolean
-open_georef (GstGeoregKlvEnc * self)
-{
-  GST_OBJECT_LOCK (self);
-  gchar *control = g_strdup (self->control_location), *crs = g_strdup (self->crs);
-  GST_OBJECT_UNLOCK (self);
-  self->georef = gst_georeg_open_control_georef (GST_ELEMENT (self), control, crs);
-  g_free (control);
-  g_free (crs);
-  return self->georef != NULL;
 }
 
 static GstFlowReturn
@@ -180,7 +168,8 @@ gst_georeg_klv_enc_change_state (GstElement * element, GstStateChange transition
 {
   GstGeoregKlvEnc *self = GST_GEOREG_KLV_ENC (element);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
-    if (!open_georef (self))
+    self->georef = gst_georeg_map_props_open (element, &self->map);
+    if (!self->georef)
       return GST_STATE_CHANGE_FAILURE;
     self->frame = 0;
     self->first_pts = GST_CLOCK_TIME_NONE;
@@ -201,21 +190,10 @@ gst_georeg_klv_enc_set_property (GObject * object, guint prop_id, const GValue *
 {
   GstGeoregKlvEnc *self = GST_GEOREG_KLV_ENC (object);
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_CONTROL_LOCATION:
-      g_free (self->control_location);
-      self->control_location = g_value_dup_string (value);
-      break;
-    case PROP_CRS:
-      g_free (self->crs);
-      self->crs = g_value_dup_string (value);
-      break;
-    case PROP_START_TIME:
-      self->start_time_us = g_value_get_uint64 (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-  }
+  if (prop_id == PROP_START_TIME)
+    self->start_time_us = g_value_get_uint64 (value);
+  else if (!gst_georeg_map_props_set (&self->map, PROP_CONTROL_LOCATION, prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -225,19 +203,10 @@ gst_georeg_klv_enc_get_property (GObject * object, guint prop_id, GValue * value
 {
   GstGeoregKlvEnc *self = GST_GEOREG_KLV_ENC (object);
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_CONTROL_LOCATION:
-      g_value_set_string (value, self->control_location);
-      break;
-    case PROP_CRS:
-      g_value_set_string (value, self->crs);
-      break;
-    case PROP_START_TIME:
-      g_value_set_uint64 (value, self->start_time_us);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-  }
+  if (prop_id == PROP_START_TIME)
+    g_value_set_uint64 (value, self->start_time_us);
+  else if (!gst_georeg_map_props_get (&self->map, PROP_CONTROL_LOCATION, prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -245,8 +214,7 @@ static void
 gst_georeg_klv_enc_finalize (GObject * object)
 {
   GstGeoregKlvEnc *self = GST_GEOREG_KLV_ENC (object);
-  g_free (self->control_location);
-  g_free (self->crs);
+  gst_georeg_map_props_clear (&self->map);
   gr_georef_free (self->georef);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -264,14 +232,7 @@ gst_georeg_klv_enc_class_init (GstGeoregKlvEncClass * klass)
   gobject_class->finalize = gst_georeg_klv_enc_finalize;
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_georeg_klv_enc_change_state);
 
-  g_object_class_install_property (gobject_class, PROP_CONTROL_LOCATION,
-      g_param_spec_string ("control-location", "Control image",
-          "The georeferenced control image the frames were registered on (GeoTIFF, or an "
-          "image with a world file and .prj)", NULL, rw));
-  g_object_class_install_property (gobject_class, PROP_CRS,
-      g_param_spec_string ("crs", "Control CRS",
-          "The control's coordinate reference system when its file has none: e.g. "
-          "EPSG:32617, or WKT.  Overrides the file's CRS when set", NULL, rw));
+  gst_georeg_map_props_install (gobject_class, PROP_CONTROL_LOCATION);
   g_object_class_install_property (gobject_class, PROP_START_TIME,
       g_param_spec_uint64 ("start-time", "Capture time of the first frame",
           "Microseconds since 1970-01-01 UTC of the first frame, for the precision time "

@@ -5,15 +5,23 @@
  *
  * DIR/footprints.geojson (WGS84 footprints, one Feature per photo), DIR/footprints.csv
  * and DIR/<photo>.tif (each registered photo resampled onto the control's grid).  Each
- * photo is decoded by its own small pipeline (filesrc ! decodebin ! videoconvert !
- * appsink): one that cannot be read is reported and skipped.  The decoded photos go,
- * one at a time, through
+ * photo is decoded by its own small pipeline
+ *
+ *   filesrc ! typefind ! georegtelemetry ! queue ! decodebin ! videoconvert ! appsink
+ *
+ * georegtelemetry reads the photo's own EXIF/XMP (GPS position, heights, gimbal and
+ * flight angles, focal length) into a GstGeoregPoseMeta before the decoder, which
+ * keeps it on the decoded frame (typefind gives it the image/jpeg caps it looks for).
+ * A photo that cannot be read is reported and skipped.  The decoded photos, pose meta
+ * and all, go one at a time through
  *
  *   appsrc ! nmilocalize ! nmiregister ! georegexport ! fakesink
  *
- * so the results are the elements' own.  A progress bar on a terminal (a line per photo
- * otherwise) and a summary: how many registered, doubtful, not registered (and why),
- * unreadable.  Exit status 0 when every readable photo went through (registered or
+ * so the results are the elements' own, and nmilocalize takes the pose as its prior
+ * where it reads one (use-pose; without it the search is the usual blind one).  A
+ * progress bar on a terminal (a line per photo otherwise) and a summary: how many
+ * registered, doubtful, not registered (and why), unreadable, and how many carried
+ * telemetry.  Exit status 0 when every readable photo went through (registered or
  * not), 1 on a pipeline error or when no photo could be read, 2 on bad arguments.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
@@ -27,8 +35,12 @@
 #include <gst/app/gstappsrc.h>
 
 #include "georeg-meta.h"
+#include "georeg-pose-meta.h"
 #include "nmiregister-meta.h"
 #include "georeg-results.h"
+
+/* the longest a photo may take to decode (a hostile file must not hang the batch) */
+#define DECODE_TIMEOUT_S 60
 
 typedef struct {
   GMutex lock;
@@ -37,6 +49,7 @@ typedef struct {
   guint flags;
   gboolean has_transform;
   guint inliers;
+  guint pose_sources;           /* GstGeoregPoseSource bits of the photo's prior, 0 = none */
 } Result;
 
 static void
@@ -47,17 +60,32 @@ on_handoff (GstElement *sink, GstBuffer *buf, GstPad *pad, Result *r)
   r->flags = m ? m->flags : 0;
   r->has_transform = m && m->has_transform;
   r->inliers = m ? m->inliers : 0;
+  const GstGeoregPoseMeta *pose = gst_buffer_get_georeg_pose_meta (buf);
+  r->pose_sources = pose ? pose->sources : 0;
   r->have_result = TRUE;
   g_cond_signal (&r->cond);
   g_mutex_unlock (&r->lock);
 }
 
-/* Decodes one photo to RGBA; NULL with the reason in *why (g_free). */
+/* Decodes one photo to RGBA, its EXIF/XMP telemetry as a GstGeoregPoseMeta on the
+ * buffer; NULL with the reason in *why (g_free). */
 static GstSample *
-decode_photo (const char *path, gchar **why)
+decode_photo (const char *path, gboolean telemetry, gchar **why)
 {
-  GstElement *pipe = gst_parse_launch ("filesrc name=src ! decodebin ! videoconvert ! "
-      "video/x-raw,format=RGBA ! appsink name=sink sync=false max-buffers=1", NULL);
+  GError *err = NULL;
+  /* the queue keeps decodebin's typefinder from pulling through georegtelemetry before
+   * the caps are known */
+  GstElement *pipe = gst_parse_launch (telemetry ? "filesrc name=src ! typefind ! "
+      "georegtelemetry post-messages=false ! queue ! decodebin ! videoconvert ! "
+      "video/x-raw,format=RGBA ! appsink name=sink sync=false max-buffers=1" :
+      "filesrc name=src ! decodebin ! videoconvert ! video/x-raw,format=RGBA ! "
+      "appsink name=sink sync=false max-buffers=1", &err);
+  if (!pipe) {
+    *why = g_strdup_printf ("no decoder: %s", err->message);
+    g_error_free (err);
+    return NULL;
+  }
+  g_clear_error (&err);         /* a recoverable parse warning */
   GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
   g_object_set (src, "location", path, NULL);
@@ -65,23 +93,37 @@ decode_photo (const char *path, gchar **why)
   GstSample *sample = NULL;
   gst_element_set_state (pipe, GST_STATE_PAUSED);
   GstBus *bus = gst_element_get_bus (pipe);
-  /* the first buffer (preroll) or an error, whichever comes first */
+  /* the first buffer (preroll) or an error, whichever comes first; a decoder's last
+   * warning explains a file that ends without an image; a file that neither decodes
+   * nor fails within DECODE_TIMEOUT_S is given up */
+  gchar *warning = NULL;
+  const gint64 deadline = g_get_monotonic_time () + DECODE_TIMEOUT_S * G_TIME_SPAN_SECOND;
   for (;;) {
     GstMessage *msg = gst_bus_timed_pop_filtered (bus, 20 * GST_MSECOND,
-        GST_MESSAGE_ERROR | GST_MESSAGE_ASYNC_DONE);
-    if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+        GST_MESSAGE_ERROR | GST_MESSAGE_WARNING | GST_MESSAGE_ASYNC_DONE);
+    if (msg && GST_MESSAGE_TYPE (msg) != GST_MESSAGE_ASYNC_DONE) {
       GError *e = NULL;
-      gst_message_parse_error (msg, &e, NULL);
-      *why = g_strdup (e->message);
+      const gboolean error = GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR;
+      if (error)
+        gst_message_parse_error (msg, &e, NULL);
+      else
+        gst_message_parse_warning (msg, &e, NULL);
+      g_free (warning);
+      warning = g_strdup_printf ("%s: %s", GST_OBJECT_NAME (msg->src), e->message);
+      if (error)
+        *why = g_strdup (e->message);
       g_error_free (e);
       gst_message_unref (msg);
-      break;
+      if (error)
+        break;
+      continue;
     }
     if (msg) {
       gst_message_unref (msg);
       sample = gst_app_sink_try_pull_preroll (GST_APP_SINK (sink), 0);
       if (!sample)
-        *why = g_strdup ("no image in the file");
+        *why = warning ? g_strdup_printf ("no image in the file (%s)", warning) :
+            g_strdup ("no image in the file");
       break;
     }
     GstState state;
@@ -89,7 +131,12 @@ decode_photo (const char *path, gchar **why)
       *why = g_strdup ("cannot be decoded");
       break;
     }
+    if (g_get_monotonic_time () > deadline) {
+      *why = g_strdup_printf ("not decoded within %d s", DECODE_TIMEOUT_S);
+      break;
+    }
   }
+  g_free (warning);
   gst_object_unref (bus);
   gst_element_set_state (pipe, GST_STATE_NULL);
   gst_object_unref (sink);
@@ -147,6 +194,7 @@ main (int argc, char **argv)
   gchar *control = NULL, *crs = NULL, *out = NULL, *backend = NULL;
   gint band = 0, control_nodata = -1;
   gdouble frame_scale = 0.25, control_scale = 0.25;
+  gboolean no_telemetry = FALSE;
   gchar **photos = NULL;
   GOptionEntry entries[] = {
     {"control", 'c', 0, G_OPTION_ARG_FILENAME, &control,
@@ -163,6 +211,8 @@ main (int argc, char **argv)
     {"control-scale", 0, 0, G_OPTION_ARG_DOUBLE, &control_scale,
         "coarse search: control pixels -> search pixels (default 0.25)", "S"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "auto (default), cpu or cuda", "B"},
+    {"no-telemetry", 0, 0, G_OPTION_ARG_NONE, &no_telemetry,
+        "ignore the photos' EXIF/XMP (GPS, heights, angles): search without a prior", NULL},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &photos, NULL, "PHOTO..."},
     {NULL}
   };
@@ -204,6 +254,11 @@ main (int argc, char **argv)
       "post-messages", FALSE, NULL);
   g_object_set (reg, "control-location", control, "band", (guint) band, "post-messages",
       FALSE, NULL);
+  /* the pose meta as nmilocalize's prior, where this build's nmilocalize reads it */
+  const gboolean pose_prior = !no_telemetry &&
+      g_object_class_find_property (G_OBJECT_GET_CLASS (loc), "use-pose") != NULL;
+  if (pose_prior)
+    g_object_set (loc, "use-pose", TRUE, NULL);
   if (backend) {
     gst_util_set_object_arg (G_OBJECT (loc), "backend", backend);
     gst_util_set_object_arg (G_OBJECT (reg), "backend", backend);
@@ -221,14 +276,14 @@ main (int argc, char **argv)
     status = 1;
   const guint total = g_strv_length (photos);
   const gboolean tty = isatty (fileno (stderr));
-  guint registered = 0, doubtful = 0, failed = 0, unreadable = 0, done = 0;
+  guint registered = 0, doubtful = 0, failed = 0, unreadable = 0, done = 0, with_prior = 0;
   GHashTable *doubt_reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   GHashTable *fail_reasons = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   GString *unreadable_list = g_string_new (NULL);
   for (guint i = 0; i < total && status == 0; i++) {
     const char *path = photos[i];
     gchar *base = g_path_get_basename (path), *why = NULL;
-    GstSample *sample = decode_photo (path, &why);
+    GstSample *sample = decode_photo (path, !no_telemetry, &why);
     if (!sample) {
       unreadable++;
       g_string_append_printf (unreadable_list, "  %s: %s\n", path, why);
@@ -276,6 +331,8 @@ main (int argc, char **argv)
     }
     if (have) {
       const char *what;
+      if (r.pose_sources)
+        with_prior++;
       const guint doubt = GST_NMI_REGISTER_FLAG_LOW_INLIERS |
           GST_NMI_REGISTER_FLAG_POOR_SPREAD | GST_NMI_REGISTER_FLAG_REFINE_FAILED;
       if (r.has_transform && !(r.flags & doubt)) {
@@ -311,6 +368,10 @@ main (int argc, char **argv)
       *dr ? ")" : "", failed, *fr ? " (" : "", fr, *fr ? ")" : "", unreadable);
   if (unreadable)
     printf ("unreadable:\n%s", unreadable_list->str);
+  printf ("telemetry (EXIF/XMP position, height, angles): %u of %u photos%s\n", with_prior,
+      registered + doubtful + failed, no_telemetry ? " (ignored: --no-telemetry)" :
+      pose_prior ? ", the prior of nmilocalize's search" :
+      " (not used: this nmilocalize has no use-pose)");
   printf ("wrote %s, %s and a GeoTIFF per registered photo in %s\n", json, csv, out);
   if (registered + doubtful + failed == 0)
     status = 1;

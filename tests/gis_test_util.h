@@ -1,7 +1,9 @@
-/* Shared by the GIS element tests (test_georegexport.c, test_georegklvenc.c): a
- * synthesized control written as a UTM 17N GeoTIFF, frames cut from it through a known
- * transform, register metas carrying that transform, and the truth in WGS84 through
- * OSR directly (not through kernels/geo).  Include after gstcheck.h and gdal.h.
+/* Shared by the GIS tests (test_georegexport.c, test_georegklvenc.c,
+ * test_georeg_photos.c): a synthesized control written as a UTM 17N GeoTIFF, frames cut
+ * from it through a known transform, register metas carrying that transform, the truth
+ * in WGS84 through OSR directly (not through kernels/geo), and the check that a GeoTIFF
+ * on the control's grid lines up with the control.  Include after gstcheck.h and
+ * gdal.h.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef GIS_TEST_UTIL_H
 #define GIS_TEST_UTIL_H
@@ -12,10 +14,15 @@
 #include "nmiregister-meta.h"
 #include "synth.h"
 
+/* control and frame sizes in pixels (a test may define its own before including) */
+#ifndef CW
 #define CW 400
 #define CH 300
+#endif
+#ifndef FW
 #define FW 160
 #define FH 120
+#endif
 
 static gchar *tmpdir, *control_tif;
 static GrSynthImage control;
@@ -121,7 +128,7 @@ add_register_meta_sized (GstBuffer *buf, const double H[9], int w, int h)
   return m;
 }
 
-static void
+G_GNUC_UNUSED static void
 add_register_meta (GstBuffer *buf, const double H[9], guint flags)
 {
   GstNmiRegisterMeta *m = add_register_meta_sized (buf, H, FW, FH);
@@ -150,6 +157,99 @@ truth_lonlat (double px, double py, double *lon, double *lat)
   OSRRelease (ll);
   *lon = x;
   *lat = y;
+}
+
+/* Pearson correlation of the GeoTIFF's valid pixels with the control shifted by
+ * (dx, dy) control pixels. */
+G_GNUC_UNUSED static double
+correlation (const guint8 *img, const guint8 *alpha, int w, int h, long x0, long y0, int dx,
+    int dy)
+{
+  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+  long n = 0;
+  for (int j = 2; j < h - 2; j++)
+    for (int i = 2; i < w - 2; i++) {
+      const long cx = x0 + i + dx, cy = y0 + j + dy;
+      if (!alpha[j * w + i] || cx < 0 || cy < 0 || cx >= CW || cy >= CH)
+        continue;
+      const double a = img[j * w + i], b = control.band[0][cy * CW + cx];
+      sa += a;
+      sb += b;
+      saa += a * a;
+      sbb += b * b;
+      sab += a * b;
+      n++;
+    }
+  const double cov = sab - sa * sb / n, va = saa - sa * sa / n, vb = sbb - sb * sb / n;
+  return cov / sqrt (va * vb);
+}
+
+/* Reads a gray (or RGB) + alpha GeoTIFF on the control's grid: its pixels, alpha, size and
+ * offset (whole control pixels) from the control's origin. */
+G_GNUC_UNUSED static void
+read_on_grid (const char *path, guint8 **img, guint8 **alpha, int *w, int *h, long *ox,
+    long *oy)
+{
+  GDALDatasetH ds = GDALOpen (path, GA_ReadOnly);
+  fail_unless (ds != NULL, "cannot open %s", path);
+  *w = GDALGetRasterXSize (ds);
+  *h = GDALGetRasterYSize (ds);
+  /* gray + alpha, or RGB + alpha (the first band is read) */
+  const int bands = GDALGetRasterCount (ds);
+  fail_unless (bands == 2 || bands == 4, "%d bands", bands);
+  double gt[6];
+  GDALGetGeoTransform (ds, gt);
+  /* on the control's grid: same pixel size, origin a whole number of pixels away */
+  const double fx = (gt[0] - control.geo[0]) / control.geo[1];
+  const double fy = (gt[3] - control.geo[3]) / control.geo[5];
+  fail_unless (gt[1] == control.geo[1] && gt[5] == control.geo[5]);
+  fail_unless (fabs (fx - lround (fx)) < 1e-6 && fabs (fy - lround (fy)) < 1e-6,
+      "off grid %f %f", fx, fy);
+  *ox = lround (fx);
+  *oy = lround (fy);
+  *img = g_new (guint8, (gsize) *w * *h);
+  *alpha = g_new (guint8, (gsize) *w * *h);
+  fail_unless (GDALRasterIO (GDALGetRasterBand (ds, 1), GF_Read, 0, 0, *w, *h, *img, *w, *h,
+          GDT_Byte, 0, 0) == CE_None);
+  fail_unless (GDALRasterIO (GDALGetRasterBand (ds, bands), GF_Read, 0, 0, *w, *h, *alpha, *w, *h,
+          GDT_Byte, 0, 0) == CE_None);
+  GDALClose (ds);
+}
+
+/* Correlation at zero shift above 0.95 and at least that of every 1-pixel shift. */
+G_GNUC_UNUSED static void
+check_lines_up (const guint8 *img, const guint8 *alpha, int w, int h, long ox, long oy)
+{
+  const double c0 = correlation (img, alpha, w, h, ox, oy, 0, 0);
+  fail_unless (c0 > 0.95, "correlation at the registered place %f", c0);
+  for (int dy = -1; dy <= 1; dy++)
+    for (int dx = -1; dx <= 1; dx++)
+      if (dx || dy) {
+        const double c = correlation (img, alpha, w, h, ox, oy, dx, dy);
+        fail_unless (c0 >= c, "shift %d %d correlates better: %f > %f", dx, dy, c, c0);
+      }
+}
+
+/* metres between two nearby WGS84 points (local sphere; enough for a tolerance) */
+G_GNUC_UNUSED static double
+metres (double lon0, double lat0, double lon1, double lat1)
+{
+  const double r = 6371000.0 * M_PI / 180;
+  return hypot ((lon1 - lon0) * r * cos (lat0 * M_PI / 180), (lat1 - lat0) * r);
+}
+
+/* The standard output of a command line (an oracle: ogrinfo, gdalinfo, python3), or
+ * NULL when it cannot run or exits non-zero. */
+G_GNUC_UNUSED static gchar *
+run_capture (const char *cmd)
+{
+  gchar *out = NULL;
+  gint status = 1;
+  if (!g_spawn_command_line_sync (cmd, &out, NULL, &status, NULL) || status != 0) {
+    g_free (out);
+    return NULL;
+  }
+  return out;
 }
 
 #endif

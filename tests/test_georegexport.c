@@ -32,26 +32,6 @@ main (void)
 
 #include "gis_test_util.h"
 
-/* metres between two nearby WGS84 points (local sphere; enough for a tolerance) */
-static double
-metres (double lon0, double lat0, double lon1, double lat1)
-{
-  const double r = 6371000.0 * M_PI / 180;
-  return hypot ((lon1 - lon0) * r * cos (lat0 * M_PI / 180), (lat1 - lat0) * r);
-}
-
-static gchar *
-run_capture (const char *cmd)
-{
-  gchar *out = NULL;
-  gint status = 1;
-  if (!g_spawn_command_line_sync (cmd, &out, NULL, &status, NULL) || status != 0) {
-    g_free (out);
-    return NULL;
-  }
-  return out;
-}
-
 /* The GeoJSON's features through Python's strict JSON parser: one line per feature,
  * "geometry-type n x0 y0 x1 y1 ... | quality | file". */
 static gchar **
@@ -272,75 +252,6 @@ GST_START_TEST (test_geojson_sequence)
   g_free (json);
 }
 GST_END_TEST;
-
-/* Pearson correlation of the GeoTIFF's valid pixels with the control shifted by
- * (dx, dy) control pixels. */
-static double
-correlation (const guint8 *img, const guint8 *alpha, int w, int h, long x0, long y0, int dx,
-    int dy)
-{
-  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-  long n = 0;
-  for (int j = 2; j < h - 2; j++)
-    for (int i = 2; i < w - 2; i++) {
-      const long cx = x0 + i + dx, cy = y0 + j + dy;
-      if (!alpha[j * w + i] || cx < 0 || cy < 0 || cx >= CW || cy >= CH)
-        continue;
-      const double a = img[j * w + i], b = control.band[0][cy * CW + cx];
-      sa += a;
-      sb += b;
-      saa += a * a;
-      sbb += b * b;
-      sab += a * b;
-      n++;
-    }
-  const double cov = sab - sa * sb / n, va = saa - sa * sa / n, vb = sbb - sb * sb / n;
-  return cov / sqrt (va * vb);
-}
-
-/* Reads a gray + alpha GeoTIFF on the control's grid: its pixels, alpha, size and
- * offset (whole control pixels) from the control's origin. */
-static void
-read_on_grid (const char *path, guint8 **img, guint8 **alpha, int *w, int *h, long *ox,
-    long *oy)
-{
-  GDALDatasetH ds = GDALOpen (path, GA_ReadOnly);
-  fail_unless (ds != NULL, "cannot open %s", path);
-  *w = GDALGetRasterXSize (ds);
-  *h = GDALGetRasterYSize (ds);
-  fail_unless_equals_int (GDALGetRasterCount (ds), 2);
-  double gt[6];
-  GDALGetGeoTransform (ds, gt);
-  /* on the control's grid: same pixel size, origin a whole number of pixels away */
-  const double fx = (gt[0] - control.geo[0]) / control.geo[1];
-  const double fy = (gt[3] - control.geo[3]) / control.geo[5];
-  fail_unless (gt[1] == control.geo[1] && gt[5] == control.geo[5]);
-  fail_unless (fabs (fx - lround (fx)) < 1e-6 && fabs (fy - lround (fy)) < 1e-6,
-      "off grid %f %f", fx, fy);
-  *ox = lround (fx);
-  *oy = lround (fy);
-  *img = g_new (guint8, (gsize) *w * *h);
-  *alpha = g_new (guint8, (gsize) *w * *h);
-  fail_unless (GDALRasterIO (GDALGetRasterBand (ds, 1), GF_Read, 0, 0, *w, *h, *img, *w, *h,
-          GDT_Byte, 0, 0) == CE_None);
-  fail_unless (GDALRasterIO (GDALGetRasterBand (ds, 2), GF_Read, 0, 0, *w, *h, *alpha, *w, *h,
-          GDT_Byte, 0, 0) == CE_None);
-  GDALClose (ds);
-}
-
-/* Correlation at zero shift above 0.95 and at least that of every 1-pixel shift. */
-static void
-check_lines_up (const guint8 *img, const guint8 *alpha, int w, int h, long ox, long oy)
-{
-  const double c0 = correlation (img, alpha, w, h, ox, oy, 0, 0);
-  fail_unless (c0 > 0.95, "correlation at the registered place %f", c0);
-  for (int dy = -1; dy <= 1; dy++)
-    for (int dx = -1; dx <= 1; dx++)
-      if (dx || dy) {
-        const double c = correlation (img, alpha, w, h, ox, oy, dx, dy);
-        fail_unless (c0 >= c, "shift %d %d correlates better: %f > %f", dx, dy, c, c0);
-      }
-}
 
 GST_START_TEST (test_geotiff)
 {

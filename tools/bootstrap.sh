@@ -12,6 +12,7 @@ pkgs=(build-essential meson ninja-build pkg-config libglib2.0-dev
       libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
       libgdal-dev libpng-dev libjpeg-dev
+      python3          # pipelines/demo.sh's per-frame table; JSON/CSV checks in the tests
       gdal-bin         # test oracles: ogrinfo, gdalinfo, gdaltransform (tests/test_geo.c, test_georegexport.c)
       libopencv-dev    # test-only (matcher_opencv); already pulled in by plugins-bad-dev
       valgrind         # test-only (suite valgrind: tests/run-valgrind.sh)
