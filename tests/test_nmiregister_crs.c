@@ -40,15 +40,6 @@ static gchar *control_png;      /* the same control as a PNG + world file, no .p
 #define TRUE_ANGLE 7.0
 #define PIXEL_M 0.5             /* the control's pixel size (gis_test_util.h) */
 
-/* metres between two nearby WGS84 points (local sphere: enough for a tolerance, and
- * independent of kernels/geo) */
-static double
-metres (double lon0, double lat0, double lon1, double lat1)
-{
-  const double r = 6371000.0 * M_PI / 180;
-  return hypot ((lon1 - lon0) * r * cos (lat0 * M_PI / 180), (lat1 - lat0) * r);
-}
-
 static void
 make_png_control (void)
 {
