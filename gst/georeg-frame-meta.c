@@ -16,7 +16,7 @@
 /* Idle frames kept for reuse: a live stream then allocates its planes once.  A few
  * frames are in flight at a time (queues between elements hold some); more idle ones
  * than this are freed. */
-#define POOL_MAX_IDLE 4
+#define POOL_MAX_IDLE 8
 
 static GMutex pool_lock;
 static GQueue pool_idle = G_QUEUE_INIT;

@@ -30,6 +30,7 @@
 
 #include "gr_common.h"
 #include "gst_gpu_test.h"
+#include "gst_pipeline_run.h"
 #include "raster.h"
 #include "synth.h"
 
@@ -120,60 +121,28 @@ run_clear (Run * r)
   memset (r, 0, sizeof *r);
 }
 
-/* Runs a pipeline to EOS, collecting the georeg element messages per element name
- * and each element's frames-converted.  FALSE on an error or a timeout. */
-static gboolean
-run (const gchar * desc, Run * r)
+static void
+collect (GstElement * pipe, GstMessage * m, gpointer data)
 {
-  GError *e = NULL;
-  GstElement *pipe = gst_parse_launch (desc, &e);
-  memset (r, 0, sizeof *r);
-  r->messages = g_ptr_array_new_with_free_func (g_free);
-  if (!pipe) {
-    fprintf (stderr, "parse: %s\n", e ? e->message : "?");
-    g_clear_error (&e);
-    return FALSE;
+  Run *r = data;
+  const GstStructure *s = gst_message_get_structure (m);
+  if (s && (gst_structure_has_name (s, "nmilocalize") ||
+          gst_structure_has_name (s, "nmiregister") ||
+          gst_structure_has_name (s, "featurematch"))) {
+    GstStructure *c = gst_structure_copy (s);
+    gst_structure_filter_and_map_in_place (c, drop_timing, NULL);
+    gchar *str = gst_structure_to_string (c);
+    g_ptr_array_add (r->messages, g_strdup_printf ("%s: %s",
+            GST_OBJECT_NAME (GST_MESSAGE_SRC (m)), str));
+    g_free (str);
+    gst_structure_free (c);
   }
-  GstBus *bus = gst_element_get_bus (pipe);
-  gboolean ok = TRUE;
-  gst_element_set_state (pipe, GST_STATE_PLAYING);
-  for (;;) {
-    GstMessage *m = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
-    if (!m) {
-      fprintf (stderr, "timeout: %s\n", desc);
-      ok = FALSE;
-      break;
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
-      GError *err = NULL;
-      gchar *dbg = NULL;
-      gst_message_parse_error (m, &err, &dbg);
-      fprintf (stderr, "error: %s (%s)\n  in %s\n", err->message, dbg ? dbg : "", desc);
-      g_clear_error (&err);
-      g_free (dbg);
-      gst_message_unref (m);
-      ok = FALSE;
-      break;
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
-      gst_message_unref (m);
-      break;
-    }
-    const GstStructure *s = gst_message_get_structure (m);
-    if (s && (gst_structure_has_name (s, "nmilocalize") ||
-            gst_structure_has_name (s, "nmiregister") ||
-            gst_structure_has_name (s, "featurematch"))) {
-      GstStructure *c = gst_structure_copy (s);
-      gst_structure_filter_and_map_in_place (c, drop_timing, NULL);
-      gchar *str = gst_structure_to_string (c);
-      g_ptr_array_add (r->messages, g_strdup_printf ("%s: %s",
-              GST_OBJECT_NAME (GST_MESSAGE_SRC (m)), str));
-      g_free (str);
-      gst_structure_free (c);
-    }
-    gst_message_unref (m);
-  }
+}
+
+static void
+read_counts (GstElement * pipe, gpointer data)
+{
+  Run *r = data;
   for (int i = 0; i < 4; i++) {
     GstElement *el = gst_bin_get_by_name (GST_BIN (pipe), names[i]);
     if (el) {
@@ -181,10 +150,17 @@ run (const gchar * desc, Run * r)
       gst_object_unref (el);
     }
   }
-  gst_element_set_state (pipe, GST_STATE_NULL);
-  gst_object_unref (bus);
-  gst_object_unref (pipe);
-  return ok;
+}
+
+/* Runs a pipeline to EOS, collecting the georeg element messages (with the name of
+ * the element that posted each) and each element's frames-converted.  FALSE on an
+ * error or a timeout. */
+static gboolean
+run (const gchar * desc, Run * r)
+{
+  memset (r, 0, sizeof *r);
+  r->messages = g_ptr_array_new_with_free_func (g_free);
+  return gst_pipeline_run (desc, 120, collect, read_counts, r);
 }
 
 static gint
