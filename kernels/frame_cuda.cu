@@ -425,10 +425,17 @@ gr_frame_cuda_plane_free (int device, GrPlaneF *dev)
 {
   if (!dev || (!dev->data && !dev->mask))
     return;
+  /* the last reference may drop on any thread (a sink's, the application's): its
+   * current device is put back afterwards */
+  int prev = -1;
+  if (cudaGetDevice (&prev) != cudaSuccess)
+    prev = -1;
   if (cudaSetDevice (device) == cudaSuccess) {
     cudaFree (dev->data);
     cudaFree (dev->mask);
   }
+  if (prev >= 0 && prev != device)
+    cudaSetDevice (prev);
   cudaGetLastError ();
   memset (dev, 0, sizeof *dev);
 }

@@ -221,10 +221,10 @@ check_chain (const gchar * what, const gchar * src, const gchar * chain, int per
         "%s: %s converted %" G_GUINT64_FORMAT " frames without sharing, want %d", what,
         names[i], off.converted[i], want_off[i]);
   }
-  printf ("%-34s converted (loc reg fm fm2) shared %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
-      " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT ", not shared %" G_GUINT64_FORMAT " %"
-      G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT "; %u messages %s (%d registered, %d "
-      "with pairs)\n",
+  printf ("%-34s converted (loc reg fm fm2) shared %" G_GUINT64_FORMAT " %"
+      G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT ", not shared %"
+      G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
+      "; %u messages %s (%d registered, %d with pairs)\n",
       what, on.converted[0], on.converted[1], on.converted[2], on.converted[3],
       off.converted[0], off.converted[1], off.converted[2], off.converted[3],
       on.messages->len, same ? "identical" : "DIFFER", registered, matched);
@@ -259,10 +259,11 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
   /* the chain; search=translation: on the host nmilocalize converts outside the base,
    * so there nmiregister makes the shared plane */
   gchar *chain = g_strdup_printf ("nmilocalize name=loc control-location=%s backend=%s "
-      "frame-scale=0.5 control-scale=0.5 nodata=0 share-frames=%%s ! "
+      "search=translation frame-scale=0.5 control-scale=0.5 nodata=0 share-frames=%%s ! "
       "nmiregister name=reg control-location=%s backend=%s nodata=0 share-frames=%%s ! "
       "featurematch name=fm backend=%s nodata=0 max-images=4 min-matches=8 "
-      "share-frames=%%s ! %s", control_path, backend, control_path, backend, backend, sink);
+      "share-frames=%%s ! %s", control_path, backend, control_path, backend, backend,
+      sink);
   {
     const int on_host[4] = { 0, N, 0, 0 }, off_host[4] = { 0, N, N, 0 };
     const int on_dev[4] = { N, 0, 0, 0 }, off_dev[4] = { N, N, N, 0 };
@@ -296,7 +297,7 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
   }
   /* another nodata on featurematch: not the shared plane, it converts its own */
   chain = g_strdup_printf ("nmilocalize name=loc control-location=%s backend=%s "
-      "frame-scale=0.5 control-scale=0.5 nodata=0 share-frames=%%s ! "
+      "search=translation frame-scale=0.5 control-scale=0.5 nodata=0 share-frames=%%s ! "
       "nmiregister name=reg control-location=%s backend=%s nodata=0 share-frames=%%s ! "
       "featurematch name=fm backend=%s max-images=4 min-matches=8 share-frames=%%s ! %s",
       control_path, backend, control_path, backend, backend, sink);
@@ -312,7 +313,7 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
   /* a tee: both featurematch branches read the plane nmiregister (host) or
    * nmilocalize (device) made, through copies of one buffer */
   chain = g_strdup_printf ("nmilocalize name=loc control-location=%s backend=%s "
-      "frame-scale=0.5 control-scale=0.5 nodata=0 share-frames=%%s ! "
+      "search=translation frame-scale=0.5 control-scale=0.5 nodata=0 share-frames=%%s ! "
       "nmiregister name=reg control-location=%s backend=%s nodata=0 share-frames=%%s ! "
       "tee name=t t. ! queue ! featurematch name=fm backend=%s nodata=0 max-images=4 "
       "min-matches=8 share-frames=%%s ! %s t. ! queue ! featurematch name=fm2 "
