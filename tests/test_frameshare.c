@@ -16,9 +16,9 @@
  * in system memory and in CUDA memory (cudaupload), where the conversions include the
  * uploads (gpu suite; skips without a device or nvcodec).
  * nmilocalize's search=translation on the host converts its frames itself, outside
- * the base (gst/gstnmilocalize.c): there its frames-converted stays 0 and the one
- * conversion counted in the chain is nmiregister's; with search=full, and on CUDA, it
- * is nmilocalize's.
+ * the base (gst/gstnmilocalize.c), unless it calls gst_georeg_base_read_plane:
+ * there the one conversion counted in the chain is nmiregister's or nmilocalize's;
+ * with search=full, and on CUDA, it is nmilocalize's.
  * Exit 0 pass, 1 fail, 77 skip.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -185,10 +185,11 @@ joined (const Run * r)
 
 /* Runs `chain` (with %s for share-frames, three times) after the source, with sharing
  * on and off: identical messages (3 per frame, or `per_frame`), and the conversions
- * of each element: want_on / want_off (frames per element, -1 = not checked). */
+ * of each element: want_on / want_off (frames per element, -1 = not checked), and
+ * total_on, those of the whole pipeline with sharing (-1 = not checked). */
 static void
 check_chain (const gchar * what, const gchar * src, const gchar * chain, int per_frame,
-    int nframes, const int want_on[4], const int want_off[4])
+    int nframes, const int want_on[4], const int want_off[4], int total_on)
 {
   Run on, off;
   gchar *c_on = g_strdup_printf (chain, "true", "true", "true", "true");
@@ -213,6 +214,10 @@ check_chain (const gchar * what, const gchar * src, const gchar * chain, int per
   const gboolean same = strcmp (j_on, j_off) == 0;
   CHECK (same, "%s: results differ with and without sharing:\n--- on\n%s\n--- off\n%s",
       what, j_on, j_off);
+  const guint64 sum = on.converted[0] + on.converted[1] + on.converted[2] +
+      on.converted[3];
+  CHECK (total_on < 0 || sum == (guint64) total_on, "%s: %" G_GUINT64_FORMAT " "
+      "conversions in the pipeline with sharing, want %d", what, sum, total_on);
   for (int i = 0; i < 4; i++) {
     CHECK (want_on[i] < 0 || on.converted[i] == (guint64) want_on[i],
         "%s: %s converted %" G_GUINT64_FORMAT " frames with sharing, want %d", what,
@@ -265,11 +270,14 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
       "share-frames=%%s ! %s", control_path, backend, control_path, backend, backend,
       sink);
   {
-    const int on_host[4] = { 0, N, 0, 0 }, off_host[4] = { 0, N, N, 0 };
+    /* on the host nmilocalize's translation path (its own file) converts outside
+     * the base, or through gst_georeg_base_read_plane: either it or
+     * nmiregister makes the one conversion */
+    const int on_host[4] = { -1, -1, 0, 0 }, off_host[4] = { -1, N, N, 0 };
     const int on_dev[4] = { N, 0, 0, 0 }, off_dev[4] = { N, N, N, 0 };
     what = g_strdup_printf ("%s%s translation", fmt, cuda_memory ? " CUDA memory" : "");
     check_chain (what, src, chain, 3, N, cuda ? on_dev : on_host,
-        cuda ? off_dev : off_host);
+        cuda ? off_dev : off_host, N);
     g_free (what);
   }
   g_free (chain);
@@ -290,7 +298,7 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
         sink);
     const int on[4] = { nf, 0, 0, 0 }, off[4] = { nf, nf, nf, 0 };
     what = g_strdup_printf ("%s full search", fmt);
-    check_chain (what, src2, chain, 3, nf, on, off);
+    check_chain (what, src2, chain, 3, nf, on, off, nf);
     g_free (what);
     g_free (chain);
     g_free (src2);
@@ -302,11 +310,11 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
       "featurematch name=fm backend=%s max-images=4 min-matches=8 share-frames=%%s ! %s",
       control_path, backend, control_path, backend, backend, sink);
   {
-    const int on_host[4] = { 0, N, N, 0 }, on_dev[4] = { N, 0, N, 0 };
-    const int off_host[4] = { 0, N, N, 0 }, off_dev[4] = { N, N, N, 0 };
+    const int on_host[4] = { -1, -1, N, 0 }, on_dev[4] = { N, 0, N, 0 };
+    const int off_host[4] = { -1, N, N, 0 }, off_dev[4] = { N, N, N, 0 };
     what = g_strdup_printf ("%s%s other nodata", fmt, cuda_memory ? " CUDA memory" : "");
     check_chain (what, src, chain, 3, N, cuda ? on_dev : on_host,
-        cuda ? off_dev : off_host);
+        cuda ? off_dev : off_host, 2 * N);
     g_free (what);
   }
   g_free (chain);
@@ -320,11 +328,11 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
       "backend=%s nodata=0 max-images=4 min-matches=8 share-frames=%%s ! %s",
       control_path, backend, control_path, backend, backend, sink, backend, sink);
   {
-    const int on_host[4] = { 0, N, 0, 0 }, off_host[4] = { 0, N, N, N };
+    const int on_host[4] = { -1, -1, 0, 0 }, off_host[4] = { -1, N, N, N };
     const int on_dev[4] = { N, 0, 0, 0 }, off_dev[4] = { N, N, N, N };
     what = g_strdup_printf ("%s%s tee", fmt, cuda_memory ? " CUDA memory" : "");
     check_chain (what, src, chain, 4, N, cuda ? on_dev : on_host,
-        cuda ? off_dev : off_host);
+        cuda ? off_dev : off_host, N);
     g_free (what);
   }
   g_free (chain);
