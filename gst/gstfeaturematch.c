@@ -23,6 +23,7 @@
 
 #include "gstfeaturematch.h"
 #include "featurematch-meta.h"
+#include "gstfeaturematch-output.h"
 #include "descriptors.h"
 #include "fit.h"
 #include "keypoints.h"
@@ -115,17 +116,6 @@ typedef struct {
   guint8 *patches;              /* n x GR_PATCH_BYTES */
 } HeldFrame;
 
-/* What the .npy files need of one frame. */
-typedef struct {
-  gint n;
-  guint64 first;                /* the oldest frame it was matched against */
-  gint held;                    /* frames first .. index - 1 */
-  gint64 held_desc;
-  gfloat *xy;                   /* n x 2 */
-  gfloat *desc;                 /* n x k */
-  gint32 *fwd;                  /* held x n */
-  gint32 *bwd;                  /* held_desc */
-} Record;
 
 static void
 held_frame_free (gpointer p)
@@ -134,17 +124,6 @@ held_frame_free (gpointer p)
   g_free (f->kp);
   g_free (f->patches);
   g_free (f);
-}
-
-static void
-record_free (gpointer p)
-{
-  Record *r = p;
-  g_free (r->xy);
-  g_free (r->desc);
-  g_free (r->fwd);
-  g_free (r->bwd);
-  g_free (r);
 }
 
 /* ------------------------------------------------------------------ properties */
@@ -310,7 +289,7 @@ gst_feature_match_start (GstBaseTransform * trans)
    * memory as its 8-bit plane uploaded and converted there */
   self->dev = gr_features_backend (ft) == GR_BACKEND_CUDA ? MAX (dev, 0) : -1;
   if (self->matrix_location && *self->matrix_location)
-    self->records = g_ptr_array_new_with_free_func (record_free);
+    self->records = g_ptr_array_new_with_free_func (gst_feature_match_record_free);
   self->frame_count = 0;
   self->announced = FALSE;
   GST_INFO_OBJECT (self, "features on the %s backend, matching on the %s backend, "
@@ -343,119 +322,6 @@ gst_feature_match_set_info (GstGeoregBase * base, GstCaps * incaps,
   return TRUE;
 }
 
-/* ------------------------------------------------------------------ .npy output */
-
-/* Writes a version 1.0 .npy header for a C-order array. */
-static gboolean
-npy_header (FILE * f, const gchar * descr, guint64 rows, gint64 cols)
-{
-  gchar shape[96];
-  if (cols < 0)
-    g_snprintf (shape, sizeof shape, "(%" G_GUINT64_FORMAT ",)", rows);
-  else
-    g_snprintf (shape, sizeof shape, "(%" G_GUINT64_FORMAT ", %" G_GINT64_FORMAT ")",
-        rows, cols);
-  gchar *dict = g_strdup_printf ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-      descr, shape);
-  gsize len = strlen (dict) + 1;          /* + '\n' */
-  const gsize total = (10 + len + 63) / 64 * 64;
-  const gsize pad = total - 10 - len;
-  const guint16 hl = GUINT16_TO_LE ((guint16) (total - 10));
-  gboolean ok = fwrite ("\x93NUMPY\x01\x00", 1, 8, f) == 8 &&
-      fwrite (&hl, 2, 1, f) == 1 && fputs (dict, f) >= 0;
-  for (gsize i = 0; ok && i < pad; i++)
-    ok = fputc (' ', f) != EOF;
-  ok = ok && fputc ('\n', f) != EOF;
-  g_free (dict);
-  return ok;
-}
-
-static gchar *
-sibling_path (const gchar * location, const gchar * suffix)
-{
-  gchar *base = g_str_has_suffix (location, ".npy") ?
-      g_strndup (location, strlen (location) - 4) : g_strdup (location);
-  gchar *p = g_strconcat (base, suffix, NULL);
-  g_free (base);
-  return p;
-}
-
-static gboolean
-write_npy_files (GstFeatureMatch * self, gchar ** failed, gchar ** reason)
-{
-  GPtrArray *recs = self->records;
-  const guint m = recs->len;
-  const gint k = self->k;
-  gint64 *goff = g_new (gint64, m + 1);
-  goff[0] = 0;
-  for (guint i = 0; i < m; i++)
-    goff[i + 1] = goff[i] + ((Record *) g_ptr_array_index (recs, i))->n;
-  const gint64 n = goff[m];
-  gchar *paths[4] = { g_strdup (self->matrix_location),
-    sibling_path (self->matrix_location, "-keypoints.npy"),
-    sibling_path (self->matrix_location, "-offsets.npy"),
-    sibling_path (self->matrix_location, "-descriptors.npy")
-  };
-  gboolean ok = TRUE;
-  for (int fi = 0; fi < 4 && ok; fi++) {
-    FILE *f = fopen (paths[fi], "wb");
-    if (!f) {
-      *failed = g_strdup (paths[fi]);
-      *reason = g_strdup (g_strerror (errno));
-      ok = FALSE;
-      break;
-    }
-    if (fi == 0) {
-      /* row i = frame i; column j = descriptor j of frame b */
-      ok = npy_header (f, "<i4", m, n);
-      gint32 *row = g_new (gint32, MAX (n, 1));
-      for (guint i = 0; ok && i < m; i++) {
-        const Record *ri = g_ptr_array_index (recs, i);
-        for (guint b = 0; b < m; b++) {
-          const Record *rb = g_ptr_array_index (recs, b);
-          gint32 *dst = row + goff[b];
-          for (gint a = 0; a < rb->n; a++) {
-            gint32 v = -1;
-            if (i < b && i >= rb->first)
-              v = rb->fwd[(gint64) (i - rb->first) * rb->n + a];
-            else if (i > b && b >= ri->first)
-              v = ri->bwd[goff[b] - goff[ri->first] + a];
-            dst[a] = GINT32_TO_LE (v);
-          }
-        }
-        ok = n == 0 || fwrite (row, sizeof (gint32), n, f) == (gsize) n;
-      }
-      g_free (row);
-    } else if (fi == 1) {
-      ok = npy_header (f, "<f4", n, 2);
-      for (guint b = 0; ok && b < m; b++) {
-        const Record *rb = g_ptr_array_index (recs, b);
-        ok = rb->n == 0 || fwrite (rb->xy, sizeof (gfloat) * 2, rb->n, f) == (gsize) rb->n;
-      }
-    } else if (fi == 2) {
-      ok = npy_header (f, "<i8", m + 1, -1) &&
-          fwrite (goff, sizeof (gint64), m + 1, f) == m + 1;
-    } else {
-      ok = npy_header (f, "<f4", n, k);
-      for (guint b = 0; ok && b < m; b++) {
-        const Record *rb = g_ptr_array_index (recs, b);
-        ok = rb->n == 0 ||
-            fwrite (rb->desc, sizeof (gfloat) * k, rb->n, f) == (gsize) rb->n;
-      }
-    }
-    if (fclose (f) != 0)
-      ok = FALSE;
-    if (!ok && !*failed) {
-      *failed = g_strdup (paths[fi]);
-      *reason = g_strdup (g_strerror (errno ? errno : EIO));
-    }
-  }
-  for (int fi = 0; fi < 4; fi++)
-    g_free (paths[fi]);
-  g_free (goff);
-  return ok;
-}
-
 static gboolean
 gst_feature_match_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
@@ -463,7 +329,8 @@ gst_feature_match_sink_event (GstBaseTransform * trans, GstEvent * event)
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->records &&
       self->matrix_location && *self->matrix_location) {
     gchar *failed = NULL, *reason = NULL;
-    if (!write_npy_files (self, &failed, &reason)) {
+    if (!gst_feature_match_write_npy (self->matrix_location, self->records, self->k,
+            &failed, &reason)) {
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE,
           ("Could not write the correspondence matrix files (\"%s\").", failed),
           ("%s", reason));
@@ -522,50 +389,6 @@ fit_pairs (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame ** fit
   g_free (jobs);
   g_free (res);
   return st;
-}
-
-static void
-post_result (GstFeatureMatch * self, GstBuffer * buf, const GstFeatureMatchMeta * m,
-    gdouble features_ms, gdouble match_ms, gdouble total_ms)
-{
-  GValue arr = G_VALUE_INIT;
-  gst_value_array_init (&arr, m->n_pairs);
-  for (guint i = 0; i < m->n_pairs; i++) {
-    const GstFeatureMatchPair *p = &m->pairs[i];
-    GValue hv = G_VALUE_INIT, v = G_VALUE_INIT, sv = G_VALUE_INIT;
-    gst_value_array_init (&hv, 9);
-    for (int j = 0; j < 9; j++) {
-      g_value_init (&v, G_TYPE_DOUBLE);
-      g_value_set_double (&v, p->h[j]);
-      gst_value_array_append_and_take_value (&hv, &v);
-    }
-    GstStructure *ps = gst_structure_new ("pair",
-        "frame", G_TYPE_UINT64, p->frame,
-        "matches", G_TYPE_UINT, p->matches,
-        "inliers", G_TYPE_UINT, p->inliers,
-        "flags", G_TYPE_UINT, p->flags,
-        "rms", G_TYPE_DOUBLE, p->rms, NULL);
-    gst_structure_take_value (ps, "homography", &hv);
-    g_value_init (&sv, GST_TYPE_STRUCTURE);
-    gst_value_set_structure (&sv, ps);
-    gst_structure_free (ps);
-    gst_value_array_append_and_take_value (&arr, &sv);
-  }
-  GstStructure *st = gst_structure_new ("featurematch",
-      "frame", G_TYPE_UINT64, m->frame,
-      "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
-      "backend", G_TYPE_STRING, gr_backend_name (gr_matcher_backend (self->matcher)),
-      "input-memory", G_TYPE_STRING, gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE
-          (self))),
-      "flags", G_TYPE_UINT, m->flags,
-      "keypoints", G_TYPE_UINT, m->n_keypoints,
-      "descriptor-size", G_TYPE_UINT, m->descriptor_size,
-      "held-frames", G_TYPE_UINT, gr_matcher_held_images (self->matcher) - 1,
-      "features-ms", G_TYPE_DOUBLE, features_ms,
-      "match-ms", G_TYPE_DOUBLE, match_ms,
-      "total-ms", G_TYPE_DOUBLE, total_ms, NULL);
-  gst_structure_take_value (st, "pairs", &arr);
-  gst_georeg_base_post_result (GST_GEOREG_BASE (self), st);
 }
 
 static GstFlowReturn
@@ -720,7 +543,7 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
 
   if (self->records) {
-    Record *r = g_new0 (Record, 1);
+    GstFeatureMatchRecord *r = g_new0 (GstFeatureMatchRecord, 1);
     r->n = nk;
     r->held = held;
     r->first = self->frame_count - held;
@@ -752,7 +575,11 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
       "match %.2f ms (%" G_GINT64_FORMAT " re-checked), total %.1f ms", self->frame_count,
       nk, fs.elapsed_ms, m->n_pairs, ms.elapsed_ms, ms.rechecked, total_ms);
   if (c.post_messages)
-    post_result (self, buf, m, fs.elapsed_ms, ms.elapsed_ms, total_ms);
+    gst_georeg_base_post_result (base, gst_feature_match_message (m,
+            GST_BUFFER_PTS (buf), gr_backend_name (gr_matcher_backend (self->matcher)),
+            gst_georeg_input_name (gst_georeg_base_input (base)),
+            gr_matcher_held_images (self->matcher) - 1, fs.elapsed_ms, ms.elapsed_ms,
+            total_ms));
   self->frame_count++;
   return GST_FLOW_OK;
 }

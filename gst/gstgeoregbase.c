@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gstgeoregbase.h"
+#include "georeg-frame-meta.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_georeg_base_debug);
 #define GST_CAT_DEFAULT gst_georeg_base_debug
@@ -20,6 +21,9 @@ enum {
   PROP_BACKEND,
   PROP_CUDA_DEVICE_ID,
   PROP_POST_MESSAGES,
+  /* installed on every element by the base itself */
+  PROP_SHARE_FRAMES,
+  PROP_FRAMES_CONVERTED,
 };
 
 #define DEFAULT_BAND 0
@@ -29,6 +33,7 @@ enum {
 #define DEFAULT_BACKEND GR_BACKEND_AUTO
 #define DEFAULT_CUDA_DEVICE_ID -1
 #define DEFAULT_POST_MESSAGES TRUE
+#define DEFAULT_SHARE_FRAMES TRUE
 
 typedef struct {
   GstGeoregBaseSettings settings;       /* under the object lock */
@@ -153,6 +158,9 @@ gst_georeg_base_set_property (GObject * object, guint prop_id, const GValue * va
     case PROP_POST_MESSAGES:
       s->post_messages = g_value_get_boolean (value);
       break;
+    case PROP_SHARE_FRAMES:
+      PRIV (GST_GEOREG_BASE (object))->cuda.share = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -194,6 +202,12 @@ gst_georeg_base_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, s->post_messages);
+      break;
+    case PROP_SHARE_FRAMES:
+      g_value_set_boolean (value, PRIV (GST_GEOREG_BASE (object))->cuda.share);
+      break;
+    case PROP_FRAMES_CONVERTED:
+      g_value_set_uint64 (value, PRIV (GST_GEOREG_BASE (object))->cuda.conversions);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -345,6 +359,20 @@ gst_georeg_base_read_plane (GstGeoregBase * base, GstBuffer * buf, gint nodata,
 }
 
 void
+gst_georeg_base_frame_changed (GstGeoregBase * base, GstBuffer * buf)
+{
+  GstGeoregFrameMeta *m = gst_buffer_get_georeg_frame_meta (buf);
+  if (m)
+    gst_buffer_remove_meta (buf, (GstMeta *) m);
+}
+
+guint64
+gst_georeg_base_conversion_count (void)
+{
+  return gst_georeg_cuda_conversion_count ();
+}
+
+void
 gst_georeg_base_post_result (GstGeoregBase * base, GstStructure * st)
 {
   gst_element_post_message (GST_ELEMENT (base),
@@ -476,6 +504,24 @@ gst_georeg_base_class_init (GstGeoregBaseClass * klass)
 
   oc->constructed = gst_georeg_base_constructed;
   oc->finalize = gst_georeg_base_finalize;
+  /* for the two properties below, which the base installs on every element (GObject
+   * dispatches a property to the class that installed it) */
+  oc->set_property = gst_georeg_base_set_property;
+  oc->get_property = gst_georeg_base_get_property;
+  g_object_class_install_property (oc, PROP_SHARE_FRAMES,
+      g_param_spec_boolean ("share-frames", "Share frames",
+          "Share this element's conversion of each frame (its float plane, on the "
+          "host or the CUDA device) with the georeg elements downstream, and reuse "
+          "one made upstream when the settings match (frame format, nodata), so that "
+          "a frame is converted and uploaded once per pipeline; the results are the "
+          "same either way", DEFAULT_SHARE_FRAMES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (oc, PROP_FRAMES_CONVERTED,
+      g_param_spec_uint64 ("frames-converted", "Frames converted",
+          "Frames this element converted itself (read from their pixels, uploads "
+          "included), not counting those it reused from an element upstream "
+          "(share-frames)", 0, G_MAXUINT64, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   ec->change_state = GST_DEBUG_FUNCPTR (gst_georeg_base_change_state);
   ec->set_context = GST_DEBUG_FUNCPTR (gst_georeg_base_set_context);
   tc->query = GST_DEBUG_FUNCPTR (gst_georeg_base_query);
@@ -499,6 +545,7 @@ gst_georeg_base_init (GstGeoregBase * base)
   p->settings.cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   p->settings.post_messages = DEFAULT_POST_MESSAGES;
   gst_georeg_cuda_init (&p->cuda);
+  p->cuda.share = DEFAULT_SHARE_FRAMES;
   gst_video_info_init (&p->info);
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (base), TRUE);
 }

@@ -14,7 +14,10 @@
  *   - the negotiated GstVideoInfo and where the last frame was read from;
  *   - the control image handle (gstgeoregcontrol.h), with its progress messages and
  *     errors;
- *   - posting the per-frame element message.
+ *   - posting the per-frame element message;
+ *   - one pass per frame: the frame conversions share their planes with the georeg
+ *     elements downstream through a buffer meta (georeg-frame-meta.h; properties
+ *     share-frames and frames-converted, installed on every element).
  *
  * A subclass sets GstGeoregBaseClass::set_info instead of GstBaseTransform::set_caps,
  * calls gst_georeg_base_set_property / _get_property from the default case of its
@@ -128,6 +131,16 @@ gboolean gst_georeg_base_frame_to_device (GstGeoregBase * base, GstBuffer * buf,
  * an error. */
 gboolean gst_georeg_base_read_plane (GstGeoregBase * base, GstBuffer * buf,
     gint nodata, GrPlaneF * plane);
+
+/* ---- shared frames (georeg-frame-meta.h; property share-frames) */
+
+/* An element that drew on the frame in place (its pixels changed) calls this: the
+ * planes converted upstream no longer describe it, the elements downstream convert
+ * it again. */
+void gst_georeg_base_frame_changed (GstGeoregBase * base, GstBuffer * buf);
+/* Frames converted by every georeg element of the process so far (reused shared
+ * frames are not counted; each element's own count is its frames-converted). */
+guint64 gst_georeg_base_conversion_count (void);
 
 /* ---- messages */
 

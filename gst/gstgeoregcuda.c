@@ -7,6 +7,8 @@
 
 #include "gstgeoregcuda.h"
 #include "gstgeoregutils.h"
+#include "georeg-frame-meta.h"
+#include "image.h"
 
 #if GR_HAVE_GST_CUDA
 #include <gst/cuda/gstcudabufferpool.h>
@@ -61,6 +63,105 @@ gst_georeg_cuda_engine_device (const GstGeoregCuda * c, gint device_id)
   return c->context ? c->device : -1;
 }
 
+/* ------------------------------------------------------------------ shared frames */
+
+static gsize conversions_total;         /* atomic */
+
+guint64
+gst_georeg_cuda_conversion_count (void)
+{
+  return (guint64) g_atomic_pointer_get (&conversions_total);
+}
+
+static void
+count_conversion (GstGeoregCuda * c)
+{
+  c->conversions++;
+  g_atomic_pointer_add (&conversions_total, 1);
+}
+
+/* The elements between READY and NULL: the pool of shared frames is emptied when the
+ * last one stops. */
+static GMutex pool_users_lock;
+static guint pool_users;
+
+static void
+pool_use (GstGeoregCuda * c)
+{
+  if (c->pool_user)
+    return;
+  g_mutex_lock (&pool_users_lock);
+  pool_users++;
+  g_mutex_unlock (&pool_users_lock);
+  c->pool_user = TRUE;
+}
+
+static void
+pool_release (GstGeoregCuda * c)
+{
+  if (!c->pool_user)
+    return;
+  c->pool_user = FALSE;
+  g_mutex_lock (&pool_users_lock);
+  const gboolean last = --pool_users == 0;
+  g_mutex_unlock (&pool_users_lock);
+  if (last)
+    gst_georeg_frame_pool_trim ();
+}
+
+/* The buffer's shared frame for a reader converting with `info` and `nodata`, locked,
+ * with a reference (release with shared_frame_unlock).  A buffer without one gets a
+ * new, empty frame (when it is writable, as in-place elements' buffers are).  NULL
+ * when sharing is off or the attached frame was converted otherwise: the caller
+ * converts on its own. */
+static GstGeoregFrame *
+shared_frame_lock (GstGeoregCuda * c, GstBuffer * buf, const GstVideoInfo * info,
+    gint nodata)
+{
+  if (!c->share)
+    return NULL;
+  GstGeoregFrameMeta *m = gst_buffer_get_georeg_frame_meta (buf);
+  GstGeoregFrame *f;
+  if (m) {
+    if (!gst_georeg_frame_matches (m->frame, info, nodata))
+      return NULL;
+    f = gst_georeg_frame_ref (m->frame);
+  } else {
+    if (!gst_buffer_is_writable (buf))
+      return NULL;
+    f = gst_georeg_frame_new (GST_VIDEO_INFO_WIDTH (info),
+        GST_VIDEO_INFO_HEIGHT (info), GST_VIDEO_INFO_FORMAT (info), nodata);
+    gst_buffer_add_georeg_frame_meta (buf, f);
+  }
+  g_mutex_lock (&f->lock);
+  return f;
+}
+
+static void
+shared_frame_unlock (GstGeoregFrame * f)
+{
+  g_mutex_unlock (&f->lock);
+  gst_georeg_frame_unref (f);
+}
+
+/* src copied into dst (reallocated when its size or mask presence differs) */
+static gboolean
+plane_copy (const GrPlaneF * src, GrPlaneF * dst)
+{
+  if (!dst->data || dst->width != src->width || dst->height != src->height ||
+      dst->stride != (gsize) src->width || (dst->mask != NULL) != (src->mask != NULL)) {
+    gr_plane_clear (dst);
+    if (!gr_plane_alloc (dst, src->width, src->height, src->mask != NULL))
+      return FALSE;
+  }
+  for (gint y = 0; y < src->height; y++)
+    memcpy (dst->data + (gsize) y * dst->stride, src->data + (gsize) y * src->stride,
+        sizeof (float) * src->width);
+  if (src->mask)
+    memcpy (dst->mask, src->mask, (gsize) src->width * src->height);
+  return TRUE;
+}
+
 #if GR_HAVE_CUDA
 /* the element's converter, on `device` (made again if it was made for another) */
 static gboolean
@@ -94,12 +195,14 @@ frame_layout (GstVideoFormat format)
 
 /* Maps the frame (GST_MAP_CUDA: device pointers; else host, whose plane 0 is then
  * uploaded as it is) and converts plane 0 with c's converter on the device, finished
- * before it returns.  on_host: the plane is copied into *plane (host memory); else
- * *plane points to the converter's device memory. */
+ * before it returns.  into: the full-resolution plane becomes that shared frame's
+ * device form (its buffers allocated on the converter's device); else on_host: the
+ * plane is copied into *plane (host memory); else *plane points to the converter's
+ * device memory. */
 static gboolean
 convert_frame (GstGeoregCuda * c, GstBuffer * buf, const GstVideoInfo * info,
     gboolean cuda_map, gint nodata, gdouble scale, gboolean on_host, GrPlaneF * plane,
-    gchar * err, gsize errlen)
+    GstGeoregFrame * into, gchar * err, gsize errlen)
 {
   GstVideoFrame frame;
   GstMapFlags flags = GST_MAP_READ;
@@ -127,7 +230,14 @@ convert_frame (GstGeoregCuda * c, GstBuffer * buf, const GstVideoInfo * info,
   f.width = GST_VIDEO_FRAME_WIDTH (&frame);
   f.height = GST_VIDEO_FRAME_HEIGHT (&frame);
   GrStatus st;
-  if (on_host) {
+  if (into) {
+    st = gr_frame_cuda_convert_to (c->conv, &f, !cuda_map, nodata, &into->dev_buffers,
+        &into->dev, err, errlen);
+    if (st == GR_OK)
+      st = gr_frame_cuda_sync (c->conv, err, errlen);
+    if (st == GR_OK)
+      into->device = c->conv_device;
+  } else if (on_host) {
     st = cuda_map ? gr_frame_cuda_to_host (c->conv, &f, nodata, scale, plane, err, errlen)
         : gr_frame_cuda_host_to_host (c->conv, &f, nodata, scale, plane, err, errlen);
   } else {
@@ -137,7 +247,62 @@ convert_frame (GstGeoregCuda * c, GstBuffer * buf, const GstVideoInfo * info,
       st = gr_frame_cuda_sync (c->conv, err, errlen);
   }
   gst_video_frame_unmap (&frame);
+  if (st == GR_OK)
+    count_conversion (c);
   return st == GR_OK;
+}
+
+/* What a reader asked of the shared frame f (its device form on c's converter's
+ * device): scale > 0, its downscale; else on_host, the host form (downloaded once)
+ * copied into *plane; else the device form itself. */
+static gboolean
+derive_from_device_form (GstGeoregCuda * c, GstGeoregFrame * f, gdouble scale,
+    gboolean on_host, GrPlaneF * plane, gchar * err, gsize errlen)
+{
+  if (scale > 0.0)
+    return gr_frame_cuda_downscale (c->conv, &f->dev, scale, on_host, plane, err,
+        errlen) == GR_OK;
+  if (!on_host) {
+    *plane = f->dev;
+    return TRUE;
+  }
+  if (!f->has_host) {
+    if (gr_frame_cuda_download (c->conv, &f->dev, &f->host, err, errlen) != GR_OK)
+      return FALSE;
+    f->has_host = TRUE;
+  }
+  if (!plane_copy (&f->host, plane)) {
+    g_snprintf (err, errlen, "out of memory");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The frame converted on c's converter (made on its device) as convert_frame does,
+ * through the shared frame when there is one: its device form is made once (or
+ * reused), the plane asked for derived from it. */
+static gboolean
+device_read (GstGeoregCuda * c, GstBuffer * buf, const GstVideoInfo * info,
+    gboolean cuda_map, gint nodata, gdouble scale, gboolean on_host, GrPlaneF * plane,
+    gchar * err, gsize errlen)
+{
+  GstGeoregFrame *f = c->frame_mask ? NULL : shared_frame_lock (c, buf, info, nodata);
+  if (f && f->device >= 0 && f->device != c->conv_device) {
+    shared_frame_unlock (f);    /* on another device: converted here as before */
+    f = NULL;
+  }
+  if (!f)
+    return convert_frame (c, buf, info, cuda_map, nodata, scale, on_host, plane, NULL,
+        err, errlen);
+  gboolean ok = TRUE;
+  if (f->device < 0)
+    ok = gst_georeg_frame_ensure_device_buffers (f, c->conv_device, err, errlen) &&
+        convert_frame (c, buf, info, cuda_map, nodata, 0.0, FALSE, NULL, f, err,
+        errlen);
+  if (ok)
+    ok = derive_from_device_form (c, f, scale, on_host, plane, err, errlen);
+  shared_frame_unlock (f);
+  return ok;
 }
 #endif
 
@@ -155,6 +320,8 @@ gst_georeg_cuda_close (GstGeoregCuda * c)
   c->device = -1;
   c->zero_copy = FALSE;
   c->warned = FALSE;
+  c->frame_mask = FALSE;
+  pool_release (c);
 }
 
 #if GR_HAVE_GST_CUDA
@@ -235,6 +402,7 @@ gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend
     gint device_id)
 {
   debug_init ();
+  pool_use (c);
   if (backend == GR_BACKEND_CPU || gr_cuda_device_count () <= 0) {
     GST_DEBUG_OBJECT (element, "no CUDA context: %s", backend == GR_BACKEND_CPU ?
         "CPU backend" : "no usable device");
@@ -361,6 +529,7 @@ gst_georeg_cuda_set_frame_mask (GstGeoregCuda * c, const GrPlaneF * mask)
     return TRUE;                /* no device path */
   if (!ensure_conv (c, c->device, err, sizeof err))
     return FALSE;
+  c->frame_mask = FALSE;
   if (!mask || !mask->data)
     return gr_frame_cuda_set_mask (c->conv, NULL, 0, 0, err, sizeof err) == GR_OK;
   const gsize n = (gsize) mask->width * mask->height;
@@ -375,6 +544,7 @@ gst_georeg_cuda_set_frame_mask (GstGeoregCuda * c, const GrPlaneF * mask)
     }
   gboolean ok = gr_frame_cuda_set_mask (c->conv, m, mask->width, mask->height, err,
       sizeof err) == GR_OK;
+  c->frame_mask = ok;
   g_free (m);
   return ok;
 }
@@ -425,7 +595,7 @@ gst_georeg_cuda_frame_to_plane (GstGeoregCuda * c, GstElement * element,
     return TRUE;
   }
   if (!ensure_conv (c, c->device, err, errlen) ||
-      !convert_frame (c, buf, info, TRUE, nodata, scale, on_host, plane, err, errlen))
+      !device_read (c, buf, info, TRUE, nodata, scale, on_host, plane, err, errlen))
     return FALSE;
   *input = GST_GEOREG_INPUT_CUDA_DEVICE;
   return TRUE;
@@ -454,8 +624,7 @@ gst_georeg_cuda_frame_to_device (GstGeoregCuda * c, GstElement * element,
     c->warned = TRUE;
   }
   if (!ensure_conv (c, device, err, errlen) ||
-      !convert_frame (c, buf, info, in_place, nodata, scale, on_host, plane, err,
-          errlen))
+      !device_read (c, buf, info, in_place, nodata, scale, on_host, plane, err, errlen))
     return FALSE;
   *input = in_place ? GST_GEOREG_INPUT_CUDA_DEVICE : is_cuda ?
       GST_GEOREG_INPUT_CUDA_HOST : GST_GEOREG_INPUT_SYSTEM;
@@ -470,6 +639,7 @@ gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend
     gint device_id)
 {
   debug_init ();
+  pool_use (c);
 }
 
 
@@ -525,7 +695,7 @@ gst_georeg_cuda_frame_to_device (GstGeoregCuda * c, GstElement * element,
   if (device < 0)
     return TRUE;
   if (!ensure_conv (c, device, err, errlen) ||
-      !convert_frame (c, buf, info, FALSE, nodata, scale, on_host, plane, err, errlen))
+      !device_read (c, buf, info, FALSE, nodata, scale, on_host, plane, err, errlen))
     return FALSE;
   *done = TRUE;
 #endif
@@ -550,12 +720,37 @@ gst_georeg_read_frame_plane (GstGeoregCuda * c, GstElement * element, GstBuffer 
   }
   if (*input == GST_GEOREG_INPUT_CUDA_DEVICE)
     return TRUE;
-  if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (element, STREAM, DECODE, ("Could not map the frame."), (NULL));
-    return FALSE;
+  GstGeoregFrame *f = shared_frame_lock (c, buf, info, nodata);
+  gboolean mem_ok = TRUE;
+  if (f && !f->has_host) {
+#if GR_HAVE_CUDA
+    /* a device form made upstream comes down (a copy) rather than being converted
+     * again, when this element's converter is on that device */
+    if (f->device >= 0 && c->conv && c->conv_device == f->device &&
+        gr_frame_cuda_download (c->conv, &f->dev, &f->host, err, sizeof err) == GR_OK)
+      f->has_host = TRUE;
+#endif
   }
-  gboolean mem_ok = gst_georeg_frame_to_plane (&frame, nodata, plane);
-  gst_video_frame_unmap (&frame);
+  if (!f || !f->has_host) {
+    if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ)) {
+      if (f)
+        shared_frame_unlock (f);
+      GST_ELEMENT_ERROR (element, STREAM, DECODE, ("Could not map the frame."), (NULL));
+      return FALSE;
+    }
+    mem_ok = gst_georeg_frame_to_plane (&frame, nodata, f ? &f->host : plane);
+    gst_video_frame_unmap (&frame);
+    if (mem_ok)
+      count_conversion (c);
+    if (f)
+      f->has_host = mem_ok;
+  }
+  if (f) {
+    /* the caller's own copy: elements may modify their plane (e.g. AND a mask) */
+    if (mem_ok)
+      mem_ok = plane_copy (&f->host, plane);
+    shared_frame_unlock (f);
+  }
   if (!mem_ok)
     GST_ELEMENT_ERROR (element, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
   return mem_ok;

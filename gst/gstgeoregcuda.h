@@ -51,6 +51,12 @@ typedef struct {
   gint conv_device;       /* its device */
   gboolean caps_cuda;     /* negotiated caps have memory:CUDAMemory */
   gboolean warned;
+  gboolean share;         /* frames are shared with the georeg elements downstream
+                           * (georeg-frame-meta.h): see "Shared frames" below */
+  gboolean frame_mask;    /* a mask is set on the converter (its device planes are
+                           * this element's own, never shared) */
+  guint64 conversions;    /* frames this element converted (not reused) */
+  gboolean pool_user;     /* counted among the users of the shared frames' pool */
 } GstGeoregCuda;
 
 /* The wiring is owned by GstGeoregBase (gstgeoregbase.c), which calls these from its
@@ -127,6 +133,25 @@ gboolean gst_georeg_cuda_frame_to_device (GstGeoregCuda * c, GstElement * elemen
 gboolean gst_georeg_read_frame_plane (GstGeoregCuda * c, GstElement * element,
     GstBuffer * buf, const GstVideoInfo * info, gint nodata, GrPlaneF * plane,
     GstGeoregInput * input);
+
+/* ---- Shared frames (one pass per frame, georeg-frame-meta.h)
+ *
+ * With c->share (the elements' `share-frames`, default on), the conversions above and
+ * gst_georeg_read_frame_plane go through the buffer's GstGeoregFrameMeta: the first
+ * element that converts a frame attaches its full-resolution plane (on the device
+ * that converted it, or on the host), and an element downstream whose settings match
+ * (frame size and format, nodata) reads that plane instead of converting the frame
+ * again: the device form is borrowed as it is (no copy), downscaled on the device
+ * (scale > 0) or downloaded once into the host form; the host form is copied into the
+ * caller's plane (callers may modify their plane).  The results are those of the
+ * conversions without sharing, bit for bit.  Not shared: planes made with a converter
+ * mask (gst_georeg_cuda_set_frame_mask), and a device form on another device than the
+ * reader's (both convert as before). */
+
+/* Frames converted (from the video frame's pixels to a float plane, on the host or
+ * the device, uploads included) by every georeg element of the process so far;
+ * reused shared frames are not counted. */
+guint64 gst_georeg_cuda_conversion_count (void);
 
 G_END_DECLS
 

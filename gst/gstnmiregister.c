@@ -330,6 +330,8 @@ draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer
   }
   const GstNmiRegisterOverlayDrawResult r = gst_nmi_register_overlay_draw (&d, &frame);
   gst_video_frame_unmap (&frame);
+  /* the pixels changed: a converted plane shared downstream is stale now */
+  gst_georeg_base_frame_changed (GST_GEOREG_BASE (self), buf);
   switch (r) {
     case GST_NMI_REGISTER_OVERLAY_DRAW_OK:
       return TRUE;

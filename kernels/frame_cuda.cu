@@ -91,9 +91,39 @@ cell_span (int i, double inv, int len, double *a, double *b)
     *b = len;
 }
 
+/* The pixels a downscale reads: a frame's rows (the value and validity of
+ * gst_georeg_frame_to_plane), or a float plane that conversion made (its value and
+ * mask).  Both give the same value and validity for the same pixel, so a downscale of
+ * either is the same plane. */
+struct RawPixels {
+  const uint8_t *base;
+  size_t stride;
+  int w, layout, nodata;
+  const uint8_t *ext;
+  bool has_mask;
+  __device__ __forceinline__ bool read (int sx, int sy, float *v) const
+  {
+    bool ok = true;
+    *v = read_px (base + (size_t) sy * stride, sx, layout, &ok);
+    return !has_mask || pixel_valid (*v, ok, nodata, ext, (size_t) sy * w + sx);
+  }
+};
+
+struct PlanePixels {
+  const float *data;
+  const uint8_t *mask;    /* NULL = every pixel valid */
+  size_t stride;          /* floats; the mask's is the width */
+  int w;
+  __device__ __forceinline__ bool read (int sx, int sy, float *v) const
+  {
+    *v = data[(size_t) sy * stride + sx];
+    return !mask || mask[(size_t) sy * w + sx];
+  }
+};
+
+template <class Pixels>
 __global__ void
-k_downscale (const uint8_t *base, size_t stride, int w, int h, int layout, int nodata,
-    const uint8_t *ext, bool has_mask, int ow, int oh, double invx, double invy,
+k_downscale (Pixels src, int w, int h, int ow, int oh, double invx, double invy,
     float *out, uint8_t *mask)
 {
   const int ox = blockIdx.x * blockDim.x + threadIdx.x;
@@ -107,14 +137,12 @@ k_downscale (const uint8_t *base, size_t stride, int w, int h, int layout, int n
   for (int sy = (int) ya; sy < yb; sy++) {
     const double wy = __dsub_rn (fmin (yb, __dadd_rn ((double) sy, 1.0)),
         fmax (ya, (double) sy));
-    const uint8_t *row = base + (size_t) sy * stride;
     for (int sx = (int) xa; sx < xb; sx++) {
       const double wgt = __dmul_rn (wy, __dsub_rn (fmin (xb, __dadd_rn ((double) sx, 1.0)),
               fmax (xa, (double) sx)));
       wall = __dadd_rn (wall, wgt);
-      bool ok = true;
-      const float v = read_px (row, sx, layout, &ok);
-      if (has_mask && !pixel_valid (v, ok, nodata, ext, (size_t) sy * w + sx))
+      float v;
+      if (!src.read (sx, sy, &v))
         continue;
       wvalid = __dadd_rn (wvalid, wgt);
       sum = __dadd_rn (sum, __dmul_rn (wgt, (double) v));
@@ -208,14 +236,81 @@ grow2 (float **d, uint8_t **m, size_t *cap, size_t n)
   return e;
 }
 
+static size_t
+layout_bytes (GrFrameLayout l)
+{
+  return l == GR_FRAME_Y8 ? 1 : l == GR_FRAME_Y16LE ? 2 : 4;
+}
+
+static bool
+frame_ok (const GrFrameDev *f)
+{
+  return f && f->data && f->width > 0 && f->height > 0 && f->layout >= GR_FRAME_Y8 &&
+      f->layout <= GR_FRAME_BGRA && f->stride >= (size_t) f->width *
+      layout_bytes (f->layout);
+}
+
+/* gr_plane_downscale's output size */
+static void
+downscale_size (int w, int h, double scale, int *ow, int *oh)
+{
+  *ow = (int) fmax (1.0, floor (w * scale + 0.5));
+  *oh = (int) fmax (1.0, floor (h * scale + 0.5));
+}
+
+/* Launches the full-resolution conversion of f into data / mask (mask used when the
+ * frame has invalid pixels to mark) and describes the result in *dev. */
+static GrStatus
+launch_convert (GrFrameCuda *c, const GrFrameDev *f, int nodata, float *data,
+    uint8_t *mask, GrPlaneF *dev, char *errbuf, size_t errlen)
+{
+  const int w = f->width, h = f->height;
+  const bool has_mask = f->layout == GR_FRAME_RGBA || f->layout == GR_FRAME_BGRA ||
+      nodata >= 0 || c->d_ext;
+  const dim3 blk (32, 8), grd ((w + 31) / 32, (h + 7) / 8);
+  k_convert<<<grd, blk, 0, c->stream>>> ((const uint8_t *) f->data, f->stride, w, h,
+      (int) f->layout, nodata, c->d_ext, data, has_mask ? mask : NULL);
+  memset (dev, 0, sizeof *dev);
+  dev->data = data;
+  dev->mask = has_mask ? mask : NULL;
+  dev->width = w;
+  dev->height = h;
+  dev->stride = (size_t) w;
+  CK (cudaGetLastError (), "frame conversion launch");
+  return GR_OK;
+}
+
+/* Launches the area downscale of `src` (a frame's pixels or a float plane, w x h)
+ * into c's small plane, described in *dev. */
+template <class Pixels>
+static GrStatus
+launch_downscale (GrFrameCuda *c, const Pixels &src, int w, int h, bool has_mask,
+    double scale, GrPlaneF *dev, char *errbuf, size_t errlen)
+{
+  int ow, oh;
+  downscale_size (w, h, scale, &ow, &oh);
+  /* exact cell edges from the actual output size, as gr_plane_downscale */
+  const double invx = (double) w / ow, invy = (double) h / oh;
+  CK (grow2 (&c->d_small, &c->d_smask, &c->small_cap, (size_t) ow * oh),
+      "cudaMalloc (plane)");
+  const dim3 blk (32, 8), grd ((ow + 31) / 32, (oh + 7) / 8);
+  k_downscale<<<grd, blk, 0, c->stream>>> (src, w, h, ow, oh, invx, invy, c->d_small,
+      has_mask ? c->d_smask : NULL);
+  memset (dev, 0, sizeof *dev);
+  dev->data = c->d_small;
+  dev->mask = has_mask ? c->d_smask : NULL;
+  dev->width = ow;
+  dev->height = oh;
+  dev->stride = (size_t) ow;
+  CK (cudaGetLastError (), "frame downscale launch");
+  return GR_OK;
+}
+
 extern "C" GrStatus
 gr_frame_cuda_convert (GrFrameCuda *c, const GrFrameDev *f, int nodata, double scale,
     GrPlaneF *dev, char *errbuf, size_t errlen)
 {
-  if (!c || !f || !f->data || !dev || f->width <= 0 || f->height <= 0 ||
-      f->layout < GR_FRAME_Y8 || f->layout > GR_FRAME_BGRA || scale > 1.0 ||
-      f->stride < (size_t) f->width * (f->layout == GR_FRAME_Y8 ? 1 :
-          f->layout == GR_FRAME_Y16LE ? 2 : 4)) {
+  if (!c || !frame_ok (f) || !dev || scale > 1.0) {
     gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
@@ -226,38 +321,123 @@ gr_frame_cuda_convert (GrFrameCuda *c, const GrFrameDev *f, int nodata, double s
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (c->device), "cudaSetDevice");
-  const bool has_mask = f->layout == GR_FRAME_RGBA || f->layout == GR_FRAME_BGRA ||
-      nodata >= 0 || c->d_ext;
-  const dim3 blk (32, 8);
-  memset (dev, 0, sizeof *dev);
   if (scale <= 0.0) {
     CK (grow2 (&c->d_full, &c->d_fmask, &c->full_cap, (size_t) w * h), "cudaMalloc (plane)");
-    const dim3 grd ((w + 31) / 32, (h + 7) / 8);
-    k_convert<<<grd, blk, 0, c->stream>>> ((const uint8_t *) f->data, f->stride, w, h,
-        (int) f->layout, nodata, c->d_ext, c->d_full, has_mask ? c->d_fmask : NULL);
-    dev->data = c->d_full;
-    dev->mask = has_mask ? c->d_fmask : NULL;
-    dev->width = w;
-    dev->height = h;
-  } else {
-    /* gr_plane_downscale's output size and cell edges */
-    const int ow = (int) fmax (1.0, floor (w * scale + 0.5));
-    const int oh = (int) fmax (1.0, floor (h * scale + 0.5));
-    const double invx = (double) w / ow, invy = (double) h / oh;
-    CK (grow2 (&c->d_small, &c->d_smask, &c->small_cap, (size_t) ow * oh),
-        "cudaMalloc (plane)");
-    const dim3 grd ((ow + 31) / 32, (oh + 7) / 8);
-    k_downscale<<<grd, blk, 0, c->stream>>> ((const uint8_t *) f->data, f->stride, w, h,
-        (int) f->layout, nodata, c->d_ext, has_mask, ow, oh, invx, invy, c->d_small,
-        has_mask ? c->d_smask : NULL);
-    dev->data = c->d_small;
-    dev->mask = has_mask ? c->d_smask : NULL;
-    dev->width = ow;
-    dev->height = oh;
+    return launch_convert (c, f, nodata, c->d_full, c->d_fmask, dev, errbuf, errlen);
   }
-  dev->stride = (size_t) dev->width;
-  CK (cudaGetLastError (), "frame conversion launch");
+  RawPixels px;
+  px.base = (const uint8_t *) f->data;
+  px.stride = f->stride;
+  px.w = w;
+  px.layout = (int) f->layout;
+  px.nodata = nodata;
+  px.ext = c->d_ext;
+  px.has_mask = f->layout == GR_FRAME_RGBA || f->layout == GR_FRAME_BGRA ||
+      nodata >= 0 || c->d_ext;
+  return launch_downscale (c, px, w, h, px.has_mask, scale, dev, errbuf, errlen);
+}
+
+/* The rows of a host frame uploaded as they are into c's raw buffer; *d describes
+ * them there. */
+static GrStatus
+upload_rows (GrFrameCuda *c, const GrFrameDev *f, GrFrameDev *d, char *errbuf,
+    size_t errlen)
+{
+  const size_t row = (size_t) f->width * layout_bytes (f->layout);
+  const size_t need = row * (size_t) f->height;
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  if (c->raw_cap < need) {
+    CK (cudaStreamSynchronize (c->stream), "cudaStreamSynchronize");
+    cudaFree (c->d_raw);
+    c->d_raw = NULL;
+    c->raw_cap = 0;
+    CK (gr_cuda_malloc ((void **) &c->d_raw, need), "cudaMalloc (frame rows)");
+    c->raw_cap = need;
+  }
+  /* pageable source: the call returns once the rows are staged */
+  CK (cudaMemcpy2DAsync (c->d_raw, row, f->data, f->stride, row, (size_t) f->height,
+          cudaMemcpyHostToDevice, c->stream), "frame upload");
+  *d = *f;
+  d->data = c->d_raw;
+  d->stride = row;
   return GR_OK;
+}
+
+extern "C" GrStatus
+gr_frame_cuda_convert_to (GrFrameCuda *c, const GrFrameDev *f, bool host_rows,
+    int nodata, const GrPlaneF *buffers, GrPlaneF *dev, char *errbuf, size_t errlen)
+{
+  if (!c || !frame_ok (f) || !buffers || !buffers->data || !buffers->mask || !dev ||
+      buffers->width != f->width || buffers->height != f->height ||
+      buffers->stride != (size_t) f->width) {
+    gr_set_err (errbuf, errlen, "bad arguments");
+    return GR_ERR_INVALID;
+  }
+  if (c->d_ext && (c->ext_w != f->width || c->ext_h != f->height)) {
+    gr_set_err (errbuf, errlen, "the mask is %dx%d, the frame %dx%d", c->ext_w, c->ext_h,
+        f->width, f->height);
+    return GR_ERR_INVALID;
+  }
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  GrFrameDev d = *f;
+  if (host_rows) {
+    GrStatus st = upload_rows (c, f, &d, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+  }
+  return launch_convert (c, &d, nodata, buffers->data, buffers->mask, dev, errbuf,
+      errlen);
+}
+
+extern "C" GrStatus
+gr_frame_cuda_plane_alloc (int device, int width, int height, GrPlaneF *dev,
+    char *errbuf, size_t errlen)
+{
+  memset (dev, 0, sizeof *dev);
+  if (width <= 0 || height <= 0) {
+    gr_set_err (errbuf, errlen, "bad arguments");
+    return GR_ERR_INVALID;
+  }
+  const size_t n = (size_t) width * height;
+  CK (cudaSetDevice (device), "cudaSetDevice");
+  float *data = NULL;
+  uint8_t *mask = NULL;
+  cudaError_t e = gr_cuda_malloc ((void **) &data, n * sizeof (float));
+  if (e == cudaSuccess)
+    e = gr_cuda_malloc ((void **) &mask, n);
+  if (e != cudaSuccess) {
+    cudaFree (data);
+    cudaGetLastError ();
+    gr_set_err (errbuf, errlen, "cudaMalloc (shared plane, %dx%d): %s", width, height,
+        cudaGetErrorString (e));
+    return GR_ERR_NOMEM;
+  }
+  dev->data = data;
+  dev->mask = mask;
+  dev->width = width;
+  dev->height = height;
+  dev->stride = (size_t) width;
+  return GR_OK;
+}
+
+extern "C" void
+gr_frame_cuda_plane_free (int device, GrPlaneF *dev)
+{
+  if (!dev || (!dev->data && !dev->mask))
+    return;
+  /* the last reference may drop on any thread (a sink's, the application's): its
+   * current device is put back afterwards */
+  int prev = -1;
+  if (cudaGetDevice (&prev) != cudaSuccess)
+    prev = -1;
+  if (cudaSetDevice (device) == cudaSuccess) {
+    cudaFree (dev->data);
+    cudaFree (dev->mask);
+  }
+  if (prev >= 0 && prev != device)
+    cudaSetDevice (prev);
+  cudaGetLastError ();
+  memset (dev, 0, sizeof *dev);
 }
 
 extern "C" GrStatus
@@ -291,6 +471,44 @@ download (GrFrameCuda *c, const GrPlaneF *dev, GrPlaneF *out, char *errbuf, size
 }
 
 extern "C" GrStatus
+gr_frame_cuda_download (GrFrameCuda *c, const GrPlaneF *src, GrPlaneF *out,
+    char *errbuf, size_t errlen)
+{
+  if (!c || !src || !src->data || !out || src->stride != (size_t) src->width) {
+    gr_set_err (errbuf, errlen, "bad arguments");
+    return GR_ERR_INVALID;
+  }
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  return download (c, src, out, errbuf, errlen);
+}
+
+extern "C" GrStatus
+gr_frame_cuda_downscale (GrFrameCuda *c, const GrPlaneF *src, double scale,
+    bool on_host, GrPlaneF *out, char *errbuf, size_t errlen)
+{
+  if (!c || !src || !src->data || !out || src->width <= 0 || src->height <= 0 ||
+      !(scale > 0.0) || scale > 1.0) {
+    gr_set_err (errbuf, errlen, "bad arguments");
+    return GR_ERR_INVALID;
+  }
+  CK (cudaSetDevice (c->device), "cudaSetDevice");
+  PlanePixels px;
+  px.data = src->data;
+  px.mask = src->mask;
+  px.stride = src->stride;
+  px.w = src->width;
+  GrPlaneF small;
+  GrStatus st = launch_downscale (c, px, src->width, src->height, src->mask != NULL,
+      scale, &small, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  if (on_host)
+    return download (c, &small, out, errbuf, errlen);
+  *out = small;
+  return gr_frame_cuda_sync (c, errbuf, errlen);
+}
+
+extern "C" GrStatus
 gr_frame_cuda_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata, double scale,
     GrPlaneF *out, char *errbuf, size_t errlen)
 {
@@ -301,39 +519,18 @@ gr_frame_cuda_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata, double s
   return download (c, &dev, out, errbuf, errlen);
 }
 
-static size_t
-layout_bytes (GrFrameLayout l)
-{
-  return l == GR_FRAME_Y8 ? 1 : l == GR_FRAME_Y16LE ? 2 : 4;
-}
-
 extern "C" GrStatus
 gr_frame_cuda_convert_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
     double scale, GrPlaneF *dev, char *errbuf, size_t errlen)
 {
-  if (!c || !f || !f->data || f->width <= 0 || f->height <= 0 ||
-      f->layout < GR_FRAME_Y8 || f->layout > GR_FRAME_BGRA ||
-      f->stride < (size_t) f->width * layout_bytes (f->layout)) {
+  if (!c || !frame_ok (f)) {
     gr_set_err (errbuf, errlen, "bad arguments");
     return GR_ERR_INVALID;
   }
-  const size_t row = (size_t) f->width * layout_bytes (f->layout);
-  const size_t need = row * (size_t) f->height;
-  CK (cudaSetDevice (c->device), "cudaSetDevice");
-  if (c->raw_cap < need) {
-    CK (cudaStreamSynchronize (c->stream), "cudaStreamSynchronize");
-    cudaFree (c->d_raw);
-    c->d_raw = NULL;
-    c->raw_cap = 0;
-    CK (gr_cuda_malloc ((void **) &c->d_raw, need), "cudaMalloc (frame rows)");
-    c->raw_cap = need;
-  }
-  /* pageable source: the call returns once the rows are staged */
-  CK (cudaMemcpy2DAsync (c->d_raw, row, f->data, f->stride, row, (size_t) f->height,
-          cudaMemcpyHostToDevice, c->stream), "frame upload");
-  GrFrameDev d = *f;
-  d.data = c->d_raw;
-  d.stride = row;
+  GrFrameDev d;
+  GrStatus st = upload_rows (c, f, &d, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
   return gr_frame_cuda_convert (c, &d, nodata, scale, dev, errbuf, errlen);
 }
 

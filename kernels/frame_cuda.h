@@ -79,6 +79,35 @@ GrStatus gr_frame_cuda_convert_host (GrFrameCuda *c, const GrFrameDev *f, int no
 GrStatus gr_frame_cuda_host_to_host (GrFrameCuda *c, const GrFrameDev *f, int nodata,
     double scale, GrPlaneF *out, char *errbuf, size_t errlen);
 
+/* ---- planes that outlive the converter's next call (frames shared between
+ * elements, gst/georeg-frame-meta.h) */
+
+/* A device plane of width x height floats and as many mask bytes (stride = width),
+ * on `device` (its primary context); free with gr_frame_cuda_plane_free on the same
+ * device. */
+GrStatus gr_frame_cuda_plane_alloc (int device, int width, int height, GrPlaneF *dev,
+    char *errbuf, size_t errlen);
+void gr_frame_cuda_plane_free (int device, GrPlaneF *dev);
+
+/* gr_frame_cuda_convert (scale <= 0) into `buffers` (gr_frame_cuda_plane_alloc's, the
+ * frame's size) instead of c's own memory; host_rows: f->data is host memory, uploaded
+ * first as gr_frame_cuda_convert_host does.  *dev describes the result (buffers' data,
+ * their mask or NULL when every pixel is valid).  Asynchronous on c's stream. */
+GrStatus gr_frame_cuda_convert_to (GrFrameCuda *c, const GrFrameDev *f, bool host_rows,
+    int nodata, const GrPlaneF *buffers, GrPlaneF *dev, char *errbuf, size_t errlen);
+
+/* gr_plane_downscale of a device plane (e.g. gr_frame_cuda_convert_to's) on c's
+ * device, bit-identical to the host's: on_host, copied into the host plane `out` (as
+ * gr_frame_cuda_to_host); else *out receives c's device memory (valid until the next
+ * call).  Finished when it returns. */
+GrStatus gr_frame_cuda_downscale (GrFrameCuda *c, const GrPlaneF *src, double scale,
+    bool on_host, GrPlaneF *out, char *errbuf, size_t errlen);
+
+/* A device plane (stride = width) copied into the host plane `out` (reallocated as
+ * gr_frame_cuda_to_host does), finished when it returns. */
+GrStatus gr_frame_cuda_download (GrFrameCuda *c, const GrPlaneF *src, GrPlaneF *out,
+    char *errbuf, size_t errlen);
+
 /* Makes the device's primary context (the one every georeg engine runs in) current
  * on the calling thread, creating it if needed. */
 GrStatus gr_cuda_make_primary_current (int device, char *errbuf, size_t errlen);

@@ -41,6 +41,7 @@
 
 #include "gr_common.h"
 #include "gst_gpu_test.h"
+#include "gst_pipeline_run.h"
 #include "raster.h"
 #include "synth.h"
 #if GR_HAVE_CUDA && GR_HAVE_GST_CUDA
@@ -100,81 +101,55 @@ make_data (void)
   gr_synth_image_free (&control);
 }
 
+typedef struct {
+  Result *res;
+  int max, n;
+  gboolean *caps_cuda;
+} LocRun;
+
+static void
+collect_loc (GstElement * pipe, GstMessage * m, gpointer data)
+{
+  LocRun *lr = data;
+  if (!gst_message_has_name (m, "nmilocalize"))
+    return;
+  const GstStructure *s = gst_message_get_structure (m);
+  if (lr->res && lr->n < lr->max) {
+    Result *r = &lr->res[lr->n];
+    memset (r, 0, sizeof *r);
+    gst_structure_get_double (s, "offset-x", &r->ox);
+    gst_structure_get_double (s, "offset-y", &r->oy);
+    gst_structure_get_double (s, "score", &r->score);
+    gst_structure_get_double (s, "second-score", &r->second);
+    gst_structure_get_uint (s, "flags", &r->flags);
+    gst_structure_get_uint64 (s, "valid-pixels", &r->valid);
+    const gchar *in = gst_structure_get_string (s, "input-memory");
+    g_strlcpy (r->input, in ? in : "?", sizeof r->input);
+  }
+  if (lr->n == 0 && lr->caps_cuda) {
+    GstElement *el = gst_bin_get_by_name (GST_BIN (pipe), "loc");
+    GstPad *pad = el ? gst_element_get_static_pad (el, "sink") : NULL;
+    GstCaps *caps = pad ? gst_pad_get_current_caps (pad) : NULL;
+    *lr->caps_cuda = caps && gst_caps_features_contains (gst_caps_get_features (caps,
+            0), "memory:CUDAMemory");
+    if (caps)
+      gst_caps_unref (caps);
+    if (pad)
+      gst_object_unref (pad);
+    if (el)
+      gst_object_unref (el);
+  }
+  lr->n++;
+}
+
 /* Runs a pipeline to EOS, collecting the nmilocalize messages; returns their number
  * (-1 on error).  caps_cuda (may be NULL): whether nmilocalize's sink caps had CUDA
  * memory. */
 static int
 run (const gchar * desc, Result * res, int max, gboolean * caps_cuda)
 {
-  GError *e = NULL;
-  GstElement *pipe = gst_parse_launch (desc, &e);
-  if (!pipe) {
-    fprintf (stderr, "parse: %s\n", e ? e->message : "?");
-    g_clear_error (&e);
-    return -1;
-  }
-  GstBus *bus = gst_element_get_bus (pipe);
-  int n = 0;
-  gboolean ok = TRUE;
-  gst_element_set_state (pipe, GST_STATE_PLAYING);
-  for (;;) {
-    GstMessage *m = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
-    if (!m) {
-      fprintf (stderr, "timeout: %s\n", desc);
-      ok = FALSE;
-      break;
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
-      GError *err = NULL;
-      gchar *dbg = NULL;
-      gst_message_parse_error (m, &err, &dbg);
-      fprintf (stderr, "error: %s (%s)\n  in %s\n", err->message, dbg ? dbg : "", desc);
-      g_clear_error (&err);
-      g_free (dbg);
-      gst_message_unref (m);
-      ok = FALSE;
-      break;
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
-      gst_message_unref (m);
-      break;
-    }
-    if (gst_message_has_name (m, "nmilocalize")) {
-      const GstStructure *s = gst_message_get_structure (m);
-      if (res && n < max) {
-        Result *r = &res[n];
-        memset (r, 0, sizeof *r);
-        gst_structure_get_double (s, "offset-x", &r->ox);
-        gst_structure_get_double (s, "offset-y", &r->oy);
-        gst_structure_get_double (s, "score", &r->score);
-        gst_structure_get_double (s, "second-score", &r->second);
-        gst_structure_get_uint (s, "flags", &r->flags);
-        gst_structure_get_uint64 (s, "valid-pixels", &r->valid);
-        const gchar *in = gst_structure_get_string (s, "input-memory");
-        g_strlcpy (r->input, in ? in : "?", sizeof r->input);
-      }
-      if (n == 0 && caps_cuda) {
-        GstElement *el = gst_bin_get_by_name (GST_BIN (pipe), "loc");
-        GstPad *pad = el ? gst_element_get_static_pad (el, "sink") : NULL;
-        GstCaps *caps = pad ? gst_pad_get_current_caps (pad) : NULL;
-        *caps_cuda = caps && gst_caps_features_contains (gst_caps_get_features (caps, 0),
-            "memory:CUDAMemory");
-        if (caps)
-          gst_caps_unref (caps);
-        if (pad)
-          gst_object_unref (pad);
-        if (el)
-          gst_object_unref (el);
-      }
-      n++;
-    }
-    gst_message_unref (m);
-  }
-  gst_element_set_state (pipe, GST_STATE_NULL);
-  gst_object_unref (bus);
-  gst_object_unref (pipe);
-  return ok ? n : -1;
+  LocRun lr = { res, max, 0, caps_cuda };
+  return gst_pipeline_run (desc, 60, collect_loc, NULL, &lr) ? lr.n : -1;
 }
 
 static gchar *
@@ -259,84 +234,61 @@ get_input (const GstStructure * s, gchar * out, gsize len)
   g_strlcpy (out, in ? in : "?", len);
 }
 
+typedef struct {
+  RegRes *rr;
+  FmRes *fr;
+  int nr, nf, max;
+} ChainRun;
+
+static void
+collect_chain (GstElement * pipe, GstMessage * m, gpointer data)
+{
+  ChainRun *cr = data;
+  const GstStructure *s = gst_message_get_structure (m);
+  if (cr->rr && gst_message_has_name (m, "nmiregister") && cr->nr < cr->max) {
+    RegRes *r = &cr->rr[cr->nr++];
+    memset (r, 0, sizeof *r);
+    get_input (s, r->input, sizeof r->input);
+    gst_structure_get_uint (s, "flags", &r->flags);
+    gst_structure_get_uint (s, "keypoints", &r->keypoints);
+    gst_structure_get_uint (s, "matches", &r->matches);
+    gst_structure_get_uint (s, "inliers", &r->inliers);
+    gst_structure_get_boolean (s, "has-transform", &r->has);
+    gst_structure_get_double (s, "rms", &r->rms);
+    gst_structure_get_double (s, "prior-x", &r->px);
+    gst_structure_get_double (s, "prior-y", &r->py);
+    get_doubles (s, "frame-to-control", r->h, 9);
+  } else if (cr->fr && gst_message_has_name (m, "featurematch") && cr->nf < cr->max) {
+    FmRes *f = &cr->fr[cr->nf++];
+    memset (f, 0, sizeof *f);
+    get_input (s, f->input, sizeof f->input);
+    gst_structure_get_uint (s, "flags", &f->flags);
+    gst_structure_get_uint (s, "keypoints", &f->keypoints);
+    const GValue *pairs = gst_structure_get_value (s, "pairs");
+    const guint np = pairs ? gst_value_array_get_size (pairs) : 0;
+    f->npairs = MIN (np, MAXPAIRS);
+    for (guint i = 0; i < f->npairs; i++) {
+      const GstStructure *ps =
+          gst_value_get_structure (gst_value_array_get_value (pairs, i));
+      gst_structure_get_uint64 (ps, "frame", &f->pframe[i]);
+      gst_structure_get_uint (ps, "matches", &f->pmatches[i]);
+      gst_structure_get_uint (ps, "inliers", &f->pinliers[i]);
+      gst_structure_get_uint (ps, "flags", &f->pflags[i]);
+      gst_structure_get_double (ps, "rms", &f->prms[i]);
+      get_doubles (ps, "homography", f->ph[i], 9);
+    }
+  }
+}
+
 /* Runs a pipeline to EOS collecting nmiregister and featurematch messages; FALSE on
  * an error or a timeout. */
 static gboolean
 run_chain (const gchar * desc, RegRes * rr, int *nr, FmRes * fr, int *nf, int max)
 {
-  GError *e = NULL;
-  GstElement *pipe = gst_parse_launch (desc, &e);
-  *nr = *nf = 0;
-  if (!pipe) {
-    fprintf (stderr, "parse: %s\n", e ? e->message : "?");
-    g_clear_error (&e);
-    return FALSE;
-  }
-  GstBus *bus = gst_element_get_bus (pipe);
-  gboolean ok = TRUE;
-  gst_element_set_state (pipe, GST_STATE_PLAYING);
-  for (;;) {
-    GstMessage *m = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
-    if (!m) {
-      fprintf (stderr, "timeout: %s\n", desc);
-      ok = FALSE;
-      break;
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
-      GError *err = NULL;
-      gchar *dbg = NULL;
-      gst_message_parse_error (m, &err, &dbg);
-      fprintf (stderr, "error: %s (%s)\n  in %s\n", err->message, dbg ? dbg : "", desc);
-      g_clear_error (&err);
-      g_free (dbg);
-      gst_message_unref (m);
-      ok = FALSE;
-      break;
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
-      gst_message_unref (m);
-      break;
-    }
-    const GstStructure *s = gst_message_get_structure (m);
-    if (rr && gst_message_has_name (m, "nmiregister") && *nr < max) {
-      RegRes *r = &rr[(*nr)++];
-      memset (r, 0, sizeof *r);
-      get_input (s, r->input, sizeof r->input);
-      gst_structure_get_uint (s, "flags", &r->flags);
-      gst_structure_get_uint (s, "keypoints", &r->keypoints);
-      gst_structure_get_uint (s, "matches", &r->matches);
-      gst_structure_get_uint (s, "inliers", &r->inliers);
-      gst_structure_get_boolean (s, "has-transform", &r->has);
-      gst_structure_get_double (s, "rms", &r->rms);
-      gst_structure_get_double (s, "prior-x", &r->px);
-      gst_structure_get_double (s, "prior-y", &r->py);
-      get_doubles (s, "frame-to-control", r->h, 9);
-    } else if (fr && gst_message_has_name (m, "featurematch") && *nf < max) {
-      FmRes *f = &fr[(*nf)++];
-      memset (f, 0, sizeof *f);
-      get_input (s, f->input, sizeof f->input);
-      gst_structure_get_uint (s, "flags", &f->flags);
-      gst_structure_get_uint (s, "keypoints", &f->keypoints);
-      const GValue *pairs = gst_structure_get_value (s, "pairs");
-      const guint np = pairs ? gst_value_array_get_size (pairs) : 0;
-      f->npairs = MIN (np, MAXPAIRS);
-      for (guint i = 0; i < f->npairs; i++) {
-        const GstStructure *ps =
-            gst_value_get_structure (gst_value_array_get_value (pairs, i));
-        gst_structure_get_uint64 (ps, "frame", &f->pframe[i]);
-        gst_structure_get_uint (ps, "matches", &f->pmatches[i]);
-        gst_structure_get_uint (ps, "inliers", &f->pinliers[i]);
-        gst_structure_get_uint (ps, "flags", &f->pflags[i]);
-        gst_structure_get_double (ps, "rms", &f->prms[i]);
-        get_doubles (ps, "homography", f->ph[i], 9);
-      }
-    }
-    gst_message_unref (m);
-  }
-  gst_element_set_state (pipe, GST_STATE_NULL);
-  gst_object_unref (bus);
-  gst_object_unref (pipe);
+  ChainRun cr = { rr, fr, 0, 0, max };
+  const gboolean ok = gst_pipeline_run (desc, 120, collect_chain, NULL, &cr);
+  *nr = cr.nr;
+  *nf = cr.nf;
   return ok;
 }
 
