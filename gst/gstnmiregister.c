@@ -184,7 +184,9 @@ gst_nmi_register_start (GstBaseTransform * trans)
     GrStatus dst;
     /* the control's levels, derived on the device from the process-wide plane
      * (gstgeoregcontrolcuda.h) and shared with elements of the same levels and range */
-    self->dctl = gst_georeg_device_control_levels (control, MAX (dev, 0), s.levels,
+    /* the device cache takes its own reference: the only change it makes to it */
+    self->dctl = gst_georeg_device_control_levels ((GstGeoregControl *) control,
+        MAX (dev, 0), s.levels,
         ctl_a, ctl_b, &dst, derr, sizeof derr);
     if (self->dctl) {
       const GrPlaneF *pl = gst_georeg_device_control_get_plane (self->dctl);
