@@ -158,18 +158,26 @@ gr_camera_undistort (const GrCamera *cam, double ud, double vd, double *u, doubl
 
 /* ---- pose -> ground --------------------------------------------------------------- */
 
-void
-gr_camera_rotation (const GrCameraPose *pose, double r[9])
+/* body (forward, right, down) -> north, east, down: Rz(yaw) Ry(pitch) Rx(roll) */
+static void
+body_to_ned (double yaw_deg, double pitch_deg, double roll_deg, double nb[9])
 {
-  const double cy = cos (pose->yaw_deg * DEG), sy = sin (pose->yaw_deg * DEG);
-  const double cp = cos (pose->pitch_deg * DEG), sp = sin (pose->pitch_deg * DEG);
-  const double cr = cos (pose->roll_deg * DEG), sr = sin (pose->roll_deg * DEG);
-  /* body (forward, right, down) -> north, east, down: Rz(yaw) Ry(pitch) Rx(roll) */
-  const double nb[9] = {
+  const double cy = cos (yaw_deg * DEG), sy = sin (yaw_deg * DEG);
+  const double cp = cos (pitch_deg * DEG), sp = sin (pitch_deg * DEG);
+  const double cr = cos (roll_deg * DEG), sr = sin (roll_deg * DEG);
+  const double m[9] = {
     cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
     sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
     -sp, cp * sr, cp * cr,
   };
+  memcpy (nb, m, sizeof m);
+}
+
+void
+gr_camera_rotation (const GrCameraPose *pose, double r[9])
+{
+  double nb[9];
+  body_to_ned (pose->yaw_deg, pose->pitch_deg, pose->roll_deg, nb);
   /* camera (right, image-down, optical axis) in the body: (0,1,0), (-1,0,0), (0,0,1) */
   const double bc[9] = { 0, -1, 0, 1, 0, 0, 0, 0, 1 };
   /* north-east-down -> east-north-up */
@@ -246,6 +254,266 @@ gr_camera_gsd (const GrCamera *cam, const GrCameraPose *pose)
   const double j00 = (h[0] - X * h[6]) / w, j01 = (h[1] - X * h[7]) / w;
   const double j10 = (h[3] - Y * h[6]) / w, j11 = (h[4] - Y * h[7]) / w;
   return sqrt (fabs (j00 * j11 - j01 * j10));
+}
+
+/* ---- boresight self-calibration --------------------------------------------------- */
+
+void
+gr_camera_pose_apply_boresight (const GrCameraPose *pose, const GrBoresight *bs,
+    GrCameraPose *out)
+{
+  double nb[9], b[9], t[9];
+  body_to_ned (pose->yaw_deg, pose->pitch_deg, pose->roll_deg, nb);
+  body_to_ned (bs->yaw_deg, bs->pitch_deg, bs->roll_deg, b);
+  gr_mat3_mul (nb, b, t);
+  /* t = Rz(yaw) Ry(pitch) Rx(roll): t[6] = -sin pitch, t[7] / t[8] = tan roll,
+   * t[3] / t[0] = tan yaw */
+  GrCameraPose o;
+  o.pitch_deg = asin (fmax (-1.0, fmin (1.0, -t[6]))) / DEG;
+  o.roll_deg = atan2 (t[7], t[8]) / DEG;
+  o.yaw_deg = atan2 (t[3], t[0]) / DEG;
+  if (o.yaw_deg < 0)
+    o.yaw_deg += 360;
+  o.height_m = pose->height_m * bs->height_scale;
+  *out = o;
+}
+
+bool
+gr_camera_pair_predict (const GrCameraPair *pair, const GrBoresight *bs, double h[9])
+{
+  GrCameraPose pa = pair->pose_a, pb = pair->pose_b;
+  if (bs) {
+    gr_camera_pose_apply_boresight (&pair->pose_a, bs, &pa);
+    gr_camera_pose_apply_boresight (&pair->pose_b, bs, &pb);
+  }
+  double ga[9], gb[9], gbi[9], t[9];
+  if (!gr_camera_ground_homography (pair->cam_a, &pa, ga) ||
+      !gr_camera_ground_homography (pair->cam_b, &pb, gb) || !gr_mat3_inverse (gb, gbi))
+    return false;
+  /* ground east/north about a's nadir -> about b's */
+  const double shift[9] = { 1, 0, -pair->de_m, 0, 1, -pair->dn_m, 0, 0, 1 };
+  gr_mat3_mul (shift, ga, t);
+  gr_mat3_mul (gbi, t, h);
+  return true;
+}
+
+#define PAIR_GRID 11
+#define BS_MAX_PARAMS 4
+
+/* The grid of a's pixels the image homography keeps inside b, as (x, y) in a and the
+ * imaged (x, y) in b; returns how many. */
+static int
+pair_grid (const GrCameraPair *pair, double *pts)
+{
+  const GrCamera *ca = pair->cam_a, *cb = pair->cam_b;
+  int n = 0;
+  for (int gy = 0; gy < PAIR_GRID; gy++)
+    for (int gx = 0; gx < PAIR_GRID; gx++) {
+      const double x = gx * (ca->width - 1) / (PAIR_GRID - 1.0);
+      const double y = gy * (ca->height - 1) / (PAIR_GRID - 1.0);
+      double xb, yb;
+      if (!gr_fit_apply (pair->h_ab, x, y, &xb, &yb) || xb < 0 || yb < 0 ||
+          xb > cb->width - 1 || yb > cb->height - 1)
+        continue;
+      double *q = pts + 4 * n++;
+      q[0] = x;
+      q[1] = y;
+      q[2] = xb;
+      q[3] = yb;
+    }
+  return n;
+}
+
+double
+gr_camera_pair_disagreement (const GrCameraPair *pair, const GrBoresight *bs,
+    double *overlap)
+{
+  double pts[4 * PAIR_GRID * PAIR_GRID], h[9], worst = 0;
+  const int n = pair_grid (pair, pts);
+  if (overlap)
+    *overlap = n / (double) (PAIR_GRID * PAIR_GRID);
+  if (!gr_camera_pair_predict (pair, bs, h))
+    return INFINITY;
+  for (int i = 0; i < n; i++) {
+    double xp, yp;
+    if (!gr_fit_apply (h, pts[4 * i], pts[4 * i + 1], &xp, &yp))
+      return INFINITY;
+    worst = fmax (worst, hypot (xp - pts[4 * i + 2], yp - pts[4 * i + 3]));
+  }
+  return worst;
+}
+
+static void
+boresight_of (const double *x, GrBoresight *bs)
+{
+  bs->roll_deg = x[0];
+  bs->pitch_deg = x[1];
+  bs->yaw_deg = x[2];
+  bs->height_scale = exp (x[3]);
+}
+
+/* Residuals (predicted minus imaged, x and y) of every pair's grid; false where a
+ * prediction does not exist. */
+static bool
+boresight_residuals (const GrCameraPair *pairs, int n_pairs, const double *grids,
+    const int *counts, const double *x, double *r)
+{
+  GrBoresight bs;
+  boresight_of (x, &bs);
+  const double *g = grids;
+  for (int k = 0; k < n_pairs; k++) {
+    double h[9];
+    if (counts[k] > 0 && !gr_camera_pair_predict (&pairs[k], &bs, h))
+      return false;
+    for (int i = 0; i < counts[k]; i++, g += 4) {
+      double xp, yp;
+      if (!gr_fit_apply (h, g[0], g[1], &xp, &yp))
+        return false;
+      *r++ = xp - g[2];
+      *r++ = yp - g[3];
+    }
+  }
+  return true;
+}
+
+static double
+sum_sq (const double *r, int n)
+{
+  double s = 0;
+  for (int i = 0; i < n; i++)
+    s += r[i] * r[i];
+  return s;
+}
+
+/* Solves the symmetric positive definite n x n system a x = b (the damped normal
+ * equations) by Cholesky factorisation, a overwritten by L; false when not positive
+ * definite. */
+static bool
+solve_spd (double *a, const double *b, int n, double *x)
+{
+  for (int c = 0; c < n; c++) {
+    for (int r = c; r < n; r++) {
+      double s = a[r * n + c];
+      for (int k = 0; k < c; k++)
+        s -= a[r * n + k] * a[c * n + k];
+      if (r == c) {
+        if (!(s > 1e-300))
+          return false;
+        a[c * n + c] = sqrt (s);
+      } else {
+        a[r * n + c] = s / a[c * n + c];
+      }
+    }
+  }
+  for (int r = 0; r < n; r++) {              /* L y = b */
+    double s = b[r];
+    for (int k = 0; k < r; k++)
+      s -= a[r * n + k] * x[k];
+    x[r] = s / a[r * n + r];
+  }
+  for (int r = n - 1; r >= 0; r--) {         /* L^T x = y */
+    double s = x[r];
+    for (int k = r + 1; k < n; k++)
+      s -= a[k * n + r] * x[k];
+    x[r] = s / a[r * n + r];
+  }
+  return true;
+}
+
+bool
+gr_camera_boresight_estimate (const GrCameraPair *pairs, int n_pairs,
+    bool estimate_height_scale, GrBoresight *bs, double *rms_px)
+{
+  if (!pairs || n_pairs < 1 || !bs)
+    return false;
+  const int np = estimate_height_scale ? 4 : 3;
+  const size_t per = 4 * PAIR_GRID * PAIR_GRID;
+  double *grids = g_new (double, per * n_pairs);
+  int *counts = g_new0 (int, n_pairs);
+  int m = 0;
+  for (int k = 0; k < n_pairs; k++) {
+    if (!pairs[k].cam_a || !pairs[k].cam_b)
+      continue;
+    counts[k] = pair_grid (&pairs[k], grids + (size_t) 4 * m);
+    m += counts[k];
+  }
+  const int nr = 2 * m;
+  double *r = g_new (double, (size_t) nr * (2 + BS_MAX_PARAMS));
+  double *rt = r + nr, *jac = rt + nr;       /* jac: np columns of nr */
+  double x[BS_MAX_PARAMS] = { 0, 0, 0, 0 }, lambda = 1e-3;
+  bool ok = m >= 3 && boresight_residuals (pairs, n_pairs, grids, counts, x, r);
+  double cost = ok ? sum_sq (r, nr) : INFINITY;
+  for (int it = 0; ok && it < 100; it++) {
+    /* Jacobian by central differences (0.01 degree, 1e-4 in log height) */
+    for (int j = 0; j < np && ok; j++) {
+      const double step = j < 3 ? 1e-2 : 1e-4;
+      double xp[BS_MAX_PARAMS], xm[BS_MAX_PARAMS];
+      memcpy (xp, x, sizeof x);
+      memcpy (xm, x, sizeof x);
+      xp[j] += step;
+      xm[j] -= step;
+      double *col = jac + (size_t) j * nr;
+      ok = boresight_residuals (pairs, n_pairs, grids, counts, xp, col) &&
+          boresight_residuals (pairs, n_pairs, grids, counts, xm, rt);
+      for (int i = 0; ok && i < nr; i++)
+        col[i] = (col[i] - rt[i]) / (2 * step);
+    }
+    if (!ok)
+      break;
+    double jtj[BS_MAX_PARAMS * BS_MAX_PARAMS], jtr[BS_MAX_PARAMS];
+    for (int a = 0; a < np; a++) {
+      jtr[a] = 0;
+      for (int i = 0; i < nr; i++)
+        jtr[a] -= jac[(size_t) a * nr + i] * r[i];
+      for (int b = 0; b < np; b++) {
+        double s = 0;
+        for (int i = 0; i < nr; i++)
+          s += jac[(size_t) a * nr + i] * jac[(size_t) b * nr + i];
+        jtj[a * np + b] = s;
+      }
+    }
+    /* Levenberg-Marquardt: grow the damping until a step lowers the cost */
+    bool improved = false;
+    double dx[BS_MAX_PARAMS] = { 0 };
+    for (int tries = 0; tries < 20 && !improved; tries++) {
+      double a[BS_MAX_PARAMS * BS_MAX_PARAMS], b[BS_MAX_PARAMS], xn[BS_MAX_PARAMS];
+      memcpy (a, jtj, sizeof a);
+      memcpy (b, jtr, sizeof b);
+      for (int d = 0; d < np; d++)
+        a[d * np + d] *= 1 + lambda;
+      memcpy (xn, x, sizeof x);
+      if (solve_spd (a, b, np, dx)) {
+        for (int d = 0; d < np; d++)
+          xn[d] += dx[d];
+        double c;
+        if (boresight_residuals (pairs, n_pairs, grids, counts, xn, rt) &&
+            (c = sum_sq (rt, nr)) < cost) {
+          improved = true;
+          memcpy (x, xn, sizeof x);
+          memcpy (r, rt, sizeof (double) * nr);
+          const double gain = cost - c;
+          cost = c;
+          lambda = fmax (lambda / 10, 1e-9);
+          if (gain < 1e-12 * (1 + cost))
+            it = 100;                          /* converged */
+          break;
+        }
+      }
+      lambda *= 10;
+    }
+    if (!improved)
+      break;                                   /* at the minimum (or stuck) */
+  }
+  ok = ok && isfinite (cost);
+  if (ok) {
+    boresight_of (x, bs);
+    if (rms_px)
+      *rms_px = sqrt (cost / m);
+  }
+  g_free (r);
+  g_free (counts);
+  g_free (grids);
+  return ok;
 }
 
 /* ---- calibration files ------------------------------------------------------------ */

@@ -94,6 +94,55 @@ bool gr_camera_footprint (const GrCamera *cam, const GrCameraPose *pose, double 
  * the area one pixel covers there.  NAN when the homography does not exist. */
 double gr_camera_gsd (const GrCamera *cam, const GrCameraPose *pose);
 
+/* ---- boresight self-calibration -------------------------------------------------
+ * A camera fixed to an airframe is rarely mounted exactly as the pose convention assumes,
+ * and a logged height above the launch point is rarely the height above the ground under
+ * the camera.  A fixed mounting offset (boresight: a small rotation of the camera in the
+ * body) and a height scale can be estimated from a flight's own consecutive-frame
+ * homographies: every pair says how the two poses' ground projections must relate. */
+
+typedef struct {
+  double roll_deg, pitch_deg, yaw_deg;   /* camera in the body: R_body * Rz(yaw) Ry(pitch)
+                                          * Rx(roll), same axes and signs as the pose */
+  double height_scale;                   /* true height = logged height x this (1 = none) */
+} GrBoresight;
+
+/* One pair of frames of a flight: a's and b's cameras and logged poses, b's camera
+ * position minus a's in ground east/north metres, and the homography the images give
+ * from a's undistorted pixels to b's (OpenCV pixel convention, h[8] = 1). */
+typedef struct {
+  const GrCamera *cam_a, *cam_b;
+  GrCameraPose pose_a, pose_b;
+  double de_m, dn_m;
+  double h_ab[9];
+} GrCameraPair;
+
+/* The pose with the boresight applied: the attitude R_body * B expressed again as
+ * yaw/pitch/roll, and the height scaled.  Exact for any rotation away from gimbal lock
+ * (|pitch| near 90). */
+void gr_camera_pose_apply_boresight (const GrCameraPose *pose, const GrBoresight *bs,
+    GrCameraPose *out);
+
+/* The a -> b pixel mapping the two poses predict over flat ground (undistorted pixels):
+ * b's ground homography inverted after a's, shifted by the cameras' offset.  bs may be
+ * NULL (none).  false where a ground homography does not exist. */
+bool gr_camera_pair_predict (const GrCameraPair *pair, const GrBoresight *bs, double h[9]);
+
+/* Least-squares estimate of the boresight (and, if estimate_height_scale, the height
+ * scale; else it stays 1) that makes the poses predict every pair's homography: the
+ * distances between predicted and imaged positions of a 11 x 11 grid of a's pixels that
+ * the image homography keeps inside b, minimised by Levenberg-Marquardt.  rms_px (may
+ * be NULL) receives the final RMS distance in pixels.  false with fewer than one usable
+ * pair or when it does not converge. */
+bool gr_camera_boresight_estimate (const GrCameraPair *pairs, int n_pairs,
+    bool estimate_height_scale, GrBoresight *bs, double *rms_px);
+
+/* The largest distance (pixels) over the same grid between the pair's predicted and
+ * imaged positions of a's pixels inside b, and the share of the grid inside b (may be
+ * NULL).  INFINITY when the prediction does not exist. */
+double gr_camera_pair_disagreement (const GrCameraPair *pair, const GrBoresight *bs,
+    double *overlap);
+
 #ifdef __cplusplus
 }
 #endif

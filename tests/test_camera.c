@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib.h>
+
 #include "camera.h"
 #include "fit.h"
 #include "synth.h"
@@ -295,6 +297,130 @@ test_calibration (void)
       GR_ERR_IO && strstr (err, "/nonexistent.yml"), "missing file: %s", err);
 }
 
+/* Boresight: applying it composes the body rotation with the mount's (checked through
+ * gr_camera_rotation: R(pose with boresight) = R(pose) diag(1,-1,-1) R(boresight as a
+ * pose)); and a synthesized flight whose camera is mounted with a known boresight and
+ * whose logged height is off by a known scale gives them back from its consecutive-frame
+ * homographies (exact, then with the logged attitude noisy, then held out). */
+static void
+flight_pairs (const GrCamera *cam, const GrBoresight *truth, double yaw_noise_deg,
+    guint32 seed, GrCameraPair *pairs, int n_pairs)
+{
+  GRand *rng = g_rand_new_with_seed (seed);
+  GrCameraPose logged[64];
+  double east[64], north[64];
+  const int n_frames = n_pairs + 1;
+  g_assert (n_frames <= 64);
+  for (int i = 0; i < n_frames; i++) {
+    /* lines of 4 frames 25 m apart, flown back and forth 60 m apart */
+    const int line = i / 4, k = i % 4;
+    const double heading = line % 2 ? 235 : 55, along = line % 2 ? 75 - 25 * k : 25 * k;
+    const double hr = 55 * D2R;
+    east[i] = along * sin (hr) + line * 60 * cos (hr);
+    north[i] = along * cos (hr) - line * 60 * sin (hr);
+    logged[i].yaw_deg = heading + g_rand_double_range (rng, -8, 8);
+    logged[i].pitch_deg = g_rand_double_range (rng, -8, 8);
+    logged[i].roll_deg = g_rand_double_range (rng, -8, 8);
+    logged[i].height_m = g_rand_double_range (rng, 65, 75);
+  }
+  for (int i = 0; i < n_pairs; i++) {
+    const int a = i, b = i + 1;   /* consecutive frames (a line change included) */
+    GrCameraPair *p = &pairs[i];
+    GrCameraPair truth_pair = { cam, cam, logged[a], logged[b], east[b] - east[a],
+      north[b] - north[a], { 0 } };
+    gr_camera_pose_apply_boresight (&logged[a], truth, &truth_pair.pose_a);
+    gr_camera_pose_apply_boresight (&logged[b], truth, &truth_pair.pose_b);
+    *p = truth_pair;
+    CHECK (gr_camera_pair_predict (&truth_pair, NULL, p->h_ab), "pair %d truth", i);
+    p->pose_a = logged[a];
+    p->pose_b = logged[b];
+    p->pose_a.yaw_deg += g_rand_double_range (rng, -yaw_noise_deg, yaw_noise_deg);
+    p->pose_b.yaw_deg += g_rand_double_range (rng, -yaw_noise_deg, yaw_noise_deg);
+  }
+  g_rand_free (rng);
+}
+
+static void
+test_boresight (void)
+{
+  GrCamera cam;
+  gr_camera_init_focal (&cam, 3600, 2700, 4.3, 6.17);
+
+  /* composition */
+  GRand *rng = g_rand_new_with_seed (31);
+  double worst = 0;
+  for (int t = 0; t < 200; t++) {
+    GrCameraPose p = { g_rand_double_range (rng, 0, 360), g_rand_double_range (rng, -40, 40),
+      g_rand_double_range (rng, -40, 40), 50 };
+    GrBoresight bs = { g_rand_double_range (rng, -20, 20), g_rand_double_range (rng, -20,
+          20), g_rand_double_range (rng, -180, 180), 0.9 };
+    GrCameraPose q, bp = { bs.yaw_deg, bs.pitch_deg, bs.roll_deg, 1 };
+    gr_camera_pose_apply_boresight (&p, &bs, &q);
+    double rp[9], rb[9], rq[9], t1[9], want[9];
+    const double flip[9] = { 1, 0, 0, 0, -1, 0, 0, 0, -1 };
+    gr_camera_rotation (&p, rp);
+    gr_camera_rotation (&bp, rb);
+    gr_camera_rotation (&q, rq);
+    gr_mat3_mul (rp, flip, t1);
+    gr_mat3_mul (t1, rb, want);
+    for (int i = 0; i < 9; i++)
+      worst = fmax (worst, fabs (rq[i] - want[i]));
+    CHECK (fabs (q.height_m - 45) < 1e-12 && q.yaw_deg >= 0 && q.yaw_deg < 360,
+        "height %.6f yaw %.3f", q.height_m, q.yaw_deg);
+  }
+  g_rand_free (rng);
+  CHECK (worst < 1e-12, "boresight composition off by %.3g", worst);
+
+  /* exact homographies: the boresight and height scale come back */
+  const GrBoresight truth = { 4.0, -3.0, 6.0, 0.88 };
+  GrCameraPair pairs[11];
+  flight_pairs (&cam, &truth, 0, 7, pairs, 11);
+  GrBoresight est;
+  double rms = NAN;
+  CHECK (gr_camera_boresight_estimate (pairs, 11, true, &est, &rms), "estimate");
+  CHECK (fabs (est.roll_deg - 4) < 1e-3 && fabs (est.pitch_deg + 3) < 1e-3 &&
+      fabs (est.yaw_deg - 6) < 1e-3 && fabs (est.height_scale - 0.88) < 1e-5 && rms < 0.05,
+      "boresight %.4f %.4f %.4f scale %.5f rms %.3g px", est.roll_deg, est.pitch_deg,
+      est.yaw_deg, est.height_scale, rms);
+  double before = 0, after = 0;
+  for (int i = 0; i < 11; i++) {
+    before = fmax (before, gr_camera_pair_disagreement (&pairs[i], NULL, NULL));
+    after = fmax (after, gr_camera_pair_disagreement (&pairs[i], &est, NULL));
+  }
+  CHECK (before > 100 && after < 0.1, "disagreement %.1f px before, %.3f after", before,
+      after);
+
+  /* rotation only: the height scale stays 1 */
+  const GrBoresight rot_only = { -2.0, 5.0, -4.0, 1.0 };
+  flight_pairs (&cam, &rot_only, 0, 8, pairs, 11);
+  CHECK (gr_camera_boresight_estimate (pairs, 11, false, &est, &rms) &&
+      fabs (est.roll_deg + 2) < 1e-3 && fabs (est.pitch_deg - 5) < 1e-3 &&
+      fabs (est.yaw_deg + 4) < 1e-3 && est.height_scale == 1.0,
+      "rotation only: %.4f %.4f %.4f %.5f", est.roll_deg, est.pitch_deg, est.yaw_deg,
+      est.height_scale);
+
+  /* logged yaw noisy by up to 1 degree per frame: estimated on 10 pairs, the held-out
+   * pair is predicted far better than without the calibration */
+  flight_pairs (&cam, &truth, 1.0, 9, pairs, 11);
+  CHECK (gr_camera_boresight_estimate (pairs, 10, true, &est, &rms), "noisy estimate");
+  CHECK (fabs (est.roll_deg - 4) < 0.5 && fabs (est.pitch_deg + 3) < 0.5 &&
+      fabs (est.yaw_deg - 6) < 1.0 && fabs (est.height_scale - 0.88) < 0.01,
+      "noisy: %.3f %.3f %.3f %.4f", est.roll_deg, est.pitch_deg, est.yaw_deg,
+      est.height_scale);
+  const double held_before = gr_camera_pair_disagreement (&pairs[10], NULL, NULL);
+  const double held_after = gr_camera_pair_disagreement (&pairs[10], &est, NULL);
+  printf ("boresight self-calibration: noisy flight gives roll %.3f pitch %.3f yaw %.3f "
+      "height x%.4f (true 4, -3, 6, x0.88), RMS %.1f px; held-out pair %.0f px before, "
+      "%.0f px after\n", est.roll_deg, est.pitch_deg, est.yaw_deg, est.height_scale, rms,
+      held_before, held_after);
+  CHECK (held_after < 0.05 * 3600 && held_after < held_before / 3,
+      "held-out pair: %.0f px before, %.0f px after", held_before, held_after);
+
+  /* bad arguments */
+  CHECK (!gr_camera_boresight_estimate (NULL, 3, true, &est, NULL) &&
+      !gr_camera_boresight_estimate (pairs, 0, true, &est, NULL), "bad arguments accepted");
+}
+
 int
 main (void)
 {
@@ -303,5 +429,6 @@ main (void)
   test_distortion ();
   test_intrinsics ();
   test_calibration ();
+  test_boresight ();
   return CHECK_DONE ();
 }
