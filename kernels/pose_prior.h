@@ -38,7 +38,7 @@ extern "C" {
 
 /* The attitude uncertainty assumed for a pitch or roll the pose does not give (a gimbal
  * held at nadir, or a fixed-wing body in level flight), degrees. */
-#define GR_POSE_PRIOR_DEFAULT_TILT_SIGMA_DEG 5.0
+#define GR_POSE_PRIOR_DEFAULT_TILT_SIGMA_DEG 10.0
 
 typedef struct {
   GrLocalizePrior prior;     /* each part's has_* bit says whether the pose gave it */
