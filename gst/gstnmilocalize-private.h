@@ -39,6 +39,7 @@ typedef struct {
   gboolean use_pose;
   GstNmiLocalizeUnits search_units;
   gchar *crs;
+  gboolean scales_given;        /* frame-scale or control-scale was set */
 } GstNmiLocalizeSettings;
 
 struct _GstNmiLocalize {
@@ -52,8 +53,7 @@ struct _GstNmiLocalize {
   GrNmiDense *engine;
   GrLocalize *localizer;        /* search=full/auto: heading/scale search, full control */
   GstNmiLocalizeGeo *georef;    /* the control's CRS + geotransform, NULL if none */
-  gboolean translation_ok;      /* the translation search's buffers fit (search=auto
-                                   turns to the sweep when the frame does not fit) */
+  gboolean translation_ok;      /* the translation search runs (not search=full) */
   gboolean warned_pose;         /* an unusable pose meta was reported */
   gint ctl_w, ctl_h;            /* control at search scale */
   gint ctl_full_w, ctl_full_h;

@@ -143,9 +143,11 @@ gst_nmi_localize_set_property (GObject * object, guint prop_id,
       break;
     case PROP_CONTROL_SCALE:
       s->control_scale = g_value_get_double (value);
+      s->scales_given = TRUE;
       break;
     case PROP_FRAME_SCALE:
       s->frame_scale = g_value_get_double (value);
+      s->scales_given = TRUE;
       break;
     case PROP_SEARCH_X:
       s->search_x = g_value_get_double (value);
@@ -434,12 +436,12 @@ gst_nmi_localize_set_info (GstGeoregBase * base, GstCaps * incaps,
   search = self->settings.search;
   GST_OBJECT_UNLOCK (self);
   const gint fw = GST_VIDEO_INFO_WIDTH (&info), fh = GST_VIDEO_INFO_HEIGHT (&info);
-  self->translation_ok = search != GST_NMI_LOCALIZE_SEARCH_FULL &&
-      floor (fw * fs + 0.5) <= self->ctl_w && floor (fh * fs + 0.5) <= self->ctl_h;
-  /* search=full (and auto where the frame at frame-scale is larger than the control)
-   * scales the frame itself (any ground resolution): frame-scale only sizes the
-   * translation search's buffers, which stay unused */
-  if (search != GST_NMI_LOCALIZE_SEARCH_TRANSLATION && !self->translation_ok)
+  self->translation_ok = search != GST_NMI_LOCALIZE_SEARCH_FULL;
+  /* search=full scales the frame itself (any ground resolution): frame-scale only
+   * sizes the translation search's buffers, which stay unused.  auto keeps the
+   * translation search's check: a frame larger than the control at frame-scale is a
+   * setting to correct (or a case for search=full) */
+  if (search == GST_NMI_LOCALIZE_SEARCH_FULL)
     fs = MIN (fs, MIN ((gdouble) self->ctl_w / fw, (gdouble) self->ctl_h / fh));
 
   const gint tw = MAX (1, (gint) floor (fw * fs + 0.5));
@@ -447,7 +449,8 @@ gst_nmi_localize_set_info (GstGeoregBase * base, GstCaps * incaps,
   if (tw > self->ctl_w || th > self->ctl_h) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("The frame (%dx%d, %dx%d at search scale) is larger than the control image "
-            "(%dx%d at search scale): check frame-scale and control-scale.",
+            "(%dx%d at search scale): check frame-scale and control-scale, or use "
+            "search=full for frames finer than the control.",
             GST_VIDEO_INFO_WIDTH (&info), GST_VIDEO_INFO_HEIGHT (&info), tw, th,
             self->ctl_w, self->ctl_h), (NULL));
     return FALSE;
@@ -522,8 +525,11 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     search_done = "translation";
     GstNmiLocalizeMeta *m = ret == GST_FLOW_OK ? gst_buffer_get_nmi_localize_meta (buf) :
         NULL;
-    if (m && s.search == GST_NMI_LOCALIZE_SEARCH_AUTO && (m->flags & DOUBTFUL_TRANSLATION)
-        && !(m->flags & GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS)) {
+    /* auto: a doubtful result is swept again, unless the user described the
+     * translation search (frame-scale, control-scale): then it stands, flagged */
+    if (m && s.search == GST_NMI_LOCALIZE_SEARCH_AUTO && !s.scales_given &&
+        (m->flags & DOUBTFUL_TRANSLATION) &&
+        !(m->flags & GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS)) {
       /* not clearly north-up at the expected scale: any heading and scale */
       const gdouble t_ms = elapsed_ms;
       const guint64 t_pos = positions;
@@ -642,8 +648,9 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
       g_param_spec_enum ("search", "Search",
           "auto: with a pose prior on the frame (use-pose), heading, scale and place "
           "within its uncertainty (the full sweep again when the prior proves wrong); "
-          "without one, the translation search, then the full sweep when its result "
-          "is ambiguous, at the search window's edge or without overlap.  "
+          "without one, the translation search, then (when neither frame-scale nor "
+          "control-scale is set) the full sweep when its result is ambiguous, at the "
+          "search window's edge or without overlap.  "
           "translation: only north-up frames at the scale of frame-scale/control-scale "
           "(the fastest; score-map-location and peak-exclusion apply to it only); "
           "full: any heading and a ground resolution between scale-min and scale-max "

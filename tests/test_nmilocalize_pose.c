@@ -7,7 +7,10 @@
  *  - full: position 10 m (RMS, sigma 10 m), camera yaw 10 degrees, height 10%, pitch
  *    and roll 2 degrees, and the camera's intrinsics;
  *  - position: latitude/longitude and height only (no attitude);
- *  - none: no pose meta (the element's translation search, then its sweep).
+ *  - none: no pose meta (the element's translation search, then its sweep);
+ *  - wrongyaw: as full, but the yaw 180 degrees off (DJI's return-leg gimbal yaw): the
+ *    element must find the prior wrong, sweep, and flag the disagreement (IMPLAUSIBLE);
+ *    run on request (GEOREG_POSE_PRIORS) and in the gpu suite.
  * The error is measured over every pixel of the frame against the true mapping, never
  * by the fit's own residual.  Always required: no result more than 2 px wrong without
  * a flag.  Lens distortion is left out: the elements do not yet undistort frames (the
@@ -53,8 +56,8 @@ main (void)
 
 static int W = 240, H = 180;
 
-enum { PRIOR_FULL, PRIOR_POSITION, PRIOR_NONE };
-static const char *const prior_names[] = { "full", "position", "none" };
+enum { PRIOR_FULL, PRIOR_POSITION, PRIOR_NONE, PRIOR_WRONG_YAW };
+static const char *const prior_names[] = { "full", "position", "none", "wrongyaw" };
 
 static double
 env_double (const char *name, double dflt)
@@ -101,9 +104,10 @@ attach_pose (GstBuffer * buf, int kind, const GrSynthCamera * cam, const GrGeoRe
   set_value (&m->longitude, mx, 10.0);
   set_value (&m->height_agl, cp.height_m * (1.0 + 0.1 * gr_synth_rng_gauss (rng)),
       0.1 * cp.height_m);
-  if (kind == PRIOR_FULL) {
-    set_value (&m->camera_yaw, fmod (cp.yaw_deg + 10.0 * gr_synth_rng_gauss (rng) +
-            360.0, 360.0), 10.0);
+  if (kind == PRIOR_FULL || kind == PRIOR_WRONG_YAW) {
+    const double off = kind == PRIOR_WRONG_YAW ? 180.0 : 0.0;
+    set_value (&m->camera_yaw, fmod (cp.yaw_deg + off + 10.0 * gr_synth_rng_gauss (rng) +
+            720.0, 360.0), 10.0);
     set_value (&m->camera_pitch, cp.pitch_deg + 2.0 * gr_synth_rng_gauss (rng), 2.0);
     set_value (&m->camera_roll, cp.roll_deg + 2.0 * gr_synth_rng_gauss (rng), 2.0);
     m->have_intrinsics = TRUE;
@@ -190,10 +194,10 @@ main (int argc, char **argv)
   const double smax = env_double ("GEOREG_POSE_SCALE_MAX", 2.0);
   const gchar *priors = g_getenv ("GEOREG_POSE_PRIORS");
   priors = priors && *priors ? priors : "full,position,none";
-  int require[3] = { 0, 0, 0 };
+  int require[4] = { 0, 0, 0, 0 };
   if (g_getenv ("GEOREG_POSE_REQUIRE"))
-    sscanf (g_getenv ("GEOREG_POSE_REQUIRE"), "%d,%d,%d", &require[0], &require[1],
-        &require[2]);
+    sscanf (g_getenv ("GEOREG_POSE_REQUIRE"), "%d,%d,%d,%d", &require[0], &require[1],
+        &require[2], &require[3]);
   const gboolean verbose = g_getenv ("GEOREG_TEST_VERBOSE") != NULL;
   const gchar *be = g_getenv ("GEOREG_TEST_BACKEND") ? g_getenv ("GEOREG_TEST_BACKEND")
       : "cpu";
@@ -216,12 +220,13 @@ main (int argc, char **argv)
       GST_NMI_REGISTER_FLAG_LOW_INLIERS | GST_NMI_REGISTER_FLAG_POOR_SPREAD |
       GST_NMI_REGISTER_FLAG_REFINE_FAILED;
 
-  for (int kind = PRIOR_FULL; kind <= PRIOR_NONE && g; kind++) {
+  for (int kind = PRIOR_FULL; kind <= PRIOR_WRONG_YAW && g; kind++) {
     if (!strstr (priors, prior_names[kind]))
       continue;
     GrSynthRng rng;
     gr_synth_rng_init (&rng, 4000 + kind);
     int done = 0, within05 = 0, flagged = 0, wrong_unflagged = 0, prior_used = 0;
+    int recovered = 0;          /* wrongyaw: right (<= 0.5 px) and IMPLAUSIBLE */
     double worst = 0.0, ms = 0.0;
     for (int tries = 0; done < frames && tries < 200 * frames; tries++) {
       GrSynthCamera cam = { 0 };
@@ -274,6 +279,8 @@ main (int argc, char **argv)
         within05 += rms <= 0.5 && !bad;
         flagged += bad;
         prior_used += (lm->flags & GST_NMI_LOCALIZE_FLAG_PRIOR_USED) != 0;
+        recovered += rms <= 0.5 && (lm->flags & GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE) &&
+            (lm->flags & GST_NMI_LOCALIZE_FLAG_HEADING_SEARCHED);
         if (rms > 2.0 && !bad) {
           wrong_unflagged++;
           worst = fmax (worst, rms);
@@ -302,9 +309,13 @@ main (int argc, char **argv)
     if (kind != PRIOR_NONE)
       CHECK (prior_used == done, "%s: the prior was used on %d of %d frames",
           prior_names[kind], prior_used, done);
+    if (kind == PRIOR_WRONG_YAW)
+      printf ("wrongyaw: %d of %d placed right after the sweep and flagged IMPLAUSIBLE\n",
+          recovered, done);
+    const int good = kind == PRIOR_WRONG_YAW ? recovered : within05;
     if (require[kind] > 0)
-      CHECK (within05 * 1000 >= require[kind] * done, "%s: %d/%d within 0.5 px, need %d "
-          "per mille", prior_names[kind], within05, done, require[kind]);
+      CHECK (good * 1000 >= require[kind] * done, "%s: %d/%d within 0.5 px, need %d "
+          "per mille", prior_names[kind], good, done, require[kind]);
   }
 
   gst_harness_teardown (h);
