@@ -31,6 +31,7 @@
 #include "raster.h"
 #include "synth.h"
 #include "test_check.h"
+#include "flight_truth.h"
 
 static double
 now_ms (void)
@@ -45,41 +46,6 @@ env_double (const char *name, double dflt)
 {
   const char *v = getenv (name);
   return v && *v ? atof (v) : dflt;
-}
-
-/* pixel-index homography -> pixel-corner homography: T(+0.5) H T(-0.5) */
-static void
-to_corner (const double hi[9], double hc[9])
-{
-  const double a[9] = { 1, 0, 0.5, 0, 1, 0.5, 0, 0, 1 };
-  const double b[9] = { 1, 0, -0.5, 0, 1, -0.5, 0, 0, 1 };
-  double t[9];
-  gr_mat3_mul (hi, b, t);
-  gr_mat3_mul (a, t, hc);
-}
-
-/* RMS and max over every pixel centre of |true^-1(est(p)) - p|, in frame pixels. */
-static void
-frame_error (const double est[9], const double truth[9], int w, int h, double *rms,
-    double *max)
-{
-  double tinv[9];
-  *rms = *max = INFINITY;
-  if (!gr_mat3_inverse (truth, tinv))
-    return;
-  double s2 = 0.0, mx = 0.0;
-  for (int j = 0; j < h; j++)
-    for (int i = 0; i < w; i++) {
-      double x, y, u, v;
-      if (!gr_fit_apply (est, i + 0.5, j + 0.5, &x, &y) ||
-          !gr_fit_apply (tinv, x, y, &u, &v))
-        return;
-      const double e2 = (u - i - 0.5) * (u - i - 0.5) + (v - j - 0.5) * (v - j - 0.5);
-      s2 += e2;
-      mx = e2 > mx ? e2 : mx;
-    }
-  *rms = sqrt (s2 / ((double) w * h));
-  *max = sqrt (mx);
 }
 
 /* The pinhole frame of a distorted one, through the known lens. */

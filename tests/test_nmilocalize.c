@@ -1,6 +1,8 @@
 /* nmilocalize element: caps, properties, meta, messages, and bad input (GstHarness).
  * Control images are synthesized (pipelines/synth.h) into a temporary folder.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
 #include <math.h>
 #include <string.h>
 #include <glib/gstdio.h>
@@ -9,6 +11,9 @@
 #include <gst/video/video.h>
 
 #include "georeg-meta.h"
+#if GR_HAVE_GDAL
+#include "geo.h"
+#endif
 #include "raster.h"
 #include "synth.h"
 
@@ -565,6 +570,65 @@ GST_START_TEST (test_no_overlap_flag)
 }
 GST_END_TEST;
 
+#if GR_HAVE_GDAL
+/* search-units=map and lonlat: the same region as test_scales_and_search_region given
+ * in UTM 17N metres (the control's world file, the CRS by the crs property) and in
+ * WGS84 longitude/latitude, radius 1.2 m = 12 control pixels at 0.1 m; and map units on
+ * a control without a CRS are refused at start. */
+GST_START_TEST (test_search_units)
+{
+  const int tx = 120, ty = 60;
+  double mx = control.geo[0] + 156 * control.geo[1];
+  double my = control.geo[3] + 84 * control.geo[5];
+  GrGeoRef *g = NULL;
+  char e[256];
+  fail_unless (gr_georef_new (control.geo, "EPSG:32617", &g, e, sizeof e) == GR_OK, "%s",
+      e);
+  double lon = mx, lat = my;
+  fail_unless (gr_georef_map_to_lonlat (g, &lon, &lat, 1));
+  gr_georef_free (g);
+  for (int lonlat = 0; lonlat < 2; lonlat++) {
+    gchar *extra = g_strdup_printf ("frame-scale=0.5 control-scale=0.5 crs=EPSG:32617 "
+        "search-units=%s search-x=%.9f search-y=%.9f search-radius=1.2",
+        lonlat ? "lonlat" : "map", lonlat ? lon : mx, lonlat ? lat : my);
+    GstHarness *h = new_harness (extra, GRAY8_CAPS);
+    g_free (extra);
+    GstBus *bus = gst_bus_new ();
+    gst_element_set_bus (h->element, bus);
+    GstBuffer *out = gst_harness_push_and_pull (h, gray8_frame (tx, ty, FALSE));
+    GstNmiLocalizeMeta *m = gst_buffer_get_nmi_localize_meta (out);
+    fail_unless (m != NULL);
+    fail_unless (fabs (m->control_x - tx) <= 1.0 && fabs (m->control_y - ty) <= 1.0,
+        "%s: control (%g, %g), want (%d, %d)", lonlat ? "lonlat" : "map", m->control_x,
+        m->control_y, tx, ty);
+    GstMessage *msg = pop_element_message (bus);
+    const GstStructure *st = gst_message_get_structure (msg);
+    guint64 positions;
+    gst_structure_get_uint64 (st, "positions", &positions);
+    /* the same 13 x 13 translations as in control pixels */
+    fail_unless_equals_uint64 (positions, 13 * 13);
+    fail_unless_equals_string (gst_structure_get_string (st, "prior"), "search-region");
+    fail_unless_equals_string (gst_structure_get_string (st, "search"), "translation");
+    gst_message_unref (msg);
+    gst_buffer_unref (out);
+    gst_element_set_bus (h->element, NULL);
+    gst_object_unref (bus);
+    gst_harness_teardown (h);
+  }
+  /* the world file has no CRS and none is given */
+  GstElement *el = gst_element_factory_make ("nmilocalize", NULL);
+  g_object_set (el, "control-location", control_path, "search-radius", 5.0, NULL);
+  gst_util_set_object_arg (G_OBJECT (el), "search-units", "map");
+  GError *err = start_error (el);
+  fail_unless (err && g_error_matches (err, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_SETTINGS), "%s", err ? err->message : "no error");
+  fail_unless (strstr (err->message, "search-units") != NULL, "%s", err->message);
+  g_clear_error (&err);
+  gst_object_unref (el);
+}
+GST_END_TEST;
+#endif
+
 static Suite *
 nmilocalize_suite (void)
 {
@@ -583,6 +647,9 @@ nmilocalize_suite (void)
   tcase_add_test (tc, test_unsupported_caps);
   tcase_add_test (tc, test_no_overlap_flag);
   tcase_add_test (tc, test_nodata_and_mask_file);
+#if GR_HAVE_GDAL
+  tcase_add_test (tc, test_search_units);
+#endif
   return s;
 }
 

@@ -25,52 +25,10 @@
 #include "nmiregister-meta.h"
 #include "synth.h"
 #include "test_check.h"
+#include "flight_truth.h"
 
 #define FW 240
 #define FH 180
-
-/* pixel-index homography -> pixel-corner homography: T(+0.5) H T(-0.5) */
-static void
-to_corner (const double hi[9], double hc[9])
-{
-  const double a[9] = { 1, 0, 0.5, 0, 1, 0.5, 0, 0, 1 };
-  const double b[9] = { 1, 0, -0.5, 0, 1, -0.5, 0, 0, 1 };
-  double t[9];
-  gr_mat3_mul (hi, b, t);
-  gr_mat3_mul (a, t, hc);
-}
-
-/* RMS over every pixel centre of |true^-1(est(p)) - p|, frame pixels. */
-static double
-frame_rms (const double est[9], const double truth[9])
-{
-  double tinv[9], s2 = 0.0;
-  if (!gr_mat3_inverse (truth, tinv))
-    return INFINITY;
-  for (int j = 0; j < FH; j++)
-    for (int i = 0; i < FW; i++) {
-      double x, y, u, v;
-      if (!gr_fit_apply (est, i + 0.5, j + 0.5, &x, &y) ||
-          !gr_fit_apply (tinv, x, y, &u, &v))
-        return INFINITY;
-      s2 += (u - i - 0.5) * (u - i - 0.5) + (v - j - 0.5) * (v - j - 0.5);
-    }
-  return sqrt (s2 / ((double) FW * FH));
-}
-
-static GstBuffer *
-gray8_buffer (const GrPlaneF * p)
-{
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, (gsize) FW * FH, NULL);
-  GstMapInfo map;
-  gst_buffer_map (buf, &map, GST_MAP_WRITE);
-  for (int i = 0; i < FW * FH; i++) {
-    const float v = floorf (p->data[i] + 0.5f);
-    map.data[i] = (guint8) (v < 0 ? 0 : v > 255 ? 255 : v);
-  }
-  gst_buffer_unmap (buf, &map);
-  return buf;
-}
 
 int
 main (int argc, char **argv)
@@ -158,7 +116,7 @@ main (int argc, char **argv)
       g_object_set (loc, "search-x", cam.aim_x + 20.0 * cos (dir), "search-y",
           cam.aim_y + 20.0 * sin (dir), "search-radius", 90.0, NULL);
 
-      GstBuffer *out = gst_harness_push_and_pull (h, gray8_buffer (&cut));
+      GstBuffer *out = gst_harness_push_and_pull (h, gray8_buffer_wh (&cut, FW, FH));
       gr_synth_plane_free (&cut);
       frames++;
       CHECK (out != NULL, "no output buffer");
@@ -172,10 +130,10 @@ main (int argc, char **argv)
                 GST_NMI_LOCALIZE_FLAG_HEADING_SEARCHED) && (lm->flags &
                 GST_NMI_LOCALIZE_FLAG_SCALE_SEARCHED), "full search result, flags 0x%x",
             lm->flags);
-        const double rms = rm->has_transform ? frame_rms (rm->frame_to_control, truth) :
+        const double rms = rm->has_transform ? frame_rms_wh (rm->frame_to_control, truth, FW, FH) :
             INFINITY;
         const double coarse = lm->has_prior_transform ?
-            frame_rms (lm->frame_to_control, truth) : INFINITY;
+            frame_rms_wh (lm->frame_to_control, truth, FW, FH) : INFINITY;
         const gboolean flagged = (lm->flags & bad_loc) || (rm->flags & bad_reg) ||
             !rm->has_transform;
         printf ("heading %5.1f scale %.2f: coarse heading %6.2f scale %.4f (%.2f px, "
