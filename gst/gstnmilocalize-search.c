@@ -333,7 +333,6 @@ gst_nmi_localize_translation (GstNmiLocalize * self, GstBuffer * buf,
 {
   GstGeoregBase *base = GST_GEOREG_BASE (self);
   const GstVideoInfo *info = gst_georeg_base_info (base);
-  GstVideoFrame frame;
   char err[512];
 
   /* a CUDA frame of our context: luma, masks and the downscale on the device, only
@@ -360,13 +359,11 @@ gst_nmi_localize_translation (GstNmiLocalize * self, GstBuffer * buf,
     }
   }
   if (gst_georeg_base_input (base) != GST_GEOREG_INPUT_CUDA_DEVICE && !uploaded) {
-    if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ)) {
-      GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Could not map the frame."), (NULL));
+    /* through the base: the plane is shared with the elements downstream (one
+     * conversion per frame), or taken from upstream's */
+    if (!gst_georeg_base_read_plane (base, buf, c->nodata, &self->full))
       return GST_FLOW_ERROR;
-    }
-    mem_ok = gst_georeg_frame_to_plane (&frame, c->nodata, &self->full);
-    gst_video_frame_unmap (&frame);
-    if (mem_ok && self->frame_mask.data)
+    if (self->frame_mask.data)
       mem_ok = gst_georeg_plane_and_mask (&self->full, &self->frame_mask);
     if (mem_ok)
       mem_ok = gr_plane_downscale (&self->full, s->frame_scale, &self->small) == GR_OK;
