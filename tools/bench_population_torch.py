@@ -94,6 +94,8 @@ def fit(loss_fn, p0, iters):
         opt.zero_grad()
         l = loss_fn(p0).sum()
         l.backward()
+        # LBFGS flattens with .view(-1): autograd may hand back a strided gradient
+        p0.grad = p0.grad.contiguous()
         evals[0] += 1
         return l
 
@@ -127,9 +129,11 @@ def main():
     t0 = time.perf_counter()
     try:
         for s0 in range(0, todo, chunk):
-            tgt = tg[s0:min(todo, s0 + chunk)]
+            tgt = tg[s0:min(todo, s0 + chunk)].contiguous()
             loss_fn = make_loss(q0, tgt)
-            p0 = torch.zeros_like(tgt, requires_grad=True)
+            # a fresh contiguous tensor: torch.optim.LBFGS flattens grads with .view()
+            p0 = torch.zeros(tgt.shape, dtype=tgt.dtype, device=tgt.device,
+                             requires_grad=True)
             evals += fit(loss_fn, p0, a.iters)
             with torch.no_grad():
                 losses += [float(v) for v in loss_fn(p0)]
