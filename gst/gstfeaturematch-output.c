@@ -135,7 +135,7 @@ gst_feature_match_write_npy (const gchar * location, GPtrArray * recs, gint k,
 GstStructure *
 gst_feature_match_message (const GstFeatureMatchMeta * m, GstClockTime pts,
     const gchar * backend, const gchar * input_memory, guint held_frames,
-    gdouble features_ms, gdouble match_ms, gdouble total_ms)
+    const GstFeatureMatchTimes * t)
 {
   GValue arr = G_VALUE_INIT;
   gst_value_array_init (&arr, m->n_pairs);
@@ -169,9 +169,14 @@ gst_feature_match_message (const GstFeatureMatchMeta * m, GstClockTime pts,
       "keypoints", G_TYPE_UINT, m->n_keypoints,
       "descriptor-size", G_TYPE_UINT, m->descriptor_size,
       "held-frames", G_TYPE_UINT, held_frames,
-      "features-ms", G_TYPE_DOUBLE, features_ms,
-      "match-ms", G_TYPE_DOUBLE, match_ms,
-      "total-ms", G_TYPE_DOUBLE, total_ms, NULL);
+      "features-ms", G_TYPE_DOUBLE, t->features_ms,
+      "match-ms", G_TYPE_DOUBLE, t->match_ms,
+      "total-ms", G_TYPE_DOUBLE, t->total_ms,
+      "read-ms", G_TYPE_DOUBLE, t->read_ms,
+      "extract-wall-ms", G_TYPE_DOUBLE, t->extract_wall_ms,
+      "patches-ms", G_TYPE_DOUBLE, t->patches_ms,
+      "match-wall-ms", G_TYPE_DOUBLE, t->match_wall_ms,
+      "fits-ms", G_TYPE_DOUBLE, t->fits_ms, NULL);
   gst_structure_take_value (st, "pairs", &arr);
   return st;
 }

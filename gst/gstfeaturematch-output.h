@@ -30,11 +30,22 @@ void gst_feature_match_record_free (gpointer p);
 gboolean gst_feature_match_write_npy (const gchar * location, GPtrArray * records,
     gint k, gchar ** failed, gchar ** reason);
 
+/* A frame's timings, milliseconds.  features_ms and match_ms are the engines' own
+ * (device time on CUDA); the others are wall-clock phases of the element. */
+typedef struct {
+  gdouble features_ms, match_ms, total_ms;
+  gdouble read_ms;              /* the frame to a plane (or the shared one borrowed) */
+  gdouble extract_wall_ms;      /* keypoints + descriptors, waiting included */
+  gdouble patches_ms;           /* refinement patches of the keypoints */
+  gdouble match_wall_ms;        /* sliding window + matching, waiting included */
+  gdouble fits_ms;              /* the pairs' robust fits and refinement */
+} GstFeatureMatchTimes;
+
 /* The "featurematch" element message of a frame's meta (the fields are documented in
  * docs/featurematch.md). */
 GstStructure *gst_feature_match_message (const GstFeatureMatchMeta * m,
     GstClockTime pts, const gchar * backend, const gchar * input_memory,
-    guint held_frames, gdouble features_ms, gdouble match_ms, gdouble total_ms);
+    guint held_frames, const GstFeatureMatchTimes * t);
 
 G_END_DECLS
 

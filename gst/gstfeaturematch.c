@@ -431,6 +431,11 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
   if (!on_device && !gst_georeg_base_read_plane (base, buf, c.nodata, &self->plane))
     return GST_FLOW_ERROR;
+  /* wall-clock phases (the engines' own figures are device or CPU time): where a frame
+   * waits when several streams share the GPU and the cores */
+  GstFeatureMatchTimes times = { 0 };
+  gint64 tp = g_get_monotonic_time ();
+  times.read_ms = (tp - t0) / 1000.0;
 
   /* keypoints, descriptors, patches */
   GrDescriptorParams dp;
@@ -450,6 +455,8 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
       &fs, err, sizeof err);
   /* what patches and refinement read of the frame: its mask around the keypoints */
   self->view = on_device ? gr_features_validity (self->features) : &self->plane;
+  times.extract_wall_ms = (g_get_monotonic_time () - tp) / 1000.0;
+  tp = g_get_monotonic_time ();
   if (nk < 0) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Keypoints or descriptors failed (%s).",
             gr_status_string ((GrStatus) - nk)), ("%s", err));
@@ -466,6 +473,9 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     g_free (patches);
     return GST_FLOW_ERROR;
   }
+
+  times.patches_ms = (g_get_monotonic_time () - tp) / 1000.0;
+  tp = g_get_monotonic_time ();
 
   /* the sliding window */
   if (s.max_images > 0) {
@@ -530,7 +540,10 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     boff += e->n;
   }
   g_free (pairs);
+  times.match_wall_ms = (g_get_monotonic_time () - tp) / 1000.0;
+  tp = g_get_monotonic_time ();
   const GrStatus fst = fit_pairs (self, kp, fit_of, m);
+  times.fits_ms = (g_get_monotonic_time () - tp) / 1000.0;
   g_free (fit_of);
   if (fst != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("The pair fits failed (%s).",
@@ -571,6 +584,9 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     self->announced = TRUE;
   }
   const gdouble total_ms = (g_get_monotonic_time () - t0) / 1000.0;
+  times.features_ms = fs.elapsed_ms;
+  times.match_ms = ms.elapsed_ms;
+  times.total_ms = total_ms;
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %d keypoints (%.2f ms), %u pairs, "
       "match %.2f ms (%" G_GINT64_FORMAT " re-checked), total %.1f ms", self->frame_count,
       nk, fs.elapsed_ms, m->n_pairs, ms.elapsed_ms, ms.rechecked, total_ms);
@@ -578,8 +594,7 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     gst_georeg_base_post_result (base, gst_feature_match_message (m,
             GST_BUFFER_PTS (buf), gr_backend_name (gr_matcher_backend (self->matcher)),
             gst_georeg_input_name (gst_georeg_base_input (base)),
-            gr_matcher_held_images (self->matcher) - 1, fs.elapsed_ms, ms.elapsed_ms,
-            total_ms));
+            gr_matcher_held_images (self->matcher) - 1, &times));
   self->frame_count++;
   return GST_FLOW_OK;
 }
