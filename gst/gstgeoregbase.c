@@ -45,8 +45,12 @@ typedef struct {
   GstCaps *refused_caps;        /* caps whose fault was posted (set_caps) */
 } GstGeoregBasePrivate;
 
+/* GstPreset with GStreamer's key-file implementation: the system presets
+ * (gst/presets/GstNmiLocalize.prs, ..., installed to DATADIR/gstreamer-1.0/presets;
+ * GST_PRESET_PATH adds folders) hold named property sets such as "onboard". */
 G_DEFINE_ABSTRACT_TYPE_WITH_CODE (GstGeoregBase, gst_georeg_base,
     GST_TYPE_BASE_TRANSFORM, G_ADD_PRIVATE (GstGeoregBase);
+    G_IMPLEMENT_INTERFACE (GST_TYPE_PRESET, NULL);
     GST_DEBUG_CATEGORY_INIT (gst_georeg_base_debug, "georegbase", 0,
         "georeg frame element base"));
 
