@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gstgeoregbase.h"
+#include "gstgeoregprops.h"
 #include "georeg-frame-meta.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_georeg_base_debug);
@@ -30,9 +31,9 @@ enum {
 #define DEFAULT_NODATA -1
 #define DEFAULT_BIN_LOW 2.0
 #define DEFAULT_BIN_HIGH 98.0
-#define DEFAULT_BACKEND GR_BACKEND_AUTO
-#define DEFAULT_CUDA_DEVICE_ID -1
-#define DEFAULT_POST_MESSAGES TRUE
+#define DEFAULT_BACKEND GST_GEOREG_DEFAULT_BACKEND
+#define DEFAULT_CUDA_DEVICE_ID GST_GEOREG_DEFAULT_CUDA_DEVICE_ID
+#define DEFAULT_POST_MESSAGES GST_GEOREG_DEFAULT_POST_MESSAGES
 #define DEFAULT_SHARE_FRAMES TRUE
 
 typedef struct {
@@ -44,8 +45,12 @@ typedef struct {
   GstCaps *refused_caps;        /* caps whose fault was posted (set_caps) */
 } GstGeoregBasePrivate;
 
+/* GstPreset with GStreamer's key-file implementation: the system presets
+ * (gst/presets/GstNmiLocalize.prs, ..., installed to DATADIR/gstreamer-1.0/presets;
+ * GST_PRESET_PATH adds folders) hold named property sets such as "onboard". */
 G_DEFINE_ABSTRACT_TYPE_WITH_CODE (GstGeoregBase, gst_georeg_base,
     GST_TYPE_BASE_TRANSFORM, G_ADD_PRIVATE (GstGeoregBase);
+    G_IMPLEMENT_INTERFACE (GST_TYPE_PRESET, NULL);
     GST_DEBUG_CATEGORY_INIT (gst_georeg_base_debug, "georegbase", 0,
         "georeg frame element base"));
 
@@ -64,11 +69,7 @@ gst_georeg_base_class_install_properties (GstGeoregBaseClass * klass,
 
   if (which & GST_GEOREG_PROPS_CONTROL) {
     g_object_class_install_property (oc, PROP_CONTROL_LOCATION,
-        g_param_spec_string ("control-location", "Control location",
-            "Control image file (GeoTIFF/TIFF/PNG/JPEG through GDAL when built with "
-            "it; else PNG/JPEG with a world file). Nodata or alpha is its mask, its "
-            "geotransform gives map coordinates. Elements naming the same file and "
-            "band share one copy in memory", NULL, rw_ready));
+        gst_georeg_param_spec_control_location (GST_PARAM_MUTABLE_READY));
     g_object_class_install_property (oc, PROP_BAND,
         g_param_spec_uint ("band", "Band",
             "Band of the control image to match (1-based band number); 0 = luminance "
@@ -104,20 +105,13 @@ gst_georeg_base_class_install_properties (GstGeoregBaseClass * klass,
   }
   if (which & GST_GEOREG_PROPS_BACKEND) {
     g_object_class_install_property (oc, PROP_BACKEND,
-        g_param_spec_enum ("backend", "Backend",
-            "Where the element's computation runs", GST_TYPE_GEOREG_BACKEND,
-            DEFAULT_BACKEND, rw_ready));
+        gst_georeg_param_spec_backend (GST_PARAM_MUTABLE_READY));
     g_object_class_install_property (oc, PROP_CUDA_DEVICE_ID,
-        g_param_spec_int ("cuda-device-id", "CUDA device id",
-            "CUDA device (index) to use; -1 = the device of a shared CUDA context, "
-            "else device 0", -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID, rw_ready));
+        gst_georeg_param_spec_cuda_device_id (GST_PARAM_MUTABLE_READY));
   }
   if (which & GST_GEOREG_PROPS_POST_MESSAGES)
     g_object_class_install_property (oc, PROP_POST_MESSAGES,
-        g_param_spec_boolean ("post-messages", "Post messages",
-            "Post an element message per frame, named after the element (its fields "
-            "are listed in the element's documentation)", DEFAULT_POST_MESSAGES,
-            rw_playing));
+        gst_georeg_param_spec_post_messages (GST_PARAM_MUTABLE_PLAYING));
   gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BINS, 0);
 }

@@ -18,6 +18,7 @@
 #include <glib/gstdio.h>
 
 #include "gstgeoregexport-private.h"
+#include "gstgeoregprops.h"
 #include "georeg-results.h"
 #include "georeg-meta.h"
 
@@ -503,11 +504,7 @@ gst_georeg_export_class_init (GstGeoregExportClass * klass)
           "stream)", 0, G_MAXUINT, 10, rw));
 
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post a georegexport element message per frame: the control's CRS (crs, epsg), "
-          "quality, flags, centre and corner longitudes/latitudes in degrees (WGS84), "
-          "heading in degrees, GSD in metres", TRUE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+      gst_georeg_param_spec_post_messages (GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -535,6 +532,6 @@ gst_georeg_export_init (GstGeoregExport * self)
 {
   self->max_geotiff_pixels = DEFAULT_MAX_GEOTIFF_PIXELS;
   self->mosaic_every_prop = 10;
-  self->post_messages = TRUE;
+  self->post_messages = GST_GEOREG_DEFAULT_POST_MESSAGES;
   gst_base_transform_set_passthrough (GST_BASE_TRANSFORM (self), TRUE);
 }

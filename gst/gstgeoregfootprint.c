@@ -6,6 +6,8 @@
 #include <math.h>
 
 #include "gstgeoregfootprint.h"
+#include "gstgeoregprops.h"
+#include "gstgeoregcrs.h"
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
 #include "fit.h"
@@ -99,17 +101,10 @@ gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 fr
 void
 gst_georeg_map_props_install (GObjectClass * klass, guint first_id)
 {
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_READY;
   g_object_class_install_property (klass, first_id,
-      g_param_spec_string ("control-location", "Control image",
-          "The georeferenced control image the frames were registered on (GeoTIFF, or an "
-          "image with a world file); its geotransform and CRS place the results on the map",
-          NULL, rw));
+      gst_georeg_param_spec_control_location (GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (klass, first_id + 1,
-      g_param_spec_string ("crs", "Control CRS",
-          "The control's coordinate reference system when its file has none (no CRS, no "
-          ".prj): e.g. EPSG:32617, or WKT.  Overrides the file's CRS when set", NULL, rw));
+      gst_georeg_param_spec_crs (GST_PARAM_MUTABLE_READY));
 }
 
 gboolean

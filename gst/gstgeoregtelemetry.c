@@ -16,6 +16,7 @@
 #include <gst/base/gstbasesrc.h>
 
 #include "gstgeoregtelemetry.h"
+#include "gstgeoregprops.h"
 #include "georeg-pose-meta.h"
 #include "camera.h"
 #include "telemetry.h"
@@ -34,7 +35,7 @@ enum {
 
 #define DEFAULT_CSV_KEY GST_GEOREG_TELEMETRY_KEY_AUTO
 #define DEFAULT_TIME_TOLERANCE 0.5
-#define DEFAULT_POST_MESSAGES TRUE
+#define DEFAULT_POST_MESSAGES GST_GEOREG_DEFAULT_POST_MESSAGES
 #define MAX_UPSTREAM_HOPS 16
 
 struct _GstGeoregTelemetry {
@@ -582,10 +583,7 @@ gst_georeg_telemetry_class_init (GstGeoregTelemetryClass * klass)
           "from the EXIF focal length", NULL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post a georeg_telemetry element message per frame that has a prior",
-          DEFAULT_POST_MESSAGES,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+      gst_georeg_param_spec_post_messages (GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);

@@ -8,6 +8,7 @@
 #include "gstlandmarkshoot.h"
 #include "gstlandmarkshoot-private.h"
 #include "gstgeoregutils.h"
+#include "gstgeoregprops.h"
 
 enum {
   PROP_0,
@@ -40,11 +41,11 @@ enum {
 #define DEFAULT_FUNCTION_TOLERANCE 1e-9
 #define DEFAULT_INTEGRATOR GR_SHOOT_EULER
 #define DEFAULT_PRECISION GR_SHOOT_FLOAT32
-#define DEFAULT_BACKEND GR_BACKEND_AUTO
-#define DEFAULT_CUDA_DEVICE_ID -1
+#define DEFAULT_BACKEND GST_GEOREG_DEFAULT_BACKEND
+#define DEFAULT_CUDA_DEVICE_ID GST_GEOREG_DEFAULT_CUDA_DEVICE_ID
 #define DEFAULT_OUTPUT GST_LANDMARK_SHOOT_OUTPUT_LANDMARKS
 #define DEFAULT_WARM_START FALSE
-#define DEFAULT_POST_MESSAGES TRUE
+#define DEFAULT_POST_MESSAGES GST_GEOREG_DEFAULT_POST_MESSAGES
 #define DEFAULT_PROGRESS_INTERVAL 10
 #define DEFAULT_BATCH 1
 #define DEFAULT_DATA_TERM GST_LANDMARK_SHOOT_DATA_LANDMARKS
@@ -301,14 +302,9 @@ gst_landmark_shoot_install_properties (GObjectClass * gobject_class)
       g_param_spec_enum ("precision", "Precision", "Arithmetic of the pair sums",
           GST_TYPE_LANDMARK_SHOOT_PRECISION, DEFAULT_PRECISION, rw_ready));
   g_object_class_install_property (gobject_class, PROP_BACKEND,
-      g_param_spec_enum ("backend", "Backend", "Where the shooting runs (with a "
-          "varifold or point-cloud data term the shooting runs on the CPU, and cuda "
-          "puts the data term's pair sums on the device)",
-          GST_TYPE_GEOREG_BACKEND, DEFAULT_BACKEND, rw_ready));
+      gst_georeg_param_spec_backend (GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
-      g_param_spec_int ("cuda-device-id", "CUDA device id",
-          "CUDA device to use (-1 = any)", -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
-          rw_ready));
+      gst_georeg_param_spec_cuda_device_id (GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_EXTRA_LOCATION,
       g_param_spec_string ("extra-location", "Extra points location",
           "Optional point file (mesh vertices, a grid, ...) carried along the same "
@@ -323,9 +319,7 @@ gst_landmark_shoot_install_properties (GObjectClass * gobject_class)
           "Start each target from the previous target's momentum instead of zero "
           "(for sequences of similar targets)", DEFAULT_WARM_START, rw_playing));
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post an element message 'landmarkshoot' per target", DEFAULT_POST_MESSAGES,
-          rw_playing));
+      gst_georeg_param_spec_post_messages (GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_PROGRESS_INTERVAL,
       g_param_spec_uint ("progress-interval", "Progress interval",
           "Post a GST_MESSAGE_PROGRESS every this many iterations (0 = only at the "
