@@ -79,7 +79,7 @@ gst_landmark_shoot_integrator_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {GR_SHOOT_EULER, "forward Euler (as the seed)", "euler"},
+    {GR_SHOOT_EULER, "forward Euler (one evaluation per step)", "euler"},
     {GR_SHOOT_RALSTON, "Ralston's second-order Runge-Kutta (twice the work per step)",
         "ralston"},
     {0, NULL, NULL}

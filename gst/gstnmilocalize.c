@@ -28,6 +28,7 @@
 
 #include "gstnmilocalize-private.h"
 #include "georeg-meta.h"
+#include "gstgeoregcrs.h"
 #include "georeg-pose-meta.h"
 #include "localize.h"
 #include "nmi_dense.h"
@@ -670,9 +671,7 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
           "longitude/latitude (radius in metres); map and lonlat need a georeferenced "
           "control", GST_TYPE_NMI_LOCALIZE_UNITS, DEFAULT_SEARCH_UNITS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_CRS,
-      g_param_spec_string ("crs", "Control CRS",
-          "CRS of the control where its file names none (a world file without .prj): "
-          "EPSG:32617, WKT or a PROJ string; unset = the file's", NULL, rw_ready));
+      gst_georeg_param_spec_crs (GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_SCALE_MIN,
       g_param_spec_double ("scale-min", "Minimum scale",
           "search=full: smallest ground-resolution ratio searched, control pixels per "
