@@ -8,6 +8,7 @@
 #define FLIGHT_TRUTH_H
 
 #include <math.h>
+#include <stdbool.h>
 
 /* pixel-index homography -> pixel-corner homography: T(+0.5) H T(-0.5) */
 static inline void
@@ -69,5 +70,47 @@ gray8_buffer_wh (const GrPlaneF * p, int w, int h)
   return buf;
 }
 #endif
+
+#ifdef GR_SYNTH_H
+/* The frame that camera cam sees of src (synth.h), only where it lies wholly on valid
+ * control (the edge cases are test_localize's): false, with nothing to free, when it
+ * does not. */
+static inline bool
+flight_cut_on_control (const GrPlaneF *src, const GrSynthCamera *cam, int w, int h,
+    GrPlaneF *cut)
+{
+  if (gr_synth_cut_camera (src, cam, w, h, (int) ceil (cam->scale), cut) != GR_OK)
+    return false;
+  for (int i = 0; i < w * h; i++)
+    if (!cut->mask[i]) {
+      gr_synth_plane_free (cut);
+      return false;
+    }
+  return true;
+}
+
+/* Frame k of a flight as another band would show it: one of three tone curves, noise */
+static inline void
+flight_tone_and_noise (GrPlaneF *cut, int k)
+{
+  GrSynthTone tone;
+  gr_synth_tone_init (&tone, (GrSynthToneKind) (1 + k % 3), 77 + k);
+  gr_synth_tone_apply (&tone, cut, 255.0);
+  gr_synth_add_noise (cut, 3.0, 255.0, 99 + k);
+}
+#endif
+
+/* The flags of nmilocalize and nmiregister that doubt a result (nmiregister's
+ * WINDOWS_CLIPPED only says some windows met the control's edge): a result with none
+ * of them must be right */
+#define FLIGHT_DOUBTFUL_LOCALIZE_FLAGS (GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS | \
+    GST_NMI_LOCALIZE_FLAG_NO_OVERLAP | GST_NMI_LOCALIZE_FLAG_AT_BORDER | \
+    GST_NMI_LOCALIZE_FLAG_AMBIGUOUS | GST_NMI_LOCALIZE_FLAG_LOW_OVERLAP | \
+    GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE)
+#define FLIGHT_DOUBTFUL_REGISTER_FLAGS (GST_NMI_REGISTER_FLAG_COARSE_UNUSABLE | \
+    GST_NMI_REGISTER_FLAG_TOO_FEW_KEYPOINTS | GST_NMI_REGISTER_FLAG_TOO_FEW_MATCHES | \
+    GST_NMI_REGISTER_FLAG_DEGENERATE | GST_NMI_REGISTER_FLAG_NO_CONSENSUS | \
+    GST_NMI_REGISTER_FLAG_LOW_INLIERS | GST_NMI_REGISTER_FLAG_POOR_SPREAD | \
+    GST_NMI_REGISTER_FLAG_REFINE_FAILED)
 
 #endif

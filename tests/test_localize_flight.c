@@ -162,20 +162,9 @@ main (void)
       cam.aim_x = gr_synth_rng_range (&rng, 0, ctl.width);
       cam.aim_y = gr_synth_rng_range (&rng, 0, ctl.height);
       GrPlaneF cut;
-      if (gr_synth_cut_camera (&src, &cam, W, H, (int) ceil (cam.scale), &cut) != GR_OK)
+      if (!flight_cut_on_control (&src, &cam, W, H, &cut))
         continue;
-      /* wholly on valid control (the edge cases are test_localize's) */
-      bool full = true;
-      for (int i = 0; i < W * H && full; i++)
-        full = cut.mask[i] != 0;
-      if (!full) {
-        gr_synth_plane_free (&cut);
-        continue;
-      }
-      GrSynthTone tone;
-      gr_synth_tone_init (&tone, (GrSynthToneKind) (1 + done % 3), 77 + done);
-      gr_synth_tone_apply (&tone, &cut, 255.0);
-      gr_synth_add_noise (&cut, 3.0, 255.0, 99 + done);
+      flight_tone_and_noise (&cut, done);
       GrPlaneF frame;
       undistort_frame (&cut, &cam, &frame);
       gr_synth_plane_free (&cut);

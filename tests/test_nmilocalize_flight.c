@@ -63,17 +63,8 @@ main (int argc, char **argv)
 
   const double headings[] = { 30.0, 90.0, 180.0, 270.0 };
   const double scales[] = { 0.5, 2.0 };
-  const unsigned bad_loc = GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS |
-      GST_NMI_LOCALIZE_FLAG_NO_OVERLAP | GST_NMI_LOCALIZE_FLAG_AT_BORDER |
-      GST_NMI_LOCALIZE_FLAG_AMBIGUOUS | GST_NMI_LOCALIZE_FLAG_LOW_OVERLAP |
-      GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE;
-  /* nmiregister's flags that doubt the transform (WINDOWS_CLIPPED only says some
-   * windows met the control's edge) */
-  const unsigned bad_reg = GST_NMI_REGISTER_FLAG_COARSE_UNUSABLE |
-      GST_NMI_REGISTER_FLAG_TOO_FEW_KEYPOINTS | GST_NMI_REGISTER_FLAG_TOO_FEW_MATCHES |
-      GST_NMI_REGISTER_FLAG_DEGENERATE | GST_NMI_REGISTER_FLAG_NO_CONSENSUS |
-      GST_NMI_REGISTER_FLAG_LOW_INLIERS | GST_NMI_REGISTER_FLAG_POOR_SPREAD |
-      GST_NMI_REGISTER_FLAG_REFINE_FAILED;
+  const unsigned bad_loc = FLIGHT_DOUBTFUL_LOCALIZE_FLAGS;
+  const unsigned bad_reg = FLIGHT_DOUBTFUL_REGISTER_FLAGS;
   GstElement *loc = gst_harness_find_element (h, "nmilocalize");
   GrSynthRng rng;
   gr_synth_rng_init (&rng, 13);
@@ -93,22 +84,12 @@ main (int argc, char **argv)
       for (int tries = 0; tries < 200 && !inside; tries++) {
         cam.aim_x = gr_synth_rng_range (&rng, 0, ctl.width);
         cam.aim_y = gr_synth_rng_range (&rng, 0, ctl.height);
-        if (gr_synth_cut_camera (&src, &cam, FW, FH, (int) ceil (cam.scale), &cut)
-            != GR_OK)
-          continue;
-        inside = TRUE;
-        for (int i = 0; i < FW * FH && inside; i++)
-          inside = cut.mask[i] != 0;
-        if (!inside)
-          gr_synth_plane_free (&cut);
+        inside = flight_cut_on_control (&src, &cam, FW, FH, &cut);
       }
       CHECK (inside, "no place for heading %g scale %g", cam.heading_deg, cam.scale);
       if (!inside)
         continue;
-      GrSynthTone tone;
-      gr_synth_tone_init (&tone, (GrSynthToneKind) (1 + frames % 3), 77 + frames);
-      gr_synth_tone_apply (&tone, &cut, 255.0);
-      gr_synth_add_noise (&cut, 3.0, 255.0, 99 + frames);
+      flight_tone_and_noise (&cut, frames);
       double hp[9], truth[9];
       gr_synth_camera_homography (&cam, FW, FH, hp);
       to_corner (hp, truth);

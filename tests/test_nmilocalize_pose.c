@@ -210,15 +210,8 @@ main (int argc, char **argv)
   gst_harness_set_src_caps_str (h, caps);
   g_free (caps);
 
-  const unsigned bad_loc = GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS |
-      GST_NMI_LOCALIZE_FLAG_NO_OVERLAP | GST_NMI_LOCALIZE_FLAG_AT_BORDER |
-      GST_NMI_LOCALIZE_FLAG_AMBIGUOUS | GST_NMI_LOCALIZE_FLAG_LOW_OVERLAP |
-      GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE;
-  const unsigned bad_reg = GST_NMI_REGISTER_FLAG_COARSE_UNUSABLE |
-      GST_NMI_REGISTER_FLAG_TOO_FEW_KEYPOINTS | GST_NMI_REGISTER_FLAG_TOO_FEW_MATCHES |
-      GST_NMI_REGISTER_FLAG_DEGENERATE | GST_NMI_REGISTER_FLAG_NO_CONSENSUS |
-      GST_NMI_REGISTER_FLAG_LOW_INLIERS | GST_NMI_REGISTER_FLAG_POOR_SPREAD |
-      GST_NMI_REGISTER_FLAG_REFINE_FAILED;
+  const unsigned bad_loc = FLIGHT_DOUBTFUL_LOCALIZE_FLAGS;
+  const unsigned bad_reg = FLIGHT_DOUBTFUL_REGISTER_FLAGS;
 
   for (int kind = PRIOR_FULL; kind <= PRIOR_WRONG_YAW && g; kind++) {
     if (!strstr (priors, prior_names[kind]))
@@ -238,19 +231,9 @@ main (int argc, char **argv)
       cam.aim_x = gr_synth_rng_range (&rng, 0, ctl.width);
       cam.aim_y = gr_synth_rng_range (&rng, 0, ctl.height);
       GrPlaneF cut;
-      if (gr_synth_cut_camera (&src, &cam, W, H, (int) ceil (cam.scale), &cut) != GR_OK)
+      if (!flight_cut_on_control (&src, &cam, W, H, &cut))
         continue;
-      gboolean inside = TRUE;   /* wholly on valid control */
-      for (int i = 0; i < W * H && inside; i++)
-        inside = cut.mask[i] != 0;
-      if (!inside) {
-        gr_synth_plane_free (&cut);
-        continue;
-      }
-      GrSynthTone tone;
-      gr_synth_tone_init (&tone, (GrSynthToneKind) (1 + done % 3), 77 + done);
-      gr_synth_tone_apply (&tone, &cut, 255.0);
-      gr_synth_add_noise (&cut, 3.0, 255.0, 99 + done);
+      flight_tone_and_noise (&cut, done);
       double hp[9], truth[9];
       gr_synth_camera_homography (&cam, W, H, hp);
       to_corner (hp, truth);
