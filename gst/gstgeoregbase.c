@@ -22,6 +22,10 @@ enum {
   PROP_BACKEND,
   PROP_CUDA_DEVICE_ID,
   PROP_POST_MESSAGES,
+  PROP_CONTROL_MODE,
+  PROP_CONTROL_CACHE_SIZE,
+  PROP_CONTROL_WINDOW_MARGIN,
+  PROP_CONTROL_BUDGET,
   /* installed on every element by the base itself */
   PROP_SHARE_FRAMES,
   PROP_FRAMES_CONVERTED,
@@ -42,6 +46,7 @@ typedef struct {
   GstVideoInfo info;
   GstGeoregInput input;         /* where the last frame was read from */
   GstGeoregControl *control;
+  gboolean windowed;            /* control was opened for windows */
   GstCaps *refused_caps;        /* caps whose fault was posted (set_caps) */
 } GstGeoregBasePrivate;
 
@@ -112,6 +117,17 @@ gst_georeg_base_class_install_properties (GstGeoregBaseClass * klass,
   if (which & GST_GEOREG_PROPS_POST_MESSAGES)
     g_object_class_install_property (oc, PROP_POST_MESSAGES,
         gst_georeg_param_spec_post_messages (GST_PARAM_MUTABLE_PLAYING));
+  if (which & GST_GEOREG_PROPS_WINDOWS) {
+    g_object_class_install_property (oc, PROP_CONTROL_MODE,
+        gst_georeg_param_spec_control_mode (GST_PARAM_MUTABLE_READY));
+    g_object_class_install_property (oc, PROP_CONTROL_CACHE_SIZE,
+        gst_georeg_param_spec_control_cache_size (GST_PARAM_MUTABLE_READY));
+    g_object_class_install_property (oc, PROP_CONTROL_WINDOW_MARGIN,
+        gst_georeg_param_spec_control_window_margin (GST_PARAM_MUTABLE_PLAYING));
+    g_object_class_install_property (oc, PROP_CONTROL_BUDGET,
+        gst_georeg_param_spec_control_budget (GST_PARAM_MUTABLE_READY));
+    gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_CONTROL_MODE, 0);
+  }
   gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BACKEND, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GEOREG_BINS, 0);
 }
@@ -151,6 +167,18 @@ gst_georeg_base_set_property (GObject * object, guint prop_id, const GValue * va
       break;
     case PROP_POST_MESSAGES:
       s->post_messages = g_value_get_boolean (value);
+      break;
+    case PROP_CONTROL_MODE:
+      s->control_mode = g_value_get_enum (value);
+      break;
+    case PROP_CONTROL_CACHE_SIZE:
+      s->control_cache_size = g_value_get_uint64 (value);
+      break;
+    case PROP_CONTROL_WINDOW_MARGIN:
+      s->control_window_margin = g_value_get_double (value);
+      break;
+    case PROP_CONTROL_BUDGET:
+      s->control_budget = g_value_get_uint64 (value);
       break;
     case PROP_SHARE_FRAMES:
       PRIV (GST_GEOREG_BASE (object))->cuda.share = g_value_get_boolean (value);
@@ -196,6 +224,18 @@ gst_georeg_base_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, s->post_messages);
+      break;
+    case PROP_CONTROL_MODE:
+      g_value_set_enum (value, s->control_mode);
+      break;
+    case PROP_CONTROL_CACHE_SIZE:
+      g_value_set_uint64 (value, s->control_cache_size);
+      break;
+    case PROP_CONTROL_WINDOW_MARGIN:
+      g_value_set_double (value, s->control_window_margin);
+      break;
+    case PROP_CONTROL_BUDGET:
+      g_value_set_uint64 (value, s->control_budget);
       break;
     case PROP_SHARE_FRAMES:
       g_value_set_boolean (value, PRIV (GST_GEOREG_BASE (object))->cuda.share);
@@ -259,8 +299,34 @@ gst_georeg_base_open_control (GstGeoregBase * base)
           (base), GST_PROGRESS_TYPE_START, "control", "Loading the control image"));
   GrStatus st;
   gst_georeg_control_release (p->control);
-  p->control = gst_georeg_control_acquire (s.control_location, s.band, &st, err,
-      sizeof err);
+  p->control = NULL;
+  p->windowed = FALSE;
+  /* PNG and JPEG (no random access) are held whole, subject to the budget, in every
+   * mode (kernels/control_source.h) */
+  if (s.control_mode != GST_GEOREG_CONTROL_MODE_WHOLE &&
+      gr_control_source_can_window (s.control_location)) {
+    /* the header only: windows when asked for, or (auto) when the control is over the
+     * budget; a control that fits is then acquired whole as before */
+    p->control = gst_georeg_control_open_windowed (s.control_location, s.band,
+        s.control_cache_size, &st, err, sizeof err);
+    if (p->control) {
+      GrControlInfo ci;
+      gr_control_source_info (gst_georeg_control_source (p->control), &ci);
+      p->windowed = s.control_mode == GST_GEOREG_CONTROL_MODE_WINDOWED ||
+          (guint64) ci.width * (guint64) ci.height > s.control_budget;
+      if (!p->windowed) {
+        gst_georeg_control_release (p->control);
+        p->control = NULL;
+      } else {
+        GST_INFO_OBJECT (base, "control %s (%d x %d, %d levels, %s) read in windows "
+            "around each frame's prior", s.control_location, ci.width, ci.height,
+            ci.levels, ci.driver);
+      }
+    }
+  }
+  if (!p->control && !p->windowed)
+    p->control = gst_georeg_control_acquire (s.control_location, s.band, &st, err,
+        sizeof err);
   if (!p->control) {
     if (st == GR_ERR_IO)
       GST_ELEMENT_ERROR (base, RESOURCE, OPEN_READ,
@@ -290,12 +356,20 @@ gst_georeg_base_control (GstGeoregBase * base)
   return PRIV (base)->control;
 }
 
+GstGeoregControl *
+gst_georeg_base_control_windowed (GstGeoregBase * base)
+{
+  GstGeoregBasePrivate *p = PRIV (base);
+  return p->windowed ? p->control : NULL;
+}
+
 void
 gst_georeg_base_release_control (GstGeoregBase * base)
 {
   GstGeoregBasePrivate *p = PRIV (base);
   gst_georeg_control_release (p->control);
   p->control = NULL;
+  p->windowed = FALSE;
 }
 
 /* ------------------------------------------------------------------ CUDA, frames */
@@ -531,6 +605,10 @@ gst_georeg_base_init (GstGeoregBase * base)
 {
   GstGeoregBasePrivate *p = PRIV (base);
   p->settings.band = DEFAULT_BAND;
+  p->settings.control_mode = GST_GEOREG_DEFAULT_CONTROL_MODE;
+  p->settings.control_cache_size = GST_GEOREG_DEFAULT_CONTROL_CACHE_SIZE;
+  p->settings.control_window_margin = GST_GEOREG_DEFAULT_CONTROL_WINDOW_MARGIN;
+  p->settings.control_budget = GST_GEOREG_DEFAULT_CONTROL_BUDGET;
   p->settings.nodata = DEFAULT_NODATA;
   p->settings.bins = GST_GEOREG_BINS_AUTO;
   p->settings.bin_low = DEFAULT_BIN_LOW;

@@ -59,6 +59,8 @@ typedef enum {
   GST_GEOREG_PROPS_BINS = 1 << 2,       /* bins, bin-low, bin-high */
   GST_GEOREG_PROPS_BACKEND = 1 << 3,    /* backend, cuda-device-id */
   GST_GEOREG_PROPS_POST_MESSAGES = 1 << 4,      /* post-messages */
+  GST_GEOREG_PROPS_WINDOWS = 1 << 5,    /* control-mode, control-cache-size,
+                                         * control-window-margin, control-budget */
 } GstGeoregProps;
 
 /* The shared settings (a snapshot taken under the object lock). */
@@ -71,6 +73,10 @@ typedef struct {
   GrBackend backend;
   gint cuda_device_id;
   gboolean post_messages;
+  gint control_mode;            /* GstGeoregControlMode (gstgeoregprops.h) */
+  guint64 control_cache_size;
+  gdouble control_window_margin;
+  guint64 control_budget;       /* pixels */
 } GstGeoregBaseSettings;
 
 /* Installs the `which` properties on an element class (call from its class_init).
@@ -106,6 +112,9 @@ gboolean gst_georeg_base_open_control (GstGeoregBase * base);
 /* Posts the "control" progress COMPLETE (ok) or ERROR message. */
 void gst_georeg_base_control_done (GstGeoregBase * base, gboolean ok);
 const GstGeoregControl *gst_georeg_base_control (GstGeoregBase * base);
+/* The control opened for windows (control-mode, GST_GEOREG_PROPS_WINDOWS), or NULL
+ * when it is held whole (gst_georeg_control_raster then gives it). */
+GstGeoregControl *gst_georeg_base_control_windowed (GstGeoregBase * base);
 /* Drops the element's reference to the control (stop, or a failed start). */
 void gst_georeg_base_release_control (GstGeoregBase * base);
 

@@ -19,6 +19,9 @@ struct _GstGeoregControl {
   gchar *error;
   GrRaster raster;              /* whole entries */
   GrControlSource *source;      /* windowed entries (raster empty) */
+  GstGeoregControlWindow *last; /* under cache_lock, no reference: the window cut
+                                 * last, which another element sharing the control
+                                 * reuses where it covers its frame */
 };
 
 struct _GstGeoregControlWindow {
@@ -240,6 +243,7 @@ window_wrap (GstGeoregControl * control, GrControlWindow * w)
   g_mutex_lock (&cache_lock);
   control->refs++;
   win->serial = ++window_serials;
+  control->last = win;
   g_mutex_unlock (&cache_lock);
   if (control->key)
     win->key = g_strdup_printf ("%s|window%" G_GUINT64_FORMAT, control->key, win->serial);
@@ -331,7 +335,16 @@ gst_georeg_control_window_ref (GstGeoregControlWindow * w)
 void
 gst_georeg_control_window_unref (GstGeoregControlWindow * w)
 {
-  if (!w || !g_atomic_int_dec_and_test (&w->refs))
+  if (!w)
+    return;
+  /* the last reference is dropped under the cache lock, where a window is also taken
+   * from its control's `last`: so that one is never revived while it is freed */
+  g_mutex_lock (&cache_lock);
+  const gboolean gone = g_atomic_int_dec_and_test (&w->refs);
+  if (gone && w->control->last == w)
+    w->control->last = NULL;
+  g_mutex_unlock (&cache_lock);
+  if (!gone)
     return;
   gr_control_window_clear (&w->window);
   gst_georeg_control_release (w->control);
@@ -355,4 +368,96 @@ const gchar *
 gst_georeg_control_window_key (const GstGeoregControlWindow * w)
 {
   return w ? w->key : NULL;
+}
+
+/* ------------------------------------------------------------------ following a flight */
+
+/* The control's last window when it is of `level` and covers box: a new reference. */
+static GstGeoregControlWindow *
+last_covering (GstGeoregControl * c, const gdouble box[4], gint level)
+{
+  GstGeoregControlWindow *w = NULL;
+  g_mutex_lock (&cache_lock);
+  if (c->last && c->last->window.level == level &&
+      gr_control_window_covers (&c->last->window, c->source, box)) {
+    w = c->last;
+    g_atomic_int_inc (&w->refs);
+  }
+  g_mutex_unlock (&cache_lock);
+  return w;
+}
+
+/* Window edges on multiples of this many level pixels: the pyramids the engines build
+ * on a window then sample the control on the same grid as on the whole control (or
+ * on a crop made on that grid), whatever the prior. */
+#define WINDOW_ALIGN 64
+
+gboolean
+gst_georeg_control_follow (GstGeoregControl * control, GstGeoregControlFollow * f,
+    const gdouble box[4], gint level, gdouble margin, gint ahead, gboolean * changed,
+    GrStatus * status, gchar * errbuf, gsize errlen)
+{
+  GrStatus dummy;
+  if (!status)
+    status = &dummy;
+  *changed = FALSE;
+  if (!windowed_or_fail (control, status, errbuf, errlen))
+    return FALSE;
+  for (int i = 0; i < 4; i++)
+    if (!isfinite (box[i])) {
+      *status = GR_ERR_INVALID;
+      g_strlcpy (errbuf, "the frame's area on the control is not finite", errlen);
+      return FALSE;
+    }
+  GstGeoregControlWindow *w = NULL;
+  if (f->window && f->window->control == control && f->window->window.level == level &&
+      gr_control_window_covers (&f->window->window, control->source, box))
+    w = gst_georeg_control_window_ref (f->window);
+  if (!w)
+    w = last_covering (control, box, level);
+  if (!w) {
+    /* a new window: the box grown by the margin, its edges on the level's grid */
+    int lw, lh;
+    double sx, sy;
+    if (!gr_control_source_level_size (control->source, level, &lw, &lh, &sx, &sy)) {
+      *status = GR_ERR_INVALID;
+      g_snprintf (errbuf, errlen, "the control has no level %d", level);
+      return FALSE;
+    }
+    const double ax = WINDOW_ALIGN * sx, ay = WINDOW_ALIGN * sy;
+    const gdouble grown[4] = {
+      floor ((box[0] - margin) / ax) * ax, floor ((box[1] - margin) / ay) * ay,
+      ceil ((box[2] + margin) / ax) * ax, ceil ((box[3] + margin) / ay) * ay
+    };
+    w = gst_georeg_control_window_px (control, grown, level, 0.0, NULL, status, errbuf,
+        errlen);
+    if (!w)
+      return FALSE;
+    f->cuts++;
+  }
+  *status = GR_OK;
+  *changed = w != f->window;
+  gst_georeg_control_window_unref (f->window);
+  f->window = w;
+
+  /* the flight's next boxes: this one moved on by the last frame's motion */
+  const gdouble cx = (box[0] + box[2]) / 2.0, cy = (box[1] + box[3]) / 2.0;
+  if (f->have_prev && ahead > 0) {
+    const gdouble dx = (cx - f->prev_cx) * ahead, dy = (cy - f->prev_cy) * ahead;
+    const gdouble next[4] = { box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy };
+    if ((dx != 0.0 || dy != 0.0) &&
+        !gr_control_window_covers (&w->window, control->source, next))
+      gst_georeg_control_prefetch (control, next, level, margin);
+  }
+  f->prev_cx = cx;
+  f->prev_cy = cy;
+  f->have_prev = TRUE;
+  return TRUE;
+}
+
+void
+gst_georeg_control_follow_clear (GstGeoregControlFollow * f)
+{
+  gst_georeg_control_window_unref (f->window);
+  memset (f, 0, sizeof *f);
 }

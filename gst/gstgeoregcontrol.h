@@ -106,6 +106,29 @@ guint64 gst_georeg_control_window_serial (const GstGeoregControlWindow * w);
  * when its control has none. */
 const gchar *gst_georeg_control_window_key (const GstGeoregControlWindow * w);
 
+/* ---- an element following a flight over a windowed control */
+
+typedef struct {
+  GstGeoregControlWindow *window;       /* the window the element registers on (held) */
+  gboolean have_prev;
+  gdouble prev_cx, prev_cy;             /* the last box's centre (motion, prefetch) */
+  guint cuts;                           /* windows this follower cut */
+} GstGeoregControlFollow;
+
+/* The window of `level` for this frame's box (full-control pixels: the frame's area
+ * under its prior, grown by the prior's uncertainty), into f->window: the follower's
+ * window while it covers the box, else the window an element sharing the control cut
+ * last when that covers it (nmiregister after nmilocalize), else a new one over the
+ * box grown by `margin`, its edges on a grid of 64 level pixels.  Then the box moved
+ * on by `ahead` times the last frame's motion is queued for the prefetch worker
+ * (unless the window holds it already).  *changed: f->window is another window than
+ * before (an engine re-sets its control).  FALSE with *status and a reason. */
+gboolean gst_georeg_control_follow (GstGeoregControl * control,
+    GstGeoregControlFollow * f, const gdouble box[4], gint level, gdouble margin,
+    gint ahead, gboolean * changed, GrStatus * status, gchar * errbuf, gsize errlen);
+/* Drops the follower's window and motion. */
+void gst_georeg_control_follow_clear (GstGeoregControlFollow * f);
+
 G_END_DECLS
 
 #endif

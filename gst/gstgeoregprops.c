@@ -42,3 +42,62 @@ gst_georeg_param_spec_control_location (GParamFlags flags)
       "the results on the map, its nodata or alpha is its mask. Elements naming the "
       "same file and band share one copy in memory", NULL, flags | SHARED_FLAGS);
 }
+
+GType
+gst_georeg_control_mode_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GEOREG_CONTROL_MODE_AUTO, "Whole when the control fits control-budget, else "
+          "windows around each frame's prior", "auto"},
+    {GST_GEOREG_CONTROL_MODE_WHOLE, "Always whole (a control over control-budget is "
+          "refused)", "whole"},
+    {GST_GEOREG_CONTROL_MODE_WINDOWED, "Always windows around each frame's prior "
+          "(every frame needs a pose meta or a search region)", "windowed"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGeoregControlMode", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GParamSpec *
+gst_georeg_param_spec_control_mode (GParamFlags flags)
+{
+  return g_param_spec_enum ("control-mode", "Control mode",
+      "How the control is held: auto = whole when it fits control-budget, else read "
+      "in windows around each frame's prior (pose meta or search region) through a "
+      "block cache; whole = always whole; windowed = always in windows "
+      "(docs/controls.md)", GST_TYPE_GEOREG_CONTROL_MODE,
+      GST_GEOREG_DEFAULT_CONTROL_MODE, flags | SHARED_FLAGS);
+}
+
+GParamSpec *
+gst_georeg_param_spec_control_cache_size (GParamFlags flags)
+{
+  return g_param_spec_uint64 ("control-cache-size", "Control cache size",
+      "Windowed controls: bytes of decoded control blocks kept in the cache shared by "
+      "the elements naming the same control (the largest asked wins)", 1 << 20,
+      G_MAXUINT64, GST_GEOREG_DEFAULT_CONTROL_CACHE_SIZE, flags | SHARED_FLAGS);
+}
+
+GParamSpec *
+gst_georeg_param_spec_control_window_margin (GParamFlags flags)
+{
+  return g_param_spec_double ("control-window-margin", "Control window margin",
+      "Windowed controls: full-control pixels added on every side of the area a frame "
+      "needs when a window is cut; larger = fewer re-cuts (and GPU uploads), more "
+      "memory", 0.0, 65536.0, GST_GEOREG_DEFAULT_CONTROL_WINDOW_MARGIN,
+      flags | SHARED_FLAGS);
+}
+
+GParamSpec *
+gst_georeg_param_spec_control_budget (GParamFlags flags)
+{
+  return g_param_spec_uint64 ("control-budget", "Control budget",
+      "Pixels of the largest control held whole (control-mode=auto reads a larger one "
+      "in windows) and of the largest window cut; a frame needing more is refused",
+      1, G_MAXUINT64, GST_GEOREG_DEFAULT_CONTROL_BUDGET, flags | SHARED_FLAGS);
+}

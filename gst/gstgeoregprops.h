@@ -34,6 +34,38 @@ GParamSpec *gst_georeg_param_spec_cuda_device_id (GParamFlags flags);
 /* "control-location", string, default NULL: the georeferenced control image. */
 GParamSpec *gst_georeg_param_spec_control_location (GParamFlags flags);
 
+/* ---- controls read in windows (issue 18, docs/controls.md "Windows") */
+
+/* How the control is held: auto = whole when it fits control-budget, in windows
+ * around each frame's prior when it does not; whole = always whole (as before issue
+ * 18: a control over the budget is refused); windowed = always in windows (every
+ * frame needs a prior). */
+typedef enum {
+  GST_GEOREG_CONTROL_MODE_AUTO = 0,
+  GST_GEOREG_CONTROL_MODE_WHOLE = 1,
+  GST_GEOREG_CONTROL_MODE_WINDOWED = 2,
+} GstGeoregControlMode;
+
+#define GST_TYPE_GEOREG_CONTROL_MODE (gst_georeg_control_mode_get_type ())
+GType gst_georeg_control_mode_get_type (void);
+
+#define GST_GEOREG_DEFAULT_CONTROL_MODE GST_GEOREG_CONTROL_MODE_AUTO
+#define GST_GEOREG_DEFAULT_CONTROL_CACHE_SIZE (512ull << 20)
+#define GST_GEOREG_DEFAULT_CONTROL_WINDOW_MARGIN 256.0
+#define GST_GEOREG_DEFAULT_CONTROL_BUDGET (16384ull * 16384ull)
+
+/* "control-mode", GstGeoregControlMode, default auto. */
+GParamSpec *gst_georeg_param_spec_control_mode (GParamFlags flags);
+/* "control-cache-size", guint64 bytes, default 512 MiB: the bound of the shared cache
+ * of decoded control blocks (the largest any element asks for wins). */
+GParamSpec *gst_georeg_param_spec_control_cache_size (GParamFlags flags);
+/* "control-window-margin", double, default 256: full-control pixels added around the
+ * area a frame needs when a window is cut. */
+GParamSpec *gst_georeg_param_spec_control_window_margin (GParamFlags flags);
+/* "control-budget", guint64 pixels, default 16384 x 16384: the largest control held
+ * whole, and the largest window cut. */
+GParamSpec *gst_georeg_param_spec_control_budget (GParamFlags flags);
+
 G_END_DECLS
 
 #endif

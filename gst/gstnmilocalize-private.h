@@ -72,6 +72,11 @@ struct _GstNmiLocalize {
   gsize scores_len;
   guint64 frame_count;
   gboolean announced;           /* the backend was reported on the bus */
+
+  /* a control read in windows (gstnmilocalize-window.c): no translation engine, the
+   * localizer holds the current window */
+  gboolean windowed;
+  GstGeoregControlFollow follow;
 };
 
 /* What a frame's search starts from (per frame: the pose meta is per buffer and the
@@ -116,6 +121,25 @@ GstFlowReturn gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
 void gst_nmi_localize_post_result (GstNmiLocalize * self, GstBuffer * buf,
     const GstNmiLocalizeMeta * m, guint64 positions, gdouble elapsed_ms,
     const gchar * search, const gchar * prior);
+
+/* ---- a control read in windows (gstnmilocalize-window.c) */
+
+/* start() for a windowed control: the localizer without a control, the full control's
+ * size and geotransform.  FALSE after posting an error. */
+gboolean gst_nmi_localize_window_start (GstNmiLocalize * self,
+    const GstNmiLocalizeSettings * s, const GstGeoregBaseSettings * c);
+void gst_nmi_localize_window_release (GstNmiLocalize * self);
+/* A copy of the control plane `in` with the value `nodata` masked out (control-nodata:
+ * the shared control is read-only).  FALSE: out of memory. */
+gboolean gst_nmi_localize_nodata_copy (const GrPlaneF * in, gint nodata,
+    GrPlaneF * out);
+/* The window around the frame's prior into the localizer, and the prior in window
+ * pixels.  FALSE after posting an error (no prior position: a prior is needed). */
+gboolean gst_nmi_localize_window_prepare (GstNmiLocalize * self,
+    const GstNmiLocalizeSettings * s, const FramePrior * fp, GrLocalizePrior * wprior);
+/* A result in window pixels back into full-control pixels (no-op on a whole
+ * control). */
+void gst_nmi_localize_window_result (GstNmiLocalize * self, GrLocalizeResult * res);
 
 G_END_DECLS
 

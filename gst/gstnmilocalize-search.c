@@ -180,7 +180,8 @@ gst_nmi_localize_post_result (GstNmiLocalize * self, GstBuffer * buf,
   GstStructure *st = gst_structure_new ("nmilocalize",
       "frame", G_TYPE_UINT64, self->frame_count,
       "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS (buf),
-      "backend", G_TYPE_STRING, gr_backend_name (gr_nmi_dense_backend (self->engine)),
+      "backend", G_TYPE_STRING, gr_backend_name (self->engine ?
+          gr_nmi_dense_backend (self->engine) : gr_localize_backend (self->localizer)),
       "input-memory", G_TYPE_STRING,
       gst_georeg_input_name (gst_georeg_base_input (GST_GEOREG_BASE (self))),
       "flags", G_TYPE_UINT, m->flags,
@@ -290,6 +291,8 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
     }
   }
   *elapsed_ms = (g_get_monotonic_time () - t0) / 1000.0;
+  if (st == GR_OK)
+    gst_nmi_localize_window_result (self, &res);        /* window -> full control */
   if (st != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("The heading and scale search failed "
             "(%s).", gr_status_string (st)), ("%s", err));

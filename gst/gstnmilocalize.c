@@ -290,6 +290,7 @@ release_resources (GstNmiLocalize * self)
   self->localizer = NULL;
   gst_nmi_localize_geo_free (self->georef);
   self->georef = NULL;
+  gst_nmi_localize_window_release (self);
   gst_georeg_base_release_control (GST_GEOREG_BASE (self));
   gr_plane_clear (&self->frame_mask);
   gr_plane_clear (&self->full);
@@ -310,7 +311,7 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   GstNmiLocalizeSettings s;
   GstGeoregBaseSettings c;
   gboolean ok = FALSE;
-  const GrRaster *raster;
+  const GrRaster *raster = NULL;
   GrPlaneF nodata_copy = { 0 };
 
   GST_OBJECT_LOCK (self);
@@ -323,46 +324,43 @@ gst_nmi_localize_start (GstBaseTransform * trans)
 
   if (!gst_georeg_base_open_control (base))
     goto done;
-  raster = gst_georeg_control_raster (gst_georeg_base_control (base));
-  /* the cached raster is shared and read-only: a nodata value is applied to a
-   * transient copy, freed once the search-scale control is made */
-  const GrPlaneF *full = &raster->plane;
-  if (s.control_nodata >= 0) {
-    if (!gr_plane_alloc (&nodata_copy, full->width, full->height, full->mask != NULL)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+  if (gst_georeg_base_control_windowed (base)) {
+    /* over the budget (or control-mode=windowed): windows around each frame's prior */
+    if (!gst_nmi_localize_window_start (self, &s, &c))
+      goto done;
+  } else {
+    raster = gst_georeg_control_raster (gst_georeg_base_control (base));
+    /* the cached raster is shared and read-only: a nodata value is applied to a
+     * transient copy, freed once the search-scale control is made */
+    const GrPlaneF *full = &raster->plane;
+    if (s.control_nodata >= 0) {
+      if (!gst_nmi_localize_nodata_copy (full, s.control_nodata, &nodata_copy)) {
+        GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+        goto done;
+      }
+      full = &nodata_copy;
+    }
+    if (gr_plane_count_valid (full) == 0) {
+      GST_ELEMENT_ERROR (self, RESOURCE, READ,
+          ("The control image \"%s\" has no valid pixel (all nodata or transparent).",
+              c.control_location), (NULL));
       goto done;
     }
-    for (int y = 0; y < full->height; y++)
-      memcpy (nodata_copy.data + (gsize) y * nodata_copy.stride,
-          full->data + (gsize) y * full->stride, sizeof (float) * full->width);
-    if (full->mask)
-      memcpy (nodata_copy.mask, full->mask, (gsize) full->width * full->height);
-    if (!gr_plane_mask_value (&nodata_copy, s.control_nodata)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+    if (!gst_nmi_localize_prepare_translation (self, full, raster->bit_depth, &s, &c))
       goto done;
-    }
-    full = &nodata_copy;
-  }
-  if (gr_plane_count_valid (full) == 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, READ,
-        ("The control image \"%s\" has no valid pixel (all nodata or transparent).",
-            c.control_location), (NULL));
-    goto done;
-  }
-  if (!gst_nmi_localize_prepare_translation (self, full, raster->bit_depth, &s, &c))
-    goto done;
-  GrStatus est;
-  err[0] = '\0';
-  if (s.search != GST_NMI_LOCALIZE_SEARCH_TRANSLATION) {
-    /* the localizer keeps its own pyramid of the full-resolution control */
-    self->localizer = gr_localize_new (gr_nmi_dense_backend (self->engine),
-        gst_georeg_base_engine_device (base, c.cuda_device_id), &est, err, sizeof err);
-    if (!self->localizer ||
-        gr_localize_set_control (self->localizer, full, err, sizeof err) != GR_OK) {
-      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
-          ("Could not prepare the control image for the heading and scale search."),
-          ("%s", err));
-      goto done;
+    GrStatus est;
+    err[0] = '\0';
+    if (s.search != GST_NMI_LOCALIZE_SEARCH_TRANSLATION) {
+      /* the localizer keeps its own pyramid of the full-resolution control */
+      self->localizer = gr_localize_new (gr_nmi_dense_backend (self->engine),
+          gst_georeg_base_engine_device (base, c.cuda_device_id), &est, err, sizeof err);
+      if (!self->localizer ||
+          gr_localize_set_control (self->localizer, full, err, sizeof err) != GR_OK) {
+        GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+            ("Could not prepare the control image for the heading and scale search."),
+            ("%s", err));
+        goto done;
+      }
     }
   }
 
@@ -392,18 +390,20 @@ gst_nmi_localize_start (GstBaseTransform * trans)
     gr_raster_clear (&m);
   }
 
+  self->frame_count = 0;
+  self->announced = FALSE;
+  ok = TRUE;
+  if (self->windowed)
+    goto done;
   self->ctl_full_w = raster->plane.width;
   self->ctl_full_h = raster->plane.height;
   self->has_geo = raster->has_geo;
   memcpy (self->geo, raster->geo, sizeof self->geo);
-  self->frame_count = 0;
-  self->announced = FALSE;
   GST_INFO_OBJECT (self, "control %s: %dx%d (%s, %d-bit, band %u), %dx%d at search "
       "scale %g, georeferenced: %s; backend %s", c.control_location,
       raster->plane.width, raster->plane.height, raster->driver, raster->bit_depth,
       c.band, self->ctl_w, self->ctl_h, s.control_scale, raster->has_geo ? "yes" : "no",
       gr_backend_name (gr_nmi_dense_backend (self->engine)));
-  ok = TRUE;
 
 done:
   gst_georeg_base_control_done (base, ok);
@@ -476,7 +476,9 @@ gst_nmi_localize_set_info (GstGeoregBase * base, GstCaps * incaps,
   }
   g_free (self->bins);
   self->bins = g_try_malloc ((gsize) tw * th);
-  const gsize npos = (gsize) (self->ctl_w - tw + 1) * (self->ctl_h - th + 1);
+  /* windowed: no translation search, so no score map over the (huge) control */
+  const gsize npos = self->windowed ? 1 :
+      (gsize) (self->ctl_w - tw + 1) * (self->ctl_h - th + 1);
   if (npos > self->scores_len) {
     g_free (self->scores);
     g_free (self->valid);
@@ -504,7 +506,7 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   const gchar *search_done;
   gboolean rejected = FALSE;
 
-  if (!self->engine || !self->bins) {
+  if ((!self->engine && !self->windowed) || !self->bins) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Not negotiated."), (NULL));
     return GST_FLOW_NOT_NEGOTIATED;
   }
@@ -520,7 +522,18 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   FramePrior fp;
   gst_nmi_localize_frame_prior (self, buf, &s, &fp);
   const gboolean pose = g_strcmp0 (fp.kind, "pose") == 0;
-  if (s.search == GST_NMI_LOCALIZE_SEARCH_TRANSLATION ||
+  if (self->windowed) {
+    /* the heading and scale search on the window around the prior (its result comes
+     * back in full-control pixels) */
+    GrLocalizePrior wprior;
+    if (!gst_nmi_localize_window_prepare (self, &s, &fp, &wprior)) {
+      g_free (s.score_map_location);
+      return GST_FLOW_ERROR;
+    }
+    ret = gst_nmi_localize_full (self, buf, &s, &c, &wprior, pose, &rejected,
+        &elapsed_ms, &positions);
+    search_done = rejected ? "prior, then sweep (window)" : "prior (window)";
+  } else if (s.search == GST_NMI_LOCALIZE_SEARCH_TRANSLATION ||
       (s.search == GST_NMI_LOCALIZE_SEARCH_AUTO && !pose && self->translation_ok)) {
     ret = gst_nmi_localize_translation (self, buf, &s, &c, &fp, &elapsed_ms, &positions);
     search_done = "translation";
@@ -555,8 +568,8 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
   GstNmiLocalizeMeta *m = gst_buffer_get_nmi_localize_meta (buf);
   if (!self->announced) {
-    GST_INFO_OBJECT (self, "localizing on the %s backend",
-        gr_backend_name (gr_nmi_dense_backend (self->engine)));
+    GST_INFO_OBJECT (self, "localizing on the %s backend", gr_backend_name (self->engine ?
+            gr_nmi_dense_backend (self->engine) : gr_localize_backend (self->localizer)));
     self->announced = TRUE;
   }
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " (%s, prior %s): centre (%.2f, "
@@ -689,8 +702,8 @@ gst_nmi_localize_class_init (GstNmiLocalizeClass * klass)
 
   gst_georeg_base_class_install_properties (GST_GEOREG_BASE_CLASS (klass),
       GST_GEOREG_PROPS_CONTROL | GST_GEOREG_PROPS_NODATA | GST_GEOREG_PROPS_BINS |
-      GST_GEOREG_PROPS_BACKEND | GST_GEOREG_PROPS_POST_MESSAGES,
-      GST_GEOREG_BINS_AUTO);
+      GST_GEOREG_PROPS_BACKEND | GST_GEOREG_PROPS_POST_MESSAGES |
+      GST_GEOREG_PROPS_WINDOWS, GST_GEOREG_BINS_AUTO);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);

@@ -34,6 +34,7 @@
 #include "gstnmiregister-props.h"
 #include "gstnmiregister-result.h"
 #include "register.h"
+#include "fit.h"
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
 #include "raster.h"
@@ -67,6 +68,15 @@ struct _GstNmiRegister {
   gboolean warned_no_coarse;
   gdouble read_ms, keypoints_ms;        /* this frame's phases (element message) */
   gdouble overlay_ms;                   /* drawing the overlay (0 without one) */
+
+  /* a control read in windows (control-mode, control-budget; docs/controls.md): the
+   * engine registers on the window around each frame's prior */
+  gboolean windowed;
+  GstGeoregControlFollow follow;
+  gboolean range_set;           /* ctl_a, ctl_b taken (once: a place keeps its grey
+                                 * levels as the window slides) */
+  gdouble ctl_a, ctl_b;
+  gint bit_depth;
 };
 
 #define gst_nmi_register_parent_class parent_class
@@ -119,9 +129,67 @@ release_resources (GstNmiRegister * self)
   gst_georeg_device_control_release (self->dctl);
   self->dctl = NULL;
   memset (&self->dplane, 0, sizeof self->dplane);
+  gst_georeg_control_follow_clear (&self->follow);
+  self->windowed = FALSE;
+  self->range_set = FALSE;
   gst_georeg_base_release_control (GST_GEOREG_BASE (self));
   gr_plane_clear (&self->full);
   gst_nmi_register_map_clear (&self->map);
+}
+
+/* The control plane (whole, or the window `win`) into the engine, ranged a..b: on
+ * CUDA through the process-wide device cache (gstgeoregcontrolcuda.h: levels derived
+ * on the device, shared with elements of the same levels and range), else the engine
+ * makes its own.  The previous device control is released after the engine took the
+ * new one.  FALSE with the reason in err. */
+static gboolean
+set_engine_control (GstNmiRegister * self, GstGeoregControl * control,
+    GstGeoregControlWindow * win, const GrPlaneF * plane, gdouble ctl_a, gdouble ctl_b,
+    guint levels, gint dev, gchar * err, gsize errlen)
+{
+  GrImage8 dlv = { 0 };
+  gint vmax = 0;
+  GstGeoregDeviceControl *old = self->dctl;
+  self->dctl = NULL;
+#if GR_HAVE_CUDA
+  if (gr_register_backend (self->engine) == GR_BACKEND_CUDA) {
+    char derr[512] = "";
+    GrStatus dst;
+    /* the device cache takes its own reference: the only change it makes to it */
+    self->dctl = win ? gst_georeg_device_control_window_levels (win, MAX (dev, 0),
+        levels, ctl_a, ctl_b, &dst, derr, sizeof derr) :
+        gst_georeg_device_control_levels (control, MAX (dev, 0), levels, ctl_a, ctl_b,
+        &dst, derr, sizeof derr);
+    if (self->dctl) {
+      const GrPlaneF *pl = gst_georeg_device_control_get_plane (self->dctl);
+      dlv.pix = gst_georeg_device_control_get_levels (self->dctl, &vmax);
+      dlv.pix_stride = dlv.mask_stride = (size_t) pl->width;
+      dlv.mask = pl->mask;
+      dlv.width = pl->width;
+      dlv.height = pl->height;
+    } else {
+      GST_WARNING_OBJECT (self, "no shared device control (%s): the control is "
+          "uploaded for this element", derr);
+    }
+  }
+#else
+  (void) control;
+  (void) win;
+  (void) dev;
+#endif
+  bool used_dev = false;
+  GrStatus cst = gr_register_set_control (self->engine, plane, ctl_a, ctl_b,
+      (int) levels, self->dctl ? &dlv : NULL, vmax, &used_dev, err, errlen);
+  gst_georeg_device_control_release (old);
+  if (cst != GR_OK)
+    return FALSE;
+  if (!used_dev && self->dctl) {
+    GST_WARNING_OBJECT (self, "the shared device control was not taken: the control "
+        "is uploaded for this element");
+    gst_georeg_device_control_release (self->dctl);
+    self->dctl = NULL;
+  }
+  return TRUE;
 }
 
 static gboolean
@@ -149,14 +217,34 @@ gst_nmi_register_start (GstBaseTransform * trans)
     goto done;
   const GstGeoregControl *control = gst_georeg_base_control (GST_GEOREG_BASE (self));
   const GrRaster *r = gst_georeg_control_raster (control);
-  if (gr_plane_count_valid (&r->plane) == 0) {
+  GrRaster whole_info = { 0 };
+  if (gst_georeg_base_control_windowed (GST_GEOREG_BASE (self))) {
+    /* read in windows around each frame's prior: what the map and the messages need
+     * of the control, from its header (the plane stays empty) */
+    GrControlInfo ci;
+    gr_control_source_info (gst_georeg_control_source (control), &ci);
+    whole_info.plane.width = ci.width;
+    whole_info.plane.height = ci.height;
+    whole_info.bands = ci.bands;
+    whole_info.bit_depth = ci.bit_depth;
+    whole_info.has_geo = ci.has_geo;
+    memcpy (whole_info.geo, ci.geo, sizeof whole_info.geo);
+    g_strlcpy (whole_info.driver, ci.driver, sizeof whole_info.driver);
+    r = &whole_info;
+    self->windowed = TRUE;
+    self->bit_depth = ci.bit_depth;
+    memset (&self->follow, 0, sizeof self->follow);
+    self->range_set = FALSE;
+  }
+  if (!self->windowed && gr_plane_count_valid (&r->plane) == 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
         ("The control image \"%s\" has no valid pixel (all nodata or transparent).",
             s.c.control_location), (NULL));
     goto done;
   }
-  gdouble ctl_a, ctl_b;
-  if (gr_plane_value_range (&r->plane, gst_georeg_bins_resolve (s.c.bins,
+  gdouble ctl_a = 0.0, ctl_b = 0.0;
+  /* windowed: the range is taken on the first window (window_for_frame) */
+  if (!self->windowed && gr_plane_value_range (&r->plane, gst_georeg_bins_resolve (s.c.bins,
               r->bit_depth), r->bit_depth, s.c.bin_low, s.c.bin_high, &ctl_a,
           &ctl_b) != GR_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -176,46 +264,11 @@ gst_nmi_register_start (GstBaseTransform * trans)
         ("Cannot use the %s backend.", gr_backend_name (s.c.backend)), ("%s", err));
     goto done;
   }
-  GrImage8 dlv = { 0 };
-  gint vmax = 0;
-#if GR_HAVE_CUDA
-  if (gr_register_backend (self->engine) == GR_BACKEND_CUDA) {
-    char derr[512] = "";
-    GrStatus dst;
-    /* the control's levels, derived on the device from the process-wide plane
-     * (gstgeoregcontrolcuda.h) and shared with elements of the same levels and range */
-    /* the device cache takes its own reference: the only change it makes to it */
-    self->dctl = gst_georeg_device_control_levels ((GstGeoregControl *) control,
-        MAX (dev, 0), s.levels,
-        ctl_a, ctl_b, &dst, derr, sizeof derr);
-    if (self->dctl) {
-      const GrPlaneF *pl = gst_georeg_device_control_get_plane (self->dctl);
-      dlv.pix = gst_georeg_device_control_get_levels (self->dctl, &vmax);
-      dlv.pix_stride = dlv.mask_stride = (size_t) pl->width;
-      dlv.mask = pl->mask;
-      dlv.width = pl->width;
-      dlv.height = pl->height;
-    } else {
-      GST_WARNING_OBJECT (self, "no shared device control (%s): the control is "
-          "uploaded for this element", derr);
-    }
-    if (gr_register_frame_device (self->engine) < 0)
-      GST_WARNING_OBJECT (self, "frames are read on the host");
-  }
-#endif
-  bool used_dev = false;
-  GrStatus cst = gr_register_set_control (self->engine, &r->plane, ctl_a, ctl_b,
-      (int) s.levels, self->dctl ? &dlv : NULL, vmax, &used_dev, err, sizeof err);
-  if (cst != GR_OK) {
+  if (!self->windowed && !set_engine_control (self, (GstGeoregControl *) control, NULL,
+          &r->plane, ctl_a, ctl_b, s.levels, dev, err, sizeof err)) {
     GST_ELEMENT_ERROR (self, LIBRARY, INIT,
         ("Could not prepare the control image for matching."), ("%s", err));
     goto done;
-  }
-  if (!used_dev && self->dctl) {
-    GST_WARNING_OBJECT (self, "the shared device control was not taken: the control "
-        "is uploaded for this element");
-    gst_georeg_device_control_release (self->dctl);
-    self->dctl = NULL;
   }
   if (s.c.backend == GR_BACKEND_AUTO && gr_register_backend (self->engine) ==
       GR_BACKEND_CPU && err[0])
@@ -243,7 +296,8 @@ gst_nmi_register_start (GstBaseTransform * trans)
       s.c.band, r->has_geo ? "yes" : "no", self->map.crs ? self->map.crs : "unknown",
       gst_georeg_control_cache_count (),
       gr_backend_name (gr_register_backend (self->engine)),
-      self->dctl ? "shared on the device" : "this element's own",
+      self->windowed ? "read in windows" : self->dctl ? "shared on the device" :
+      "this element's own",
       gr_register_frame_device (self->engine) >= 0 ? "on the device" : "on the host");
   ok = TRUE;
 
@@ -503,6 +557,125 @@ make_prior (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer *
   m->prior_scale = pscale;
 }
 
+/* ---- a control read in windows */
+
+/* frames of motion ahead whose window is prefetched */
+#define PREFETCH_AHEAD 4
+
+/* The window around this frame's prior into the engine, and the prior in its pixels
+ * (*wprior).  *skip: the frame has no prior (flagged no-coarse or coarse-unusable by
+ * make_prior): nothing to register on.  FALSE after posting an error. */
+static gboolean
+window_for_frame (GstNmiRegister * self, const GstNmiRegisterSettings * s,
+    const GrRegisterPrior * prior, GrRegisterPrior * wprior, gboolean * skip)
+{
+  GstGeoregBase *base = GST_GEOREG_BASE (self);
+  GstGeoregControl *control = gst_georeg_base_control_windowed (base);
+  const GstVideoInfo *info = gst_georeg_base_info (base);
+  const gint fw = GST_VIDEO_INFO_WIDTH (info), fh = GST_VIDEO_INFO_HEIGHT (info);
+  char err[512] = "";
+
+  *wprior = *prior;
+  *skip = FALSE;
+  if (prior->search) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Frame %" G_GUINT64_FORMAT " has no "
+            "usable coarse result and coarse-fallback=full-search needs the whole "
+            "control, which is read in windows (control-mode, control-budget): a "
+            "prior is needed.", self->frame_count), ("put nmilocalize with pose "
+            "priors before nmiregister, or use coarse-fallback=none"));
+    return FALSE;
+  }
+  if (!prior->has_prior) {
+    *skip = TRUE;
+    return TRUE;
+  }
+  /* the frame's corners under the prior, grown by the first pass's window (control
+   * pixels) and a template */
+  gdouble box[4] = { G_MAXDOUBLE, G_MAXDOUBLE, -G_MAXDOUBLE, -G_MAXDOUBLE };
+  const gdouble corners[4][2] = { {0, 0}, {fw, 0}, {0, fh}, {fw, fh} };
+  for (int i = 0; i < 4; i++) {
+    double x, y;
+    if (!gr_fit_apply (prior->h, corners[i][0], corners[i][1], &x, &y)) {
+      *skip = TRUE;             /* a prior that sends the frame to infinity */
+      return TRUE;
+    }
+    box[0] = MIN (box[0], x);
+    box[1] = MIN (box[1], y);
+    box[2] = MAX (box[2], x);
+    box[3] = MAX (box[3], y);
+  }
+  const gdouble grow = s->window_size + s->template_size;
+  box[0] -= grow;
+  box[1] -= grow;
+  box[2] += grow;
+  box[3] += grow;
+  GstGeoregBaseSettings c;
+  gst_georeg_base_get_settings (base, &c);
+  const gdouble margin = c.control_window_margin;
+  gst_georeg_base_settings_clear (&c);
+
+  gboolean changed = FALSE;
+  GrStatus st;
+  if (!gst_georeg_control_follow (control, &self->follow, box, 0, margin,
+          PREFETCH_AHEAD, &changed, &st, err, sizeof err)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Could not read the control under "
+            "frame %" G_GUINT64_FORMAT "'s prior (%.0f, %.0f) - (%.0f, %.0f).",
+            self->frame_count, box[0], box[1], box[2], box[3]), ("%s", err));
+    return FALSE;
+  }
+  const GrControlWindow *w = gst_georeg_control_window_get (self->follow.window);
+  if (changed) {
+    if (!self->range_set) {
+      /* once, on the first window: a place keeps its grey levels as windows slide */
+      if (gr_plane_value_range (&w->raster.plane, gst_georeg_bins_resolve (s->c.bins,
+                  self->bit_depth), self->bit_depth, s->c.bin_low, s->c.bin_high,
+              &self->ctl_a, &self->ctl_b) != GR_OK) {
+        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+            ("Could not map the control to %u levels: check bins, bin-low and "
+                "bin-high (or the first window has no valid pixel).", s->levels),
+            (NULL));
+        return FALSE;
+      }
+      self->range_set = TRUE;
+    }
+    const gint dev = gst_georeg_base_engine_device (base, s->c.cuda_device_id);
+    if (!set_engine_control (self, control, self->follow.window, &w->raster.plane,
+            self->ctl_a, self->ctl_b, s->levels, dev, err, sizeof err)) {
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("Could not prepare the control window "
+              "(%d x %d) for matching.", w->raster.plane.width,
+              w->raster.plane.height), ("%s", err));
+      return FALSE;
+    }
+  }
+  gr_control_window_from_full (w, prior->h, wprior->h);
+  /* a doubtful coarse result's second opinion is the full search: not on a window */
+  wprior->second_opinion = FALSE;
+  return TRUE;
+}
+
+/* The engine's result on the window back into full-control pixels (level 0: a
+ * translation by the window's origin, for corner and index coordinates alike). */
+static void
+result_to_full (GstNmiRegister * self, GrRegisterResult * res)
+{
+  const GrControlWindow *w = gst_georeg_control_window_get (self->follow.window);
+  double h[9];
+  if (res->has_transform) {
+    gr_control_window_to_full (w, res->h, h);
+    memcpy (res->h, h, sizeof h);
+    gr_control_window_to_full (w, res->h_index, h);
+    memcpy (res->h_index, h, sizeof h);
+  }
+  if (res->has_prior) {
+    gr_control_window_to_full (w, res->prior, h);
+    memcpy (res->prior, h, sizeof h);
+  }
+  for (int i = 0; res->match_control && i < res->n_matches; i++) {
+    res->match_control[2 * i] += w->off_x;
+    res->match_control[2 * i + 1] += w->off_y;
+  }
+}
+
 static GstFlowReturn
 gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
@@ -532,12 +705,19 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GstNmiRegisterMeta *m = gst_buffer_add_nmi_register_meta (buf);
   m->model = s.model;
   make_prior (self, &s, buf, m, &prior);
-  GrStatus st = gr_register_run (self->engine, &p, &prior, &res, err, sizeof err);
+  GrRegisterPrior wprior = prior;
+  gboolean skip = FALSE;
+  if (self->windowed && !window_for_frame (self, &s, &prior, &wprior, &skip))
+    return GST_FLOW_ERROR;
+  GrStatus st = skip ? GR_OK : gr_register_run (self->engine, &p, &wprior, &res, err,
+      sizeof err);
   if (st != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Registration failed (%s).",
             gr_status_string (st)), ("%s", err));
     return GST_FLOW_ERROR;
   }
+  if (self->windowed && !skip)
+    result_to_full (self, &res);
   self->keypoints_ms = res.keypoints_ms;
   const GstVideoInfo *info = gst_georeg_base_info (GST_GEOREG_BASE (self));
   gst_nmi_register_fill_meta (&self->map, &res, GST_VIDEO_INFO_WIDTH (info),
@@ -592,8 +772,8 @@ gst_nmi_register_class_init (GstNmiRegisterClass * klass)
   gst_nmi_register_install_properties (gobject_class);
   gst_georeg_base_class_install_properties (GST_GEOREG_BASE_CLASS (klass),
       GST_GEOREG_PROPS_CONTROL | GST_GEOREG_PROPS_NODATA | GST_GEOREG_PROPS_BINS |
-      GST_GEOREG_PROPS_BACKEND | GST_GEOREG_PROPS_POST_MESSAGES,
-      GST_GEOREG_BINS_MIN_MAX);
+      GST_GEOREG_PROPS_BACKEND | GST_GEOREG_PROPS_POST_MESSAGES |
+      GST_GEOREG_PROPS_WINDOWS, GST_GEOREG_BINS_MIN_MAX);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);

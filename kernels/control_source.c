@@ -480,6 +480,31 @@ gr_control_source_open (const char *path, int band, const GrControlSourceParams 
   return GR_OK;
 }
 
+bool
+gr_control_source_can_window (const char *path)
+{
+#if GR_HAVE_GDAL
+  if (!path || gr_raster_gdal_png_to_builtin (path))
+    return false;
+  /* PNG and JPEG have no random access: every window would decode the file from its
+   * start (and an interlaced PNG or a progressive JPEG whole), so they are held whole,
+   * under the decoding budget, never windowed */
+  static gsize registered = 0;
+  if (g_once_init_enter (&registered)) {
+    GDALAllRegister ();
+    g_once_init_leave (&registered, 1);
+  }
+  CPLPushErrorHandler (CPLQuietErrorHandler);
+  GDALDriverH d = GDALIdentifyDriver (path, NULL);
+  CPLPopErrorHandler ();
+  const char *name = d ? GDALGetDriverShortName (d) : "";
+  return strcmp (name, "PNG") != 0 && strcmp (name, "JPEG") != 0;
+#else
+  (void) path;
+  return false;
+#endif
+}
+
 void
 gr_control_source_free (GrControlSource * s)
 {

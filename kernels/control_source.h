@@ -88,6 +88,11 @@ GrStatus gr_control_source_open (const char *path, int band,
     size_t errlen);
 void gr_control_source_free (GrControlSource *s);
 
+/* Whether gr_control_source_open reads `path` without decoding it (through GDAL's
+ * blocks): false in builds without GDAL and for the PNGs read by the built-in loader,
+ * which are decoded whole at open (an element then holds such a control whole). */
+bool gr_control_source_can_window (const char *path);
+
 void gr_control_source_info (const GrControlSource *s, GrControlInfo *info);
 
 /* Size of `level` and its full-control pixels per level pixel; false when there is no

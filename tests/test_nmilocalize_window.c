@@ -1,0 +1,549 @@
+/* Issue 18 through the elements: `nmilocalize ! nmiregister` over a control far larger
+ * than the decoding budget, read in windows around each frame's pose prior, against
+ * the same frames registered on an in-memory crop of the same area.
+ *
+ * The control: a procedural 1024 x 768 control (UTM 17N, 0.2 m), written as 256 px
+ * GeoTIFF tiles placed at pixel (98304, 98304) of a VRT of 200,000 x 200,000 px
+ * (virtual: GDALBuildVRT with -te; 40 G pixels, 160 GB as floats), and the same
+ * control as one GeoTIFF (the crop).  A flight of frames (240 x 180, heading 30
+ * degrees, pitch and roll a few degrees, a tone curve and noise) moving across it, each
+ * with a pose meta (position 10 m, yaw 10 degrees, height 10 %, intrinsics).
+ * Required:
+ *  - on the VRT the elements run windowed (control-mode=auto, the VRT over
+ *    control-budget) and every frame's nmiregister transform equals the crop's, moved
+ *    by the crop's offset, to GEOREG_WINDOW_TOL px RMS over the frame (default 0.25: nmilocalize
+ *    takes its grey levels on the window it searches, so its coarse result differs
+ *    a little from the crop's),
+ *    and the map coordinates agree; both are measured against the truth too;
+ *  - nmiregister alone, from the same coarse results on the frames: the transforms
+ *    agree to 1e-6 px (the window is the crop's pixels, bit for bit);
+ *  - the peak resident memory of the whole test stays under 600 MiB;
+ *  - a frame without a prior on the VRT: a STREAM error that says a prior is needed;
+ *  - the hostile 30000 x 30000 PNG (110 KB, 3.6 GB as floats) refused at start with
+ *    RESOURCE/READ naming the budget, in every control-mode, in well under a second.
+ * Printed: first-frame latency and the time per frame of both pipelines (a shared CPU
+ * machine: upper bounds).  Environment: GEOREG_WINDOW_FRAMES (chain, default 2), GEOREG_WINDOW_REGISTER_FRAMES (default 4),
+ * GEOREG_WINDOW_W/H (frame size), GEOREG_TEST_BACKEND (cpu|cuda), GEOREG_WINDOW_BIG
+ * (VRT side, default 200000), GEOREG_WINDOW_TOL, GEOREG_WINDOW_SKIP_CROP=1 (only
+ * the windowed pipeline: the GPU flight), GEOREG_TEST_VERBOSE.
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <gst/gst.h>
+#include <glib/gstdio.h>
+#include <gst/check/gstharness.h>
+
+#include "test_check.h"
+
+#if !GR_HAVE_GDAL
+int
+main (void)
+{
+  printf ("SKIP: built without GDAL (windowed controls need it)\n");
+  return 77;
+}
+#else
+#include <gdal.h>
+#include <gdal_utils.h>
+#include <ogr_srs_api.h>
+#include <cpl_string.h>
+
+#include "camera.h"
+#include "cuda_util.h"
+#include "fit.h"
+#include "geo.h"
+#include "georeg-meta.h"
+#include "georeg-pose-meta.h"
+#include "nmiregister-meta.h"
+#include "raster.h"
+#include "synth.h"
+#include "flight_truth.h"
+
+static int W = 240, H = 180;
+#define OFF 98304               /* the control's pixel offset in the VRT (a tile multiple) */
+#define TILE 256
+
+static double
+env_double (const char *name, double dflt)
+{
+  const char *v = g_getenv (name);
+  return v && *v ? atof (v) : dflt;
+}
+
+/* One GeoTIFF of the w x h area of plane p at (x0, y0), 8-bit, geotransform g, UTM 17N. */
+static gboolean
+write_tif (const char *path, const GrPlaneF * p, int x0, int y0, int w, int h,
+    const double g[6], const char *wkt)
+{
+  GDALDriverH drv = GDALGetDriverByName ("GTiff");
+  char **opts = CSLSetNameValue (NULL, "TILED", "YES");
+  GDALDatasetH ds = GDALCreate (drv, path, w, h, 1, GDT_Byte, opts);
+  CSLDestroy (opts);
+  if (!ds)
+    return FALSE;
+  GDALSetGeoTransform (ds, (double *) g);
+  GDALSetProjection (ds, wkt);
+  guint8 *row = g_malloc (w);
+  CPLErr e = CE_None;
+  for (int y = 0; y < h && e == CE_None; y++) {
+    for (int x = 0; x < w; x++) {
+      const float v = p->data[(gsize) (y0 + y) * p->stride + x0 + x];
+      row[x] = (guint8) CLAMP (lrintf (v), 1, 255);     /* 0: the VRT's nodata */
+    }
+    e = GDALRasterIO (GDALGetRasterBand (ds, 1), GF_Write, 0, y, w, 1, row, w, 1,
+        GDT_Byte, 0, 0);
+  }
+  g_free (row);
+  GDALClose (ds);
+  return e == CE_None;
+}
+
+static void
+set_value (GstGeoregPoseValue * v, double value, double sigma)
+{
+  v->value = value;
+  v->sigma = sigma;
+  v->have = TRUE;
+}
+
+/* The synthesized camera's pose as an autopilot would give it, with errors from rng
+ * (as test_nmilocalize_pose's "full" prior): position 10 m, yaw 10 degrees, height
+ * 10 %, pitch and roll 2 degrees, the intrinsics. */
+static void
+attach_pose (GstBuffer * buf, const GrSynthCamera * cam, const GrGeoRef * g,
+    const double geo[6], GrSynthRng * rng)
+{
+  GrCamera gc;
+  gr_camera_init_focal (&gc, W, H, cam->focal, W);
+  const GrCameraPose cp = { cam->heading_deg, cam->pitch_deg, -cam->roll_deg,
+    cam->scale * cam->focal * geo[1]
+  };
+  double hg[9], de, dn;
+  gr_camera_ground_homography (&gc, &cp, hg);
+  gr_fit_apply (hg, gc.cx, gc.cy, &de, &dn);
+  double mx = geo[0] + (cam->aim_x + 0.5) * geo[1] - de;
+  double my = geo[3] + (cam->aim_y + 0.5) * geo[5] - dn;
+  mx += 10.0 / G_SQRT2 * gr_synth_rng_gauss (rng);
+  my += 10.0 / G_SQRT2 * gr_synth_rng_gauss (rng);
+  gr_georef_map_to_lonlat (g, &mx, &my, 1);
+  GstGeoregPoseMeta *m = gst_buffer_add_georeg_pose_meta (buf);
+  m->sources = GST_GEOREG_POSE_SOURCE_APP;
+  set_value (&m->latitude, my, 10.0);
+  set_value (&m->longitude, mx, 10.0);
+  set_value (&m->height_agl, cp.height_m * (1.0 + 0.1 * gr_synth_rng_gauss (rng)),
+      0.1 * cp.height_m);
+  set_value (&m->camera_yaw, fmod (cp.yaw_deg + 10.0 * gr_synth_rng_gauss (rng) + 720.0,
+          360.0), 10.0);
+  set_value (&m->camera_pitch, cp.pitch_deg + 2.0 * gr_synth_rng_gauss (rng), 2.0);
+  set_value (&m->camera_roll, cp.roll_deg + 2.0 * gr_synth_rng_gauss (rng), 2.0);
+  m->have_intrinsics = TRUE;
+  m->image_width = W;
+  m->image_height = H;
+  m->fx = m->fy = gc.fx;
+  m->cx = gc.cx;
+  m->cy = gc.cy;
+}
+
+/* Frame f of the flight (the same buffer every time it is asked for) and its true
+ * frame -> crop homography. */
+static GstBuffer *
+make_frame (int f, int n, const GrPlaneF * src, const GrGeoRef * g, const double geo[6],
+    gboolean pose, double truth[9]);
+
+/* Frame f with a coarse result already attached, as nmilocalize would give it: the
+ * truth moved by a few pixels and turned by a degree, then by `offset` control pixels
+ * (the crop's place in the VRT, or 0). */
+static GstBuffer *
+make_coarse_frame (int f, int n, const GrPlaneF * src, const GrGeoRef * g,
+    const double geo[6], double offset)
+{
+  double truth[9], h[9], t[9];
+  GstBuffer *buf = make_frame (f, n, src, g, geo, FALSE, truth);
+  if (!buf)
+    return NULL;
+  const double a = G_PI / 180.0 * (f % 2 ? 1.0 : -1.0);
+  const double cx = W / 2.0, cy = H / 2.0;
+  /* about the frame's centre, then 3 px right and 2 down, then the offset */
+  const double r[9] = { cos (a), -sin (a), cx - cos (a) * cx + sin (a) * cy,
+    sin (a), cos (a), cy - sin (a) * cx - cos (a) * cy, 0, 0, 1
+  };
+  const double m[9] = { 1, 0, 3.0 + offset, 0, 1, 2.0 + offset, 0, 0, 1 };
+  gr_mat3_mul (truth, r, t);
+  gr_mat3_mul (m, t, h);
+  GstNmiLocalizeMeta *lm = gst_buffer_add_nmi_localize_meta (buf);
+  lm->frame_scale = lm->control_scale = 1.0;
+  gst_nmi_localize_meta_set_transform (lm, h, W, H);
+  lm->control_x = h[2];
+  lm->control_y = h[5];
+  return buf;
+}
+
+static GstBuffer *
+make_frame (int f, int n, const GrPlaneF * src, const GrGeoRef * g, const double geo[6],
+    gboolean pose, double truth[9])
+{
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, 1800 + f);
+  GrSynthCamera cam = { 0 };
+  const double t = n > 1 ? (double) f / (n - 1) : 0.0;
+  cam.heading_deg = 30.0 + 4.0 * gr_synth_rng_gauss (&rng);
+  cam.scale = 1.0 + 0.05 * gr_synth_rng_gauss (&rng);
+  cam.pitch_deg = 3.0 * gr_synth_rng_gauss (&rng);
+  cam.roll_deg = 3.0 * gr_synth_rng_gauss (&rng);
+  cam.focal = 1.1 * W;
+  cam.aim_x = 300.0 + t * (src->width - 600.0);
+  cam.aim_y = 250.0 + t * (src->height - 500.0);
+  GrPlaneF cut;
+  if (!flight_cut_on_control (src, &cam, W, H, &cut))
+    return NULL;
+  flight_tone_and_noise (&cut, f);
+  double hp[9];
+  gr_synth_camera_homography (&cam, W, H, hp);
+  to_corner (hp, truth);
+  GstBuffer *buf = gray8_buffer_wh (&cut, W, H);
+  gr_synth_plane_free (&cut);
+  GST_BUFFER_PTS (buf) = f * GST_SECOND / 10;
+  if (pose)
+    attach_pose (buf, &cam, g, geo, &rng);
+  return buf;
+}
+
+typedef struct {
+  gboolean ok;
+  double h[9];                  /* nmiregister frame -> control */
+  double map[2];                /* its centre on the map */
+  double coarse[9];             /* nmilocalize's */
+  unsigned lflags, rflags;
+} FrameResult;
+
+/* The flight through `nmilocalize ! nmiregister` on control `path`; results per frame,
+ * the first frame's latency and the mean of the others (ms). */
+static void
+fly (const char *path, const char *extra, int n, const GrPlaneF * src, const GrGeoRef * g,
+    const double geo[6], double coarse_offset, FrameResult * out, double *first_ms,
+    double *rest_ms)
+{
+  const gchar *be = g_getenv ("GEOREG_TEST_BACKEND") ? g_getenv ("GEOREG_TEST_BACKEND")
+      : "cpu";
+  /* coarse_offset >= 0: nmiregister alone, from a coarse meta on the frames */
+  gchar *loc = coarse_offset >= 0 ? g_strdup ("") :
+      g_strdup_printf ("nmilocalize control-location=\"%s\" backend=%s %s ! ", path, be,
+      extra);
+  gchar *desc = g_strdup_printf ("%snmiregister control-location=\"%s\" backend=%s "
+      "bins=fixed bin-low=0 bin-high=255 %s", loc, path, be, extra);
+  g_free (loc);
+  GstHarness *h = gst_harness_new_parse (desc);
+  g_free (desc);
+  gchar *caps = g_strdup_printf ("video/x-raw,format=GRAY8,width=%d,height=%d,"
+      "framerate=10/1", W, H);
+  gst_harness_set_src_caps_str (h, caps);
+  g_free (caps);
+  *first_ms = *rest_ms = 0.0;
+  for (int f = 0; f < n; f++) {
+    double truth[9];
+    GstBuffer *in = coarse_offset >= 0 ? make_coarse_frame (f, n, src, g, geo,
+        coarse_offset) : make_frame (f, n, src, g, geo, TRUE, truth);
+    memset (&out[f], 0, sizeof out[f]);
+    if (!in)
+      continue;
+    const gint64 t0 = g_get_monotonic_time ();
+    GstBuffer *b = gst_harness_push_and_pull (h, in);
+    const double ms = (g_get_monotonic_time () - t0) / 1000.0;
+    if (f == 0)
+      *first_ms = ms;
+    else
+      *rest_ms += ms / (n - 1);
+    CHECK (b != NULL, "%s: frame %d: no output", path, f);
+    if (!b)
+      continue;
+    GstNmiLocalizeMeta *lm = gst_buffer_get_nmi_localize_meta (b);
+    GstNmiRegisterMeta *rm = gst_buffer_get_nmi_register_meta (b);
+    if (lm && rm && rm->has_transform && !(rm->flags & FLIGHT_DOUBTFUL_REGISTER_FLAGS)) {
+      out[f].ok = TRUE;
+      memcpy (out[f].h, rm->frame_to_control, sizeof out[f].h);
+      out[f].map[0] = rm->center_map[0];
+      out[f].map[1] = rm->center_map[1];
+      memcpy (out[f].coarse, lm->frame_to_control, sizeof out[f].coarse);
+      out[f].lflags = lm->flags;
+      out[f].rflags = rm->flags;
+    }
+    gst_buffer_unref (b);
+  }
+  gst_harness_teardown (h);
+}
+
+/* The first error an element posts: frame == NULL: `desc` (one element) brought to
+ * PAUSED; else `desc` in a harness fed the frame.  Its domain and text (g_free), NULL
+ * when none; *ms: how long it took. */
+static gchar *
+first_error (const char *desc, GstBuffer * frame, GQuark * domain, double *ms)
+{
+  GstBus *bus = gst_bus_new ();
+  GstHarness *h = NULL;
+  GstElement *e = NULL;
+  const gint64 t0 = g_get_monotonic_time ();
+  if (frame) {
+    h = gst_harness_new_parse (desc);
+    gst_element_set_bus (h->element, bus);
+    gchar *caps = g_strdup_printf ("video/x-raw,format=GRAY8,width=%d,height=%d,"
+        "framerate=10/1", W, H);
+    gst_harness_set_src_caps_str (h, caps);
+    g_free (caps);
+    gst_harness_push (h, frame);
+  } else {
+    e = gst_parse_launch (desc, NULL);
+    gst_element_set_bus (e, bus);
+    gst_element_set_state (e, GST_STATE_PAUSED);
+  }
+  *ms = (g_get_monotonic_time () - t0) / 1000.0;
+  gchar *text = NULL;
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  if (msg) {
+    GError *err = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error (msg, &err, &dbg);
+    *domain = err->domain;
+    text = g_strdup_printf ("%s (%s)", err->message, dbg ? dbg : "");
+    g_error_free (err);
+    g_free (dbg);
+    gst_message_unref (msg);
+  }
+  if (h) {
+    gst_element_set_bus (h->element, NULL);
+    gst_harness_teardown (h);
+  } else {
+    gst_element_set_state (e, GST_STATE_NULL);
+    gst_element_set_bus (e, NULL);
+    gst_object_unref (e);
+  }
+  gst_object_unref (bus);
+  return text;
+}
+
+int
+main (int argc, char **argv)
+{
+  setvbuf (stdout, NULL, _IOLBF, 0);
+  gst_init (&argc, &argv);
+  GDALAllRegister ();
+  if (!g_strcmp0 (g_getenv ("GEOREG_TEST_BACKEND"), "cuda") &&
+      gr_cuda_device_count () <= 0) {
+    printf ("SKIP: GEOREG_TEST_BACKEND=cuda and no usable CUDA device\n");
+    return 77;
+  }
+  W = (int) env_double ("GEOREG_WINDOW_W", 240);
+  H = (int) env_double ("GEOREG_WINDOW_H", 180);
+  const int n = (int) env_double ("GEOREG_WINDOW_FRAMES", 2);
+  const int big = (int) env_double ("GEOREG_WINDOW_BIG", 200000);
+  /* the whole chain: nmilocalize takes its grey levels on the window it searches (a
+   * percentile of it), not on the crop, so its coarse result differs a little and
+   * nmiregister converges from another start */
+  const double tol = env_double ("GEOREG_WINDOW_TOL", 0.25);
+  const gboolean verbose = g_getenv ("GEOREG_TEST_VERBOSE") != NULL;
+  char e[512] = "";
+
+  GrSynthControlParams cp;
+  gr_synth_control_params_init (&cp);
+  cp.width = (int) env_double ("GEOREG_WINDOW_CONTROL_W", 1024);
+  cp.height = (int) env_double ("GEOREG_WINDOW_CONTROL_H", 768);
+  cp.width = (cp.width + TILE - 1) / TILE * TILE;
+  cp.height = (cp.height + TILE - 1) / TILE * TILE;
+  cp.seed = 1818;
+  cp.depth = 8;
+  GrSynthImage img;
+  memset (&img, 0, sizeof img);
+  CHECK (gr_synth_control_generate (&cp, &img, e, sizeof e) == GR_OK, "control: %s", e);
+  const GrPlaneF ctl = gr_synth_image_plane (&img, 0);
+  const GrPlaneF src = gr_synth_image_plane (&img, 1);
+  const double px_m = 0.2;
+  /* the crop: UTM 17N, its centre on the central meridian */
+  const double geo[6] = { 500000.0 - 0.5 * ctl.width * px_m, px_m, 0.0,
+    4570000.0 + 0.5 * ctl.height * px_m, 0.0, -px_m
+  };
+  GrGeoRef *g = NULL;
+  CHECK (gr_georef_new (geo, "EPSG:32617", &g, e, sizeof e) == GR_OK, "georef: %s", e);
+  OGRSpatialReferenceH srs = OSRNewSpatialReference (NULL);
+  OSRImportFromEPSG (srs, 32617);
+  char *wkt = NULL;
+  OSRExportToWkt (srs, &wkt);
+
+  gchar *dir = g_dir_make_tmp ("georeg-window-XXXXXX", NULL);
+  gchar *crop = g_build_filename (dir, "crop.tif", NULL);
+  CHECK (write_tif (crop, &ctl, 0, 0, ctl.width, ctl.height, geo, wkt), "crop.tif");
+  /* the tiles, then the VRT of `big` px around them */
+  const int nx = ctl.width / TILE, ny = ctl.height / TILE;
+  char **tiles = g_new0 (char *, nx * ny + 1);
+  for (int ty = 0, k = 0; ty < ny; ty++)
+    for (int tx = 0; tx < nx; tx++, k++) {
+      const double tg[6] = { geo[0] + tx * TILE * px_m, px_m, 0, geo[3] - ty * TILE * px_m,
+        0, -px_m
+      };
+      gchar *name = g_strdup_printf ("tile_%d_%d.tif", ty, tx);
+      tiles[k] = g_build_filename (dir, name, NULL);
+      g_free (name);
+      CHECK (write_tif (tiles[k], &ctl, tx * TILE, ty * TILE, TILE, TILE, tg, wkt),
+          "tile %d", k);
+    }
+  gchar *vrt_path = g_build_filename (dir, "big.vrt", NULL);
+  char te[4][40];
+  const double vx0 = geo[0] - OFF * px_m, vy1 = geo[3] + OFF * px_m;
+  snprintf (te[0], sizeof te[0], "%.6f", vx0);
+  snprintf (te[1], sizeof te[1], "%.6f", vy1 - big * px_m);
+  snprintf (te[2], sizeof te[2], "%.6f", vx0 + big * px_m);
+  snprintf (te[3], sizeof te[3], "%.6f", vy1);
+  /* nodata 0 (which no tile holds): the VRT's area without tiles is off the control,
+   * as around the crop */
+  char *argv_vrt[] = { "-te", te[0], te[1], te[2], te[3], "-vrtnodata", "0", NULL };
+  GDALBuildVRTOptions *vo = GDALBuildVRTOptionsNew (argv_vrt, NULL);
+  int usage = 0;
+  GDALDatasetH vrt = GDALBuildVRT (vrt_path, nx * ny, NULL, (const char *const *) tiles,
+      vo, &usage);
+  GDALBuildVRTOptionsFree (vo);
+  CHECK (vrt && GDALGetRasterXSize (vrt) == big && GDALGetRasterYSize (vrt) == big,
+      "a VRT of %d x %d", big, big);
+  if (vrt)
+    GDALClose (vrt);
+  printf ("control %d x %d at (%d, %d) of a %d x %d VRT over %d GeoTIFF tiles; "
+      "%d frames of %d x %d\n", ctl.width, ctl.height, OFF, OFF, big, big, nx * ny, n, W,
+      H);
+
+  /* ---- the flight, windowed on the VRT and whole on the crop: the whole chain, then
+   * nmiregister alone from the same coarse results */
+  const gboolean skip_crop = g_getenv ("GEOREG_WINDOW_SKIP_CROP") != NULL;
+  const int n_reg = (int) env_double ("GEOREG_WINDOW_REGISTER_FRAMES", 4);
+  const double tol_reg = 1e-6;
+  for (int pass = 0; pass < 2; pass++) {
+    const gboolean chain = pass == 0;
+    const int nf = chain ? n : n_reg;
+    const double t = chain ? tol : tol_reg;
+    const char *what = chain ? "nmilocalize ! nmiregister" : "nmiregister alone";
+    if (nf <= 0)
+      continue;
+    FrameResult *rw = g_new0 (FrameResult, nf), *rc = g_new0 (FrameResult, nf);
+    double first_w, rest_w, first_c = 0, rest_c = 0;
+    fly (vrt_path, "", nf, &src, g, geo, chain ? -1.0 : OFF, rw, &first_w, &rest_w);
+    if (!skip_crop)
+      fly (crop, "control-mode=whole", nf, &src, g, geo, chain ? -1.0 : 0.0, rc,
+          &first_c, &rest_c);
+    int agree = 0, good_w = 0, placed = 0;
+    double worst = 0.0, worst_map = 0.0;
+    for (int f = 0; f < nf; f++) {
+      double truth[9], tfull[9];
+      GstBuffer *tmp = make_frame (f, nf, &src, g, geo, FALSE, truth);
+      if (tmp)
+        gst_buffer_unref (tmp);
+      const double shift[9] = { 1, 0, OFF, 0, 1, OFF, 0, 0, 1 };
+      gr_mat3_mul (shift, truth, tfull);
+      const double err_w = rw[f].ok ? frame_rms_wh (rw[f].h, tfull, W, H) : INFINITY;
+      good_w += err_w <= 0.5;
+      placed += rw[f].ok;
+      double d = 0.0, dm = 0.0, err_c = NAN;
+      if (!skip_crop) {
+        CHECK (rw[f].ok == rc[f].ok, "%s, frame %d: registered windowed %d, on the "
+            "crop %d", what, f, rw[f].ok, rc[f].ok);
+        if (rw[f].ok && rc[f].ok) {
+          double cfull[9];
+          gr_mat3_mul (shift, rc[f].h, cfull);
+          d = frame_rms_wh (rw[f].h, cfull, W, H);
+          dm = hypot (rw[f].map[0] - rc[f].map[0], rw[f].map[1] - rc[f].map[1]) / px_m;
+          err_c = frame_rms_wh (rc[f].h, truth, W, H);
+          worst = fmax (worst, d);
+          worst_map = fmax (worst_map, dm);
+          agree += d <= t && dm <= t;
+        }
+      }
+      if (verbose || d > t || dm > t)
+        printf ("  %s, frame %d: windowed %.3f px from the truth (flags 0x%x/0x%x), "
+            "crop %.3f px; they differ by %.3g px (map centre %.3g px)\n", what, f,
+            err_w, rw[f].lflags, rw[f].rflags, err_c, d, dm);
+    }
+    printf ("%s windowed on the VRT: %d of %d registered, %d within 0.5 px of the "
+        "truth; first frame %.0f ms, then %.1f ms a frame\n", what, placed, nf, good_w,
+        first_w, rest_w);
+    if (!skip_crop) {
+      printf ("%s whole on the crop: first frame %.0f ms, then %.1f ms a frame; %d of "
+          "%d frames agree within %g px (worst %.3g px over the frame, %.3g px on the "
+          "map)\n", what, first_c, rest_c, agree, nf, t, worst, worst_map);
+      CHECK (agree == nf, "%s: %d of %d frames agree with the crop within %g px", what,
+          agree, nf, t);
+    }
+    CHECK (placed * 10 >= nf * 8, "%s: registered %d of %d frames windowed", what,
+        placed, nf);
+    g_free (rw);
+    g_free (rc);
+  }
+
+  /* ---- a frame without a prior on the VRT: a prior is needed */
+  {
+    double truth[9], ms;
+    GQuark dom = 0;
+    gchar *desc = g_strdup_printf ("nmilocalize control-location=\"%s\" ! nmiregister "
+        "control-location=\"%s\"", vrt_path, vrt_path);
+    gchar *msg = first_error (desc, make_frame (0, n, &src, g, geo, FALSE, truth), &dom,
+        &ms);
+    g_free (desc);
+    printf ("no prior on the VRT: %s\n", msg ? msg : "(no error)");
+    CHECK (msg && dom == GST_STREAM_ERROR && strstr (msg, "prior is needed"),
+        "a frame without a prior on the windowed control: %s", msg ? msg : "no error");
+    g_free (msg);
+  }
+
+  /* ---- the hostile PNG: refused against the budget, in every mode */
+  const gchar *root = g_getenv ("GEOREG_SOURCE_ROOT");
+  if (root) {
+    gchar *png = g_build_filename (root, "tests", "fuzz", "corpus", "raster",
+        "dos-png-gray1-30000x30000.png", NULL);
+    const char *modes[] = { "auto", "whole", "windowed" };
+    for (int i = 0; i < 3; i++) {
+      GQuark dom = 0;
+      double ms;
+      gchar *desc = g_strdup_printf ("nmilocalize control-location=\"%s\" "
+          "control-mode=%s", png, modes[i]);
+      gchar *msg = first_error (desc, NULL, &dom, &ms);
+      g_free (desc);
+      printf ("hostile PNG, control-mode=%s: %.0f ms: %s\n", modes[i], ms,
+          msg ? msg : "(no error)");
+      CHECK (msg && dom == GST_RESOURCE_ERROR && strstr (msg, "decoding budget") &&
+          ms < 2000.0,
+          "the 30000 x 30000 PNG (control-mode=%s) refused at once: %s", modes[i],
+          msg ? msg : "no error");
+      g_free (msg);
+    }
+    g_free (png);
+  } else {
+    printf ("hostile PNG: skipped (GEOREG_SOURCE_ROOT is not set)\n");
+  }
+
+  for (int i = 0; tiles[i]; i++)
+    g_unlink (tiles[i]);
+  g_strfreev (tiles);
+  g_unlink (vrt_path);
+  g_unlink (crop);
+  g_rmdir (dir);
+  g_free (vrt_path);
+  g_free (crop);
+  g_free (dir);
+  CPLFree (wkt);
+  OSRDestroySpatialReference (srs);
+  gr_georef_free (g);
+  gr_synth_image_free (&img);
+
+  struct rusage ru;
+  getrusage (RUSAGE_SELF, &ru);
+  printf ("peak resident memory: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+#if defined(__SANITIZE_ADDRESS__)
+  const long limit_mib = 1500;
+#else
+  const long limit_mib = 600;
+#endif
+  CHECK (ru.ru_maxrss < limit_mib * 1024, "peak resident memory %.1f MiB (limit %ld)",
+      ru.ru_maxrss / 1024.0, limit_mib);
+  return CHECK_DONE ();
+}
+#endif
