@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include <glib.h>
+#include <glib/gstdio.h>
+#include <sys/stat.h>
 
 #define PREFETCH_QUEUE_MAX 16
 
@@ -485,6 +487,11 @@ gr_control_source_can_window (const char *path)
 {
 #if GR_HAVE_GDAL
   if (!path || gr_raster_gdal_png_to_builtin (path))
+    return false;
+  /* a FIFO or a device would block GDAL's identification: the whole-image loader
+   * refuses those by name */
+  GStatBuf st;
+  if (strncmp (path, "/vsi", 4) != 0 && (g_stat (path, &st) != 0 || !S_ISREG (st.st_mode)))
     return false;
   /* PNG and JPEG have no random access: every window would decode the file from its
    * start (and an interlaced PNG or a progressive JPEG whole), so they are held whole,
