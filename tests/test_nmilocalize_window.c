@@ -23,7 +23,8 @@
  *    RESOURCE/READ naming the budget, in every control-mode, in well under a second.
  * Printed: first-frame latency and the time per frame of both pipelines (a shared CPU
  * machine: upper bounds).  Environment: GEOREG_WINDOW_FRAMES (chain, default 2), GEOREG_WINDOW_REGISTER_FRAMES (default 4),
- * GEOREG_WINDOW_W/H (frame size), GEOREG_TEST_BACKEND (cpu|cuda), GEOREG_WINDOW_BIG
+ * GEOREG_WINDOW_W/H (frame size), GEOREG_WINDOW_SCALE (control px per frame px, 1),
+ * GEOREG_WINDOW_CONTROL_W/H (the procedural control), GEOREG_TEST_BACKEND (cpu|cuda), GEOREG_WINDOW_BIG
  * (VRT side, default 200000), GEOREG_WINDOW_TOL, GEOREG_WINDOW_SKIP_CROP=1 (only
  * the windowed pipeline: the GPU flight), GEOREG_TEST_VERBOSE.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
@@ -193,12 +194,15 @@ make_frame (int f, int n, const GrPlaneF * src, const GrGeoRef * g, const double
   GrSynthCamera cam = { 0 };
   const double t = n > 1 ? (double) f / (n - 1) : 0.0;
   cam.heading_deg = 30.0 + 4.0 * gr_synth_rng_gauss (&rng);
-  cam.scale = 1.0 + 0.05 * gr_synth_rng_gauss (&rng);
+  cam.scale = env_double ("GEOREG_WINDOW_SCALE", 1.0) * (1.0 + 0.05 *
+      gr_synth_rng_gauss (&rng));
   cam.pitch_deg = 3.0 * gr_synth_rng_gauss (&rng);
   cam.roll_deg = 3.0 * gr_synth_rng_gauss (&rng);
   cam.focal = 1.1 * W;
-  cam.aim_x = 300.0 + t * (src->width - 600.0);
-  cam.aim_y = 250.0 + t * (src->height - 500.0);
+  /* from near the top-left to near the bottom-right, the frame inside the control */
+  const double edge = 0.55 * hypot (W, H) * cam.scale + 20.0;
+  cam.aim_x = edge + t * (src->width - 2.0 * edge);
+  cam.aim_y = edge + t * (src->height - 2.0 * edge);
   GrPlaneF cut;
   if (!flight_cut_on_control (src, &cam, W, H, &cut))
     return NULL;
