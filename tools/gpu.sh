@@ -6,9 +6,10 @@
 # Here (a CPU machine with the CUDA toolkit, no GPU):
 #   bash tools/gpu.sh stage [BUILD]     .gstroot/ (the GStreamer runtime the GPU machine
 #                                       lacks) if missing, BUILD (default build-gpu)
-#                                       configured with CUDA (sm_90: H100/H200), without
-#                                       GDAL, built; beside it the libraries the GPU
-#                                       machine lacks (BUILD/fallback-lib), the
+#                                       configured with CUDA (sm_90: H100/H200) and GDAL
+#                                       (GPU_GDAL=0: without), built; beside it the
+#                                       libraries the GPU machine lacks (BUILD/fallback-lib,
+#                                       GDAL's closure packed in BUILD/gdal-root.tar.xz), the
 #                                       orthomosaic (BUILD/georeg-data) and the live 4K
 #                                       stream (BUILD/live-4k); object files moved to
 #                                       BUILD.objs so that the carry stays under 64 MiB
@@ -23,6 +24,8 @@
 #   bash tools/gpu.sh bench [BUILD]     the headline benchmarks, CUDA (dense NMI, sparse
 #                                       NMI, matcher, features, landmarkshoot)
 #   bash tools/gpu.sh live [BUILD]      the live 4K chain (pipelines/live-4k.sh bench)
+#   bash tools/gpu.sh flight [BUILD]    200 4K frames windowed over a 200k x 200k VRT
+#                                       (issue 18), then 20 against an in-memory crop
 #   bash tools/gpu.sh all [BUILD]       suite and sanitize side by side, then bench, then
 #                                       live: about 8 minutes on an H100 host with 16
 #                                       cores, bounded by GPU_BUDGET_S (default 560 s)
@@ -52,7 +55,12 @@ stage () {
     [ -x "$mk" ] || { echo "make-gstroot.sh not found: set MAKE_GSTROOT" >&2; return 1; }
     "$mk" || { echo "make-gstroot.sh failed (apt-get update once first?)" >&2; return 1; }
   fi
-  [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgdal=disabled \
+  # GDAL: the GPU machine has none, so its closure is carried packed (gdal_pack);
+  # GPU_GDAL=0 builds without it as before
+  local gdal=enabled
+  [ "${GPU_GDAL:-1}" = 0 ] && gdal=disabled
+  [ -f "$build/build.ninja" ] && meson configure "$build" -Dgdal=$gdal > /dev/null
+  [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgdal=$gdal \
     -Dbuildtype=release "-Dcuda-gencode=['${GPU_GENCODE:-arch=compute_90,code=sm_90}']" ||
     return 1
   [ -d "$build.objs" ] && restore
@@ -72,6 +80,7 @@ stage () {
     BUILD=$build bash pipelines/live-4k.sh make "$build/live-4k" > "$build/live-4k.log" 2>&1 ||
       { echo "live 4K data not made (see $build/live-4k.log); 'live' will skip"; rm -rf "$build/live-4k"; }
   fi
+  [ "$gdal" = enabled ] && { gdal_pack || return 1; }
   # objects and static archives are not needed to run: keep them out of the carry
   mkdir -p "$build.objs"
   (cd "$build" && find . \( -name '*.o' -o -name '*.a' \) -print0 | tar -cf - --null -T - |
@@ -91,6 +100,74 @@ restore () {
   return 0
 }
 
+# gdal_pack: libgdal and every shared library the build's binaries need that the GPU
+# machine lacks (it has glibc, libstdc++ and the CUDA driver; GStreamer comes in
+# .gstroot, a few more in BUILD/fallback-lib), plus PROJ's proj.db and GDAL_DATA,
+# as BUILD/gdal-root.tar.xz, which setup_env unpacks there (issue 18: windowed
+# controls need GDAL).  xz -9e: about 40 MB for Debian 12's GDAL 3.6 and its 100 or so
+# libraries (150 MB unpacked); several minutes on a loaded 2-core machine.
+gdal_pack () {
+  local tmp; tmp=$(mktemp -d) || return 1
+  local dir=$tmp/gdal-root f b
+  mkdir -p "$dir/lib" "$dir/share/proj" "$dir/share/gdal"
+  local have=" "
+  for f in .gstroot/usr/lib/x86_64-linux-gnu/* "$build"/fallback-lib/*; do
+    have+="$(basename "$f") "
+  done
+  # the closure (ldd lists it whole) of the library, the plugin and the test binaries
+  find "$build/kernels" "$build/gst" -maxdepth 1 -type f -name '*.so*' -print0 |
+    xargs -0 ldd 2>/dev/null |
+    awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+    while read -r b f; do
+      case "$b" in
+        libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libresolv.so*|libutil.so*|\
+        ld-linux*|libstdc++.so*|libgcc_s.so*|libcuda.so*|libnvidia*|libgeoreg*|libgst*) continue ;;
+      esac
+      case "$have" in *" $b "*) continue ;; esac
+      cp -L "$f" "$dir/lib/$b"
+    done
+  # ICU's data (31 MB, 7.5 MB packed) is only reached through libxml2's encoding
+  # conversions, which reading GeoTIFF and VRT (GDAL's own XML parser) never makes: a
+  # library of the same name exporting the same (empty) data symbol stands in for it
+  for f in "$dir"/lib/libicudata.so.*; do
+    [ -f "$f" ] || continue
+    nm -D --defined-only "$f" | awk '$2 ~ /[RDB]/ {print "const unsigned char " $3 "[64] __attribute__ ((aligned (16))) = { 0 };"}' \
+      > "$tmp/icudata.c"
+    cc -shared -fPIC -Wl,-soname,"$(basename "$f")" -o "$f.stub" "$tmp/icudata.c" &&
+      mv "$f.stub" "$f"
+  done
+  [ -f "$dir/lib/$(ldd "$build"/kernels/libgeoreg-kernels.so | awk '/libgdal/ {print $1; exit}')" ] ||
+    { echo "gdal_pack: $build does not link libgdal (configured without GDAL?)" >&2; rm -rf "$tmp"; return 1; }
+  # the drivers' libraries a windowed control never uses: stand-ins (tools/gdal_stub.py)
+  python3 tools/gdal_stub.py "$dir/lib" "$build"/kernels/libgeoreg-kernels.so \
+    "$build"/gst/libgstgeoreg.so -- libpoppler libhdf5 libnetcdf libheif libspatialite \
+    libxerces-c libmariadb libpq libodbc libkml libcfitsio libarmadillo libogdi libqhull \
+    libfyba libfreexl libblosc libopenjp2 libmfhdfalt libdfalt libgeos_c libgif \
+    libodbcinst libcurl libcrypto libxml2 || { rm -rf "$tmp"; return 1; }
+  local proj; proj=$(pkg-config --variable=datadir proj 2>/dev/null)/proj
+  [ -f "$proj/proj.db" ] || proj=/usr/share/proj
+  cp "$proj/proj.db" "$dir/share/proj/"
+  local gd; gd=$(gdal-config --datadir 2>/dev/null)
+  [ -d "$gd" ] || gd=/usr/share/gdal
+  cp -r "$gd"/. "$dir/share/gdal/"
+  echo "gdal_pack: $(ls "$dir/lib" | wc -l) libraries, $(du -sm "$dir" | cut -f1) MiB unpacked"
+  # the check: the windowed-control test with GDAL from this folder only (stand-ins
+  # that a reading path would call abort with their name)
+  if [ -x "$build/tests/test_nmilocalize_window" ]; then
+    LD_LIBRARY_PATH=$dir/lib:$root/$build/kernels:$root/$build/gst PROJ_DATA=$dir/share/proj \
+      GDAL_DATA=$dir/share/gdal GEOREG_WINDOW_FRAMES=1 GEOREG_WINDOW_REGISTER_FRAMES=1 \
+      GEOREG_TEST_BACKEND=cpu GST_PLUGIN_PATH_1_0=$root/$build/gst GST_PLUGIN_SYSTEM_PATH_1_0= \
+      GST_REGISTRY=$tmp/registry.bin timeout 300 "$build/tests/test_nmilocalize_window" \
+      > "$build/gdal-check.log" 2>&1 ||
+      { echo "gdal_pack: the packed GDAL does not read the test's VRT (see $build/gdal-check.log)" >&2
+        rm -rf "$tmp"; return 1; }
+    echo "gdal_pack: checked (test_nmilocalize_window on the packed libraries)"
+  fi
+  tar -C "$tmp" -cf - gdal-root | xz ${GDAL_XZ:--9e} -T0 > "$build/gdal-root.tar.xz" || { rm -rf "$tmp"; return 1; }
+  rm -rf "$tmp"
+  du -m "$build/gdal-root.tar.xz"
+}
+
 # -------------------------------------------------------------------------- there
 
 setup_env () {
@@ -100,6 +177,13 @@ setup_env () {
   export GST_PLUGIN_SYSTEM_PATH_1_0=
   export GST_PLUGIN_PATH_1_0=$root/$build/gst${GST_PLUGIN_SYSTEM_PATH:+:$GST_PLUGIN_SYSTEM_PATH}
   export GST_REGISTRY=$out/registry.bin CK_FORK=no
+  # GDAL and its libraries (gdal_pack), unpacked once beside the build
+  if [ -f "$build/gdal-root.tar.xz" ]; then
+    [ -d "$build/gdal-root" ] || tar -C "$build" -xJf "$build/gdal-root.tar.xz"
+    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$root/$build/gdal-root/lib
+    export PROJ_DATA=$root/$build/gdal-root/share/proj PROJ_LIB=$root/$build/gdal-root/share/proj
+    export GDAL_DATA=$root/$build/gdal-root/share/gdal GDAL_CACHEMAX=64
+  fi
   [ -f "$out/device.txt" ] || { nvidia-smi --query-gpu=name,driver_version,memory.total \
       --format=csv,noheader 2>&1 | head -n 1; echo "cores: $(nproc)  $(date -u +%FT%TZ)"; } \
       > "$out/device.txt"
@@ -253,6 +337,40 @@ live () {
   return "$rc"
 }
 
+# flight: issue 18's "Done when" on the GPU: test_nmilocalize_window on CUDA, 4K
+# frames (scale 0.5: 1920 x 1080 control px each) over a 200,000 x 200,000 px VRT of
+# GeoTIFF tiles (made here, on the device), 200 frames windowed alone (fps once warm,
+# first-frame latency, peak RSS of the process, peak GPU memory from nvidia-smi every
+# 200 ms), then 20 frames against the in-memory crop (agreement).  About 120 s.
+flight () {
+  setup_env
+  mkdir -p "$out/flight"
+  local t=$build/tests/test_nmilocalize_window rc=0 t0 r
+  [ -x "$t" ] || { note "flight" 1 0 "no $t (stage with GDAL)"; return 1; }
+  local common="GEOREG_TEST_BACKEND=cuda GEOREG_WINDOW_W=3840 GEOREG_WINDOW_H=2160
+    GEOREG_WINDOW_SCALE=0.5 GEOREG_WINDOW_CONTROL_W=6144 GEOREG_WINDOW_CONTROL_H=4608
+    GEOREG_WINDOW_REGISTER_FRAMES=0"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 \
+    > "$out/flight/gpumem.txt" 2>/dev/null & local smi=$!
+  t0=$SECONDS
+  timeout "$(bounded 150)" env $common GEOREG_WINDOW_FRAMES=200 GEOREG_WINDOW_SKIP_CROP=1 \
+    "$t" > "$out/flight/flight200.log" 2>&1; r=$?
+  kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+  local ms peak rss
+  ms=$(grep -o 'then [0-9.]* ms a frame' "$out/flight/flight200.log" | head -n 1 | awk '{print $2}')
+  peak=$(sort -n "$out/flight/gpumem.txt" | tail -n 1)
+  rss=$(grep -o 'peak resident memory: [0-9.]* MiB' "$out/flight/flight200.log" | awk '{print $4}')
+  note "flight 200 x 4K windowed (CUDA)" "$r" $((SECONDS - t0)) "$(awk -v m="$ms" 'BEGIN {if (m > 0) printf "%.1f fps", 1000 / m}'); $(grep -o 'first frame [0-9]* ms' "$out/flight/flight200.log" | head -n 1); peak RSS ${rss:-?} MiB; peak GPU ${peak:-?} MiB (whole device)"
+  [ "$r" = 0 ] || rc=1
+  t0=$SECONDS
+  timeout "$(bounded 120)" env $common GEOREG_WINDOW_FRAMES=20 "$t" \
+    > "$out/flight/agree20.log" 2>&1; r=$?
+  note "flight 20 x 4K vs in-memory crop" "$r" $((SECONDS - t0)) "$(grep -o '[0-9]* of [0-9]* frames agree within [^(]*([^)]*)' "$out/flight/agree20.log" | head -n 1)"
+  [ "$r" = 0 ] || rc=1
+  grep -hE 'windowed on the VRT|whole on the crop|peak resident' "$out"/flight/*.log | sed 's/^/    /' | tee -a "$out/table.txt"
+  return "$rc"
+}
+
 table () {
   echo
   cat "$out/device.txt"
@@ -271,6 +389,7 @@ case "$cmd" in
   sanitize) sanitize "${3:-}"; rc=$?; table; exit "$rc" ;;
   bench) bench; rc=$?; table; exit "$rc" ;;
   live) live; rc=$?; table; exit "$rc" ;;
+  flight) flight; rc=$?; table; exit "$rc" ;;
   all)
     deadline=$(( SECONDS + ${GPU_BUDGET_S:-560} ))
     setup_env
@@ -286,6 +405,6 @@ case "$cmd" in
     table
     [ $((r1 + r2 + r3 + r4)) = 0 ]; exit $? ;;
   *)
-    sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
 esac
