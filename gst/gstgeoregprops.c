@@ -50,8 +50,8 @@ gst_georeg_control_mode_get_type (void)
   static const GEnumValue values[] = {
     {GST_GEOREG_CONTROL_MODE_AUTO, "Whole when the control fits control-budget, else "
           "windows around each frame's prior", "auto"},
-    {GST_GEOREG_CONTROL_MODE_WHOLE, "Always whole (a control over control-budget is "
-          "refused)", "whole"},
+    {GST_GEOREG_CONTROL_MODE_WHOLE, "Always whole (a control over the decoding budget "
+          "is refused)", "whole"},
     {GST_GEOREG_CONTROL_MODE_WINDOWED, "Always windows around each frame's prior "
           "(every frame needs a pose meta or a search region)", "windowed"},
     {0, NULL, NULL}
@@ -97,7 +97,8 @@ GParamSpec *
 gst_georeg_param_spec_control_budget (GParamFlags flags)
 {
   return g_param_spec_uint64 ("control-budget", "Control budget",
-      "Pixels of the largest control held whole (control-mode=auto reads a larger one "
-      "in windows) and of the largest window cut; a frame needing more is refused",
+      "control-mode=auto: pixels of the largest control held whole (a larger one is "
+      "read in windows); a control held whole is also bounded by the decoding budget "
+      "(268 M pixels, 4 GiB: docs/controls.md)",
       1, G_MAXUINT64, GST_GEOREG_DEFAULT_CONTROL_BUDGET, flags | SHARED_FLAGS);
 }

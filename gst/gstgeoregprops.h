@@ -38,7 +38,7 @@ GParamSpec *gst_georeg_param_spec_control_location (GParamFlags flags);
 
 /* How the control is held: auto = whole when it fits control-budget, in windows
  * around each frame's prior when it does not; whole = always whole (as before issue
- * 18: a control over the budget is refused); windowed = always in windows (every
+ * 18: a control over the decoding budget is refused); windowed = always in windows (every
  * frame needs a prior). */
 typedef enum {
   GST_GEOREG_CONTROL_MODE_AUTO = 0,
@@ -62,8 +62,8 @@ GParamSpec *gst_georeg_param_spec_control_cache_size (GParamFlags flags);
 /* "control-window-margin", double, default 256: full-control pixels added around the
  * area a frame needs when a window is cut. */
 GParamSpec *gst_georeg_param_spec_control_window_margin (GParamFlags flags);
-/* "control-budget", guint64 pixels, default 16384 x 16384: the largest control held
- * whole, and the largest window cut. */
+/* "control-budget", guint64 pixels, default 16384 x 16384: control-mode=auto holds a
+ * control of at most this many pixels whole, reads a larger one in windows. */
 GParamSpec *gst_georeg_param_spec_control_budget (GParamFlags flags);
 
 G_END_DECLS
