@@ -303,7 +303,11 @@ gst_georeg_base_open_control (GstGeoregBase * base)
   p->windowed = FALSE;
   /* PNG and JPEG (no random access) are held whole, subject to the budget, in every
    * mode (kernels/control_source.h) */
-  if (s.control_mode != GST_GEOREG_CONTROL_MODE_WHOLE &&
+  /* only elements that take windows install control-mode (featurematch needs the
+   * whole control) */
+  const gboolean windows = g_object_class_find_property (G_OBJECT_GET_CLASS (base),
+      "control-mode") != NULL;
+  if (windows && s.control_mode != GST_GEOREG_CONTROL_MODE_WHOLE &&
       gr_control_source_can_window (s.control_location)) {
     /* the header only: windows when asked for, or (auto) when the control is over the
      * budget; a control that fits is then acquired whole as before */
