@@ -23,6 +23,11 @@
 #   bash tools/gpu.sh bench [BUILD]     the headline benchmarks, CUDA (dense NMI, sparse
 #                                       NMI, matcher, features, landmarkshoot)
 #   bash tools/gpu.sh live [BUILD]      the live 4K chain (pipelines/live-4k.sh bench)
+#   bash tools/gpu.sh varifold [BUILD]  issue 15: test_shoot_varifold_gpu, then varifold
+#                                       matching of 10,000 and 100,000 vertices on CUDA
+#                                       (tests/bench_varifold_shoot) and in PyTorch
+#                                       (tools/bench_varifold_torch.py), same problem and
+#                                       iterations (VARIFOLD_ITERS, default 100,5); ~200 s
 #   bash tools/gpu.sh all [BUILD]       suite and sanitize side by side, then bench, then
 #                                       live: about 8 minutes on an H100 host with 16
 #                                       cores, bounded by GPU_BUDGET_S (default 560 s)
@@ -253,6 +258,47 @@ live () {
   return "$rc"
 }
 
+# issue 15: the varifold shooting test, then CUDA and PyTorch on the same matching
+# problems and iteration counts, with the speed-up per size
+varifold () {
+  setup_env
+  mkdir -p "$out/bench"
+  local rc=0 iters=${VARIFOLD_ITERS:-100,5} sizes=${VARIFOLD_SIZES:-10000,100000}
+  local t0=$SECONDS
+  (cd "$build" && timeout "$(bounded 60)" tests/test_shoot_varifold_gpu) \
+    > "$out/bench/shoot_varifold_gpu.log" 2>&1
+  local r=$?
+  note "test_shoot_varifold_gpu" "$r" $((SECONDS - t0)) \
+    "$(grep -cE '^FAIL' "$out/bench/shoot_varifold_gpu.log") failed checks; log bench/shoot_varifold_gpu.log"
+  [ "$r" = 0 ] || rc=1
+  bench_step "varifold CUDA" 60 varifold_cuda.log "$build/tests/bench_varifold_shoot" \
+    --vertices "$sizes" --iters "$iters" --json "$out/bench/varifold_cuda.json" || rc=1
+  bench_step "varifold PyTorch" 150 varifold_torch.log python3 tools/bench_varifold_torch.py \
+    --vertices "$sizes" --iters "$iters" --out "$out/bench/varifold_torch.json" || rc=1
+  python3 - "$out/bench/varifold_cuda.json" "$out/bench/varifold_torch.json" <<'PY' |
+import json, sys
+def load(p):
+    try:
+        return json.load(open(p))["results"]
+    except Exception:
+        return []
+cu, th = load(sys.argv[1]), load(sys.argv[2])
+print("| varifold matching | CUDA fit s | PyTorch fit s | speed-up | loss CUDA | loss PyTorch |")
+for i, c in enumerate(cu):
+    t = th[i] if i < len(th) else {}
+    if "fit_s" in t and c.get("ok") and c["fit_s"] > 0:
+        print(f"| {c['source_vertices']} onto {c['target_vertices']}, {c['iterations']} it "
+              f"| {c['fit_s']:.3f} | {t['fit_s']:.2f} | {t['fit_s'] / c['fit_s']:.0f}x "
+              f"| {c['loss_after']:.6g} | {t['loss_after']:.6g} |")
+    else:
+        print(f"| {c['source_vertices']} onto {c['target_vertices']}, {c['iterations']} it "
+              f"| {c['fit_s']:.3f} | {t.get('error', 'not run (time limit?)')} | - "
+              f"| {c['loss_after']:.6g} | - |")
+PY
+    tee "$out/bench/varifold_summary.log"
+  return "$rc"
+}
+
 table () {
   echo
   cat "$out/device.txt"
@@ -271,6 +317,7 @@ case "$cmd" in
   sanitize) sanitize "${3:-}"; rc=$?; table; exit "$rc" ;;
   bench) bench; rc=$?; table; exit "$rc" ;;
   live) live; rc=$?; table; exit "$rc" ;;
+  varifold) varifold; rc=$?; table; exit "$rc" ;;
   all)
     deadline=$(( SECONDS + ${GPU_BUDGET_S:-560} ))
     setup_env
