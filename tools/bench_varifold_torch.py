@@ -24,7 +24,7 @@ is the plain version.  Out of memory is reported, not fatal.
 Stopping rule (as bench_varifold_shoot's): --iters L-BFGS iterations (one count per
 size, the last repeats), every tolerance 0.
 
-  bench_varifold_torch.py [--vertices 10000,100000] [--iters 100,5] [--chunk R]
+  bench_varifold_torch.py [--vertices 10000,100000] [--iters 100,3] [--chunk R]
       [--orientation unoriented|oriented] [--out result.json]
 
 Prints one line per problem (loss and varifold d2 before -> after, fit time, peak
@@ -78,8 +78,7 @@ def features(v, tri):
 
 
 def inner_block(c1, n1, c2, n2, oriented):
-    d2 = ((c1[:, None, :] - c2[None, :, :]) ** 2).sum(-1)
-    w = torch.exp(-d2 / SIGMA_W**2)
+    w = torch.exp(-torch.cdist(c1, c2) ** 2 / SIGMA_W**2)
     dot = n1 @ n2.T
     if oriented:
         o = dot
@@ -204,7 +203,7 @@ def run(nv_src, nv_tgt, iters, oriented, dev):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vertices", default="10000,100000")
-    ap.add_argument("--iters", default="100,5")
+    ap.add_argument("--iters", default="100,3")
     ap.add_argument("--chunk", type=int, default=-1)
     ap.add_argument("--orientation", choices=["unoriented", "oriented"],
                     default="unoriented")
