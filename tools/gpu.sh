@@ -23,7 +23,8 @@
 #   bash tools/gpu.sh bench [BUILD]     the headline benchmarks, CUDA (dense NMI, sparse
 #                                       NMI, matcher, features, landmarkshoot)
 #   bash tools/gpu.sh live [BUILD]      the live 4K chain (pipelines/live-4k.sh bench)
-#   bash tools/gpu.sh varifold [BUILD]  issue 15: test_shoot_varifold_gpu, then varifold
+#   bash tools/gpu.sh varifold [BUILD]  issue 15: tests shoot_varifold_gpu and
+#                                       landmarkshoot (on the device), then varifold
 #                                       matching of 10,000 and 100,000 vertices on CUDA
 #                                       (tests/bench_varifold_shoot) and in PyTorch
 #                                       (tools/bench_varifold_torch.py), same problem and
@@ -265,13 +266,19 @@ varifold () {
   setup_env
   mkdir -p "$out/bench"
   local rc=0 iters=${VARIFOLD_ITERS:-100,3} sizes=${VARIFOLD_SIZES:-10000,100000}
+  # the device test, and the element's tests (backend=cuda and auto: the varifold
+  # pipelines shoot on the device here), as meson would run them
   local t0=$SECONDS
-  (cd "$build" && timeout "$(bounded 40)" tests/test_shoot_varifold_gpu) \
-    > "$out/bench/shoot_varifold_gpu.log" 2>&1
+  timeout "$(bounded 70)" python3 tools/run-tests.py "$build" --log-dir "$out/varifold-tests" \
+    shoot_varifold_gpu landmarkshoot > "$out/bench/varifold_tests.log" 2>&1
   local r=$?
-  note "test_shoot_varifold_gpu" "$r" $((SECONDS - t0)) \
-    "$(grep -cE '^FAIL' "$out/bench/shoot_varifold_gpu.log") failed checks; log bench/shoot_varifold_gpu.log"
+  note "shoot_varifold_gpu, landmarkshoot" "$r" $((SECONDS - t0)) \
+    "$(tail -n 1 "$out/bench/varifold_tests.log"); logs varifold-tests/"
   [ "$r" = 0 ] || rc=1
+  # the device test's figures (CUDA vs the float64 CPU, finite differences, fits)
+  grep -hE 'vs CPU float64|finite differences|final losses|float32 on CUDA|^FAIL' \
+    "$out/varifold-tests/shoot_varifold_gpu.log" 2>/dev/null | sed 's/^/    /' |
+    tee -a "$out/table.txt"
   bench_step "varifold CUDA" 80 varifold_cuda.log "$build/tests/bench_varifold_shoot" \
     --vertices "$sizes" --iters "$iters" --json "$out/bench/varifold_cuda.json" || rc=1
   bench_step "varifold PyTorch" 130 varifold_torch.log python3 tools/bench_varifold_torch.py \
