@@ -71,6 +71,18 @@ td_bunny3d (size_t n, double radius, double *out)
   }
 }
 
+/* |a - b| / |b| (Euclidean norms over m values). */
+static inline double
+td_rel_l2 (const double *a, const double *b, size_t m)
+{
+  double num = 0, den = 0;
+  for (size_t i = 0; i < m; i++) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return sqrt (num / fmax (den, 1e-300));
+}
+
 /* A smooth momentum field evaluated at the points q (point-major), amplitude amp. */
 static inline void
 td_smooth_momentum (const double *q, size_t n, int dim, double amp, double scale,

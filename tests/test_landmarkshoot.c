@@ -870,6 +870,23 @@ GST_START_TEST (test_pipeline_pipe)
 }
 GST_END_TEST;
 
+/* The varifold pipelines' meshes: an ellipsoid meshed with 52 vertices (the template,
+ * written to atlas) and the same shape under the known smooth deformation meshed with
+ * 68 others (the target, written to mesh), as PLY with faces. */
+static void
+varifold_meshes (TdMesh * tm, TdMesh * sm, const gchar * atlas, const gchar * mesh)
+{
+  *tm = td_ellipsoid (6, 10, 5.0, 4.0, 3.5, 0.0);
+  *sm = td_ellipsoid (7, 11, 5.0, 4.0, 3.5, 0.2);
+  td_deform (sm->v, sm->nv);
+  char *a = gr_pointset_format_ply (tm->v, tm->nv, 3, tm->c, tm->nc, 3, NULL);
+  char *b = gr_pointset_format_ply (sm->v, sm->nv, 3, sm->c, sm->nc, 3, NULL);
+  write_file (atlas, a);
+  write_file (mesh, b);
+  free (a);
+  free (b);
+}
+
 /* The command of docs/landmarkshoot.md as written (no property beyond the docs', so the
  * defaults: sigma 1.5, data-sigma = sigma, T 40, lambda 5e5, 400 iterations; backend
  * auto), on an ellipsoid meshed with 52 vertices matched to the same smooth shape under
@@ -882,17 +899,10 @@ GST_START_TEST (test_pipeline_varifold_docs)
     GST_WARNING ("skipped: no filesrc in the system plugin folder");
     return;
   }
-  TdMesh tm = td_ellipsoid (6, 10, 5.0, 4.0, 3.5, 0.0);
-  TdMesh sm = td_ellipsoid (7, 11, 5.0, 4.0, 3.5, 0.2);
-  td_deform (sm.v, sm.nv);
+  TdMesh tm, sm;
   gchar *atlas = tmp_path ("docs-atlas.ply"), *mesh = tmp_path ("docs-mesh.ply"),
       *warped = tmp_path ("docs-warped.ply");
-  char *a = gr_pointset_format_ply (tm.v, tm.nv, 3, tm.c, tm.nc, 3, NULL);
-  char *b = gr_pointset_format_ply (sm.v, sm.nv, 3, sm.c, sm.nc, 3, NULL);
-  write_file (atlas, a);
-  write_file (mesh, b);
-  free (a);
-  free (b);
+  varifold_meshes (&tm, &sm, atlas, mesh);
   gchar *desc = g_strdup_printf ("filesrc location=\"%s\" ! pointsetparse ! landmarkshoot "
       "template-location=\"%s\" data-term=varifold ! pointsetenc ! filesink "
       "location=\"%s\"", mesh, atlas, warped);
@@ -927,17 +937,10 @@ GST_START_TEST (test_pipeline_varifold)
     GST_WARNING ("skipped: no filesrc in the system plugin folder");
     return;
   }
-  TdMesh tm = td_ellipsoid (6, 10, 5.0, 4.0, 3.5, 0.0);
-  TdMesh sm = td_ellipsoid (7, 11, 5.0, 4.0, 3.5, 0.2);
-  td_deform (sm.v, sm.nv);
+  TdMesh tm, sm;
   gchar *atlas = tmp_path ("atlas.ply"), *mesh = tmp_path ("mesh.ply"),
       *warped = tmp_path ("warped.ply");
-  char *a = gr_pointset_format_ply (tm.v, tm.nv, 3, tm.c, tm.nc, 3, NULL);
-  char *b = gr_pointset_format_ply (sm.v, sm.nv, 3, sm.c, sm.nc, 3, NULL);
-  write_file (atlas, a);
-  write_file (mesh, b);
-  free (a);
-  free (b);
+  varifold_meshes (&tm, &sm, atlas, mesh);
   gchar *desc = g_strdup_printf ("filesrc location=\"%s\" ! pointsetparse ! landmarkshoot "
       "template-location=\"%s\" data-term=varifold data-sigma=2 sigma=2.5 lambda=300 "
       "time-steps=8 max-iterations=200 ! pointsetenc ! filesink location=\"%s\"", mesh,

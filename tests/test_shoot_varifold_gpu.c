@@ -23,17 +23,6 @@
 #include "test_check.h"
 #include "shoot_testdata.h"
 
-static double
-rel_l2 (const double *a, const double *b, size_t m)
-{
-  double num = 0, den = 0;
-  for (size_t e = 0; e < m; e++) {
-    num += (a[e] - b[e]) * (a[e] - b[e]);
-    den += b[e] * b[e];
-  }
-  return sqrt (num / fmax (den, 1e-300));
-}
-
 typedef struct {
   GrShoot *s;
   GrVarifold *v;
@@ -97,8 +86,8 @@ compare (GrShootParams sp, GrVarifoldParams vp, const TdMesh *src, const TdMesh 
   Engine gpu32 = engine (&sp, &vp, GR_BACKEND_CUDA, src, tgt);
   const double l64 = loss_grad (&cpu, p0, g64), lc64 = loss_grad (&gpu, p0, gc64);
   const double lc32 = loss_grad (&gpu32, p0, gc32);
-  const double r64 = fabs (lc64 - l64) / fabs (l64), rg64 = rel_l2 (gc64, g64, m);
-  const double r32 = fabs (lc32 - l64) / fabs (l64), rg32 = rel_l2 (gc32, g64, m);
+  const double r64 = fabs (lc64 - l64) / fabs (l64), rg64 = td_rel_l2 (gc64, g64, m);
+  const double r32 = fabs (lc32 - l64) / fabs (l64), rg32 = td_rel_l2 (gc32, g64, m);
   printf ("%s (%zu vertices onto %zu): loss %.10g; CUDA vs CPU float64: loss %.1e, "
       "gradient %.1e; CUDA float32 vs CPU float64: loss %.1e, gradient %.1e\n", what,
       src->nv, tgt->nv, l64, r64, rg64, r32, rg32);
