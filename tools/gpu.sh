@@ -29,7 +29,7 @@
 #                                       (tests/bench_varifold_shoot) and in PyTorch
 #                                       (tools/bench_varifold_torch.py), same problem and
 #                                       iterations (VARIFOLD_ITERS, default 100,3); ~150 s,
-#                                       bounded to 250 s
+#                                       bounded by VARIFOLD_BUDGET_S (default 200 s)
 #   bash tools/gpu.sh all [BUILD]       suite and sanitize side by side, then bench, then
 #                                       live: about 8 minutes on an H100 host with 16
 #                                       cores, bounded by GPU_BUDGET_S (default 560 s)
@@ -266,6 +266,9 @@ varifold () {
   setup_env
   mkdir -p "$out/bench"
   local rc=0 iters=${VARIFOLD_ITERS:-100,3} sizes=${VARIFOLD_SIZES:-10000,100000}
+  # the whole step within VARIFOLD_BUDGET_S (default 200 s): each part gets at most
+  # what is left (bounded)
+  deadline=${deadline:-$(( SECONDS + ${VARIFOLD_BUDGET_S:-200} ))}
   # the device test, and the element's tests (backend=cuda and auto: the varifold
   # pipelines shoot on the device here), as meson would run them
   local t0=$SECONDS
