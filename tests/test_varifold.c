@@ -141,20 +141,6 @@ test_gradients (void)
 
 /* ---- matching ------------------------------------------------------------------- */
 
-typedef struct {
-  GrVarifold *v;
-  const TdMesh *src;
-} TermCtx;
-
-static GrStatus
-varifold_term (void *user, const double *q1, double *mismatch, double *grad_q1,
-    char *errbuf, size_t errlen)
-{
-  TermCtx *t = user;
-  return gr_varifold_distance (t->v, q1, t->src->nv, t->src->c, t->src->nc, mismatch,
-      grad_q1, errbuf, errlen);
-}
-
 static void
 test_matching (GrVarifoldOrientation orientation)
 {
@@ -174,10 +160,8 @@ test_matching (GrVarifoldOrientation orientation)
   p.lambda = 300;
   GrShoot *s = gr_shoot_new (&p, GR_BACKEND_CPU, -1, NULL, err, sizeof err);
   CHECK (s != NULL, "%s", err);
-  TermCtx ctx = { v, &src };
   CHECK (gr_shoot_set_template (s, src.v, err, sizeof err) == GR_OK, "%s", err);
-  CHECK (gr_shoot_set_data_term (s, varifold_term, &ctx, err, sizeof err) == GR_OK, "%s",
-      err);
+  CHECK (gr_shoot_set_varifold (s, v, src.c, src.nc, err, sizeof err) == GR_OK, "%s", err);
   /* the data term's gradient through the shooting: finite differences on p0 */
   {
     const size_t m = src.nv * 3;
@@ -231,6 +215,7 @@ test_matching (GrVarifoldOrientation orientation)
   CHECK (h1 <= 0.05 * h0, "Hausdorff %.4f -> %.4f", h0, h1);
   free (warped.v);
   free (p0);
+  gr_shoot_set_varifold (s, NULL, NULL, 0, NULL, 0);
   gr_shoot_free (s);
   gr_varifold_free (v);
   td_mesh_free (&src);
