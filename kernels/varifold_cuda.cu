@@ -51,9 +51,18 @@ wexp (double x)
 template <typename S, int D, int KIND, bool GRAD>
 __global__ void __launch_bounds__ (VBLOCK)
 k_vf_rows (const Cell4<S> *__restrict__ ca, const Cell4<S> *__restrict__ na, int F,
-    const Cell4<S> *__restrict__ cb, const Cell4<S> *__restrict__ nb, int G, S kexp,
-    double k, double *__restrict__ row, double *__restrict__ gc, double *__restrict__ gn)
+    const Cell4<S> *__restrict__ cb, const Cell4<S> *__restrict__ nb, int G, int gchunk,
+    S kexp, double k, double *__restrict__ row, double *__restrict__ gc,
+    double *__restrict__ gn)
 {
+  /* blockIdx.y: the part of B's cells this block sums (g0 .. g1), into its own slice
+   * of the outputs (row [F], gc and gn [3 F] per part); one part: all of B */
+  const int g0 = blockIdx.y * gchunk, g1 = min (G, g0 + gchunk);
+  row += (size_t) blockIdx.y * F;
+  if (GRAD) {
+    gc += (size_t) blockIdx.y * 3 * F;
+    gn += (size_t) blockIdx.y * 3 * F;
+  }
   constexpr int NACC = GRAD ? 1 + 2 * D : 1;
   __shared__ Cell4<S> sc[VBLOCK], sn[VBLOCK];
   const int f = blockIdx.x * VBLOCK + threadIdx.x;
@@ -70,15 +79,15 @@ k_vf_rows (const Cell4<S> *__restrict__ ca, const Cell4<S> *__restrict__ na, int
     acc[a] = 0.0;
     part[a] = (S) 0;
   }
-  for (int base = 0; base < G; base += VBLOCK) {
+  for (int base = g0; base < g1; base += VBLOCK) {
     const int gg = base + threadIdx.x;
-    if (gg < G) {
+    if (gg < g1) {
       sc[threadIdx.x] = cb[gg];
       if (KIND)
         sn[threadIdx.x] = nb[gg];
     }
     __syncthreads ();
-    const int cnt = min (VBLOCK, G - base);
+    const int cnt = min (VBLOCK, g1 - base);
     for (int k0 = 0; k0 < cnt; k0 += VFLUSH) {
       const int k1 = min (k0 + VFLUSH, cnt);
 #pragma unroll 4
@@ -212,6 +221,32 @@ k_vf_features (const double *__restrict__ q, const unsigned *__restrict__ cells,
   no[f] = nn;
 }
 
+/* The parts of a split rows launch summed into part 0, in part order. */
+template <int D>
+__global__ void
+k_vf_sum_parts (double *__restrict__ row, double *__restrict__ gc, double *__restrict__ gn,
+    int F, int parts)
+{
+  const int f = blockIdx.x * blockDim.x + threadIdx.x;
+  if (f >= F)
+    return;
+  const size_t F3 = 3 * (size_t) F;
+  double r = row[f];
+  for (int p = 1; p < parts; p++)
+    r += row[(size_t) p * F + f];
+  row[f] = r;
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    double a = gc[(size_t) d * F + f], b = gn[(size_t) d * F + f];
+    for (int p = 1; p < parts; p++) {
+      a += gc[p * F3 + (size_t) d * F + f];
+      b += gn[p * F3 + (size_t) d * F + f];
+    }
+    gc[(size_t) d * F + f] = a;
+    gn[(size_t) d * F + f] = b;
+  }
+}
+
 /* One block of 1024: m = sum rs - 2 sum rt + tt (each sum in a fixed order). */
 __global__ void __launch_bounds__ (1024)
 k_vf_finish (const double *__restrict__ rs, const double *__restrict__ rt, int F, double tt,
@@ -315,7 +350,8 @@ struct GrVarifoldCuda {
   double tt;                    /* <T, T> */
   unsigned *cells_d;            /* [F * cell_size] */
   int *vstart_d, *vinc_d;       /* CSR: vertex v's incidences cell * k + corner */
-  double *rs, *gcs, *gns, *rt, *gct, *gnt;   /* [F], [3 F] */
+  double *rs, *gcs, *gns, *rt, *gct, *gnt;   /* [parts F], [parts 3 F] */
+  int parts;                    /* the term's rows launches split B over this many */
 };
 
 static bool
@@ -452,6 +488,7 @@ gr_varifold_cuda_set_shape (GrVarifoldCuda *c, int slot, size_t F, const void *c
 struct RowsOut {
   double *row, *gc, *gn;
   cudaStream_t stream;
+  int parts;                    /* B's cells split over this many block rows (>= 1) */
 };
 
 template <typename S, int D, int KIND, bool GRAD>
@@ -461,10 +498,12 @@ launch_rows (GrVarifoldCuda *c, int a, int b, const RowsOut &o)
   const int F = (int) c->F[a], G = (int) c->F[b];
   const double kexp = sizeof (S) == sizeof (float) ? -c->inv_s2 * 1.4426950408889634
       : -c->inv_s2;
-  k_vf_rows<S, D, KIND, GRAD><<<(F + VBLOCK - 1) / VBLOCK, VBLOCK, 0, o.stream>>> (
-      (const Cell4<S> *) c->c[a], (const Cell4<S> *) c->n[a], F,
-      (const Cell4<S> *) c->c[b], (const Cell4<S> *) c->n[b], G, (S) kexp, c->inv_s2,
-      o.row, o.gc, o.gn);
+  const int parts = o.parts > 1 ? o.parts : 1;
+  const int gchunk = (G + parts - 1) / parts;
+  k_vf_rows<S, D, KIND, GRAD><<<dim3 ((F + VBLOCK - 1) / VBLOCK, parts), VBLOCK, 0,
+      o.stream>>> ((const Cell4<S> *) c->c[a], (const Cell4<S> *) c->n[a], F,
+      (const Cell4<S> *) c->c[b], (const Cell4<S> *) c->n[b], G, gchunk, (S) kexp,
+      c->inv_s2, o.row, o.gc, o.gn);
 }
 
 template <typename S, int D, bool GRAD>
@@ -515,7 +554,7 @@ gr_varifold_cuda_rows (GrVarifoldCuda *c, int a, int b, double *row, double *gc,
     c->capOut = F;
   }
   const bool grad = gc != NULL;
-  const RowsOut o = { c->row, c->gc, c->gn, 0 };
+  const RowsOut o = { c->row, c->gc, c->gn, 0, 1 };
   if (c->f64)
     launch_type<double> (c, a, b, grad, o);
   else
@@ -576,15 +615,36 @@ gr_varifold_cuda_set_source (GrVarifoldCuda *c, size_t nv, int cell_size,
     c->capF[1] = F;
   }
   c->F[1] = F;
-  /* rs, rt [F], gcs, gns, gct, gnt [3 F]: one allocation */
-  if (!ck (gr_cuda_malloc ((void **) &c->rs, sizeof (double) * 14 * F),
+  /* One thread per source cell: below ~8 blocks per SM the device idles, so the
+   * other shape's cells are split into parts, each summed by its own blocks and the
+   * parts added in order afterwards (k_vf_sum_parts); parts of at least 2 tiles.
+   * GEOREG_VARIFOLD_PARTS (1 .. 64) overrides, for tests and tuning. */
+  {
+    int sms = 0;
+    if (cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount, c->dev) !=
+        cudaSuccess || sms <= 0)
+      sms = 1;
+    cudaGetLastError ();
+    const size_t nb = (F + VBLOCK - 1) / VBLOCK, Gmin = F < c->F[0] ? F : c->F[0];
+    size_t P = (8 * (size_t) sms + nb - 1) / nb;
+    const size_t Pmax = Gmin / (2 * VBLOCK) > 1 ? Gmin / (2 * VBLOCK) : 1;
+    P = P < Pmax ? P : Pmax;
+    P = P < 32 ? P : 32;
+    const char *ev = getenv ("GEOREG_VARIFOLD_PARTS");
+    if (ev && atoi (ev) >= 1 && atoi (ev) <= 64)
+      P = (size_t) atoi (ev);
+    c->parts = (int) (P > 0 ? P : 1);
+  }
+  /* rs, rt [parts F], gcs, gns, gct, gnt [parts 3 F]: one allocation */
+  const size_t PF = (size_t) c->parts * F;
+  if (!ck (gr_cuda_malloc ((void **) &c->rs, sizeof (double) * 14 * PF),
           "cudaMalloc (varifold term)", errbuf, errlen))
     return GR_ERR_CUDA;
-  c->rt = c->rs + F;
-  c->gcs = c->rt + F;
-  c->gns = c->gcs + 3 * F;
-  c->gct = c->gns + 3 * F;
-  c->gnt = c->gct + 3 * F;
+  c->rt = c->rs + PF;
+  c->gcs = c->rt + PF;
+  c->gns = c->gcs + 3 * PF;
+  c->gct = c->gns + 3 * PF;
+  c->gnt = c->gct + 3 * PF;
   GrStatus st = GR_OK;
   if (cell_size > 1) {
     const size_t ne = F * cell_size;
@@ -649,9 +709,14 @@ enqueue_term_k (GrVarifoldCuda *c, cudaStream_t s, const double *q, double *m, d
   const int F = (int) c->F[1], nv = (int) c->nv;
   k_vf_features<S, D, K><<<(F + 255) / 256, 256, 0, s>>> (q, c->cells_d, F,
       (Cell4<S> *) c->c[1], (Cell4<S> *) c->n[1]);
-  const RowsOut ss = { c->rs, c->gcs, c->gns, s }, st = { c->rt, c->gct, c->gnt, s };
+  const RowsOut ss = { c->rs, c->gcs, c->gns, s, c->parts },
+      st = { c->rt, c->gct, c->gnt, s, c->parts };
   launch_kind<S, D, true> (c, 1, 1, ss);
   launch_kind<S, D, true> (c, 1, 0, st);
+  if (c->parts > 1) {
+    k_vf_sum_parts<D><<<(F + 255) / 256, 256, 0, s>>> (c->rs, c->gcs, c->gns, F, c->parts);
+    k_vf_sum_parts<D><<<(F + 255) / 256, 256, 0, s>>> (c->rt, c->gct, c->gnt, F, c->parts);
+  }
   k_vf_finish<<<1, 1024, 0, s>>> (c->rs, c->rt, F, c->tt, m);
   k_vf_chain<D, K><<<(nv + 255) / 256, 256, 0, s>>> (q, c->cells_d, nv, F, c->vstart_d,
       c->vinc_d, c->gcs, c->gns, c->gct, c->gnt, g);

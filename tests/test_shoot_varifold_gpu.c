@@ -3,8 +3,9 @@
  * shooting's graph; suite gpu, exits 77 = skipped without a usable CUDA device):
  *  - loss and gradient on p0 against the CPU engine with the CPU varifold term, both
  *    float64, at a non-zero momentum: 1e-6 relative (surfaces unoriented and oriented,
- *    2-D curves, 3-D point clouds, Euler and Ralston), and a mid-size surface pair
- *    (several blocks per launch, partial last blocks);
+ *    2-D curves, 3-D point clouds, Euler and Ralston, the target's cells summed in 3
+ *    parts), and a mid-size surface pair (several blocks per launch, partial last
+ *    blocks, 18 parts by default on an H100);
  *  - the CUDA gradient (float64) against central finite differences of the CUDA loss
  *    (1e-5 relative): the device adjoint on its own;
  *  - float32 (float32 pairs, float64 sums) within 1e-4 of the float64 CPU;
@@ -185,6 +186,14 @@ main (void)
   double *p0 = malloc (sizeof (double) * 3 * tm.nv);
   td_smooth_momentum (tm.v, tm.nv, 3, 0.05, 0.3, p0);
   compare (sp, vp, &tm, &sm, p0, "surface, unoriented, Euler", 1);
+  /* the other shape's cells split over 3 block rows (what larger meshes get by
+   * default: kernels/varifold_cuda.cu), here with parts shorter than a tile */
+  setenv ("GEOREG_VARIFOLD_PARTS", "3", 1);
+  compare (sp, vp, &tm, &sm, p0, "surface, unoriented, 3 parts", 0);
+  vp.cell_size = 1;
+  compare (sp, vp, &tm, &sm, p0, "3-D point cloud, 3 parts", 0);
+  vp.cell_size = 3;
+  unsetenv ("GEOREG_VARIFOLD_PARTS");
   vp.orientation = GR_VARIFOLD_ORIENTED;
   compare (sp, vp, &tm, &sm, p0, "surface, oriented, Euler", 1);
   sp.integrator = GR_SHOOT_RALSTON;
