@@ -25,7 +25,7 @@ Stopping rule (as bench_varifold_shoot's): --iters L-BFGS iterations (one count 
 size, the last repeats), every tolerance 0.
 
   bench_varifold_torch.py [--vertices 10000,100000] [--iters 100,3] [--chunk R]
-      [--orientation unoriented|oriented] [--out result.json]
+      [--orientation unoriented|oriented] [--out result.json] [--device cuda|cpu]
 
 Prints one line per problem (loss and varifold d2 before -> after, fit time, peak
 memory, or out of memory); --out writes them as JSON.  Needs only torch.
@@ -157,6 +157,11 @@ def resolution(nv):
     return L, max(6, int(round(nv / L)))
 
 
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def run(nv_src, nv_tgt, iters, oriented, dev):
     Ls, Ms = resolution(nv_src)
     Lt, Mt = resolution(nv_tgt)
@@ -182,10 +187,10 @@ def run(nv_src, nv_tgt, iters, oriented, dev):
 
     with torch.no_grad():
         l0, d0 = loss_fn(p0)
-    torch.cuda.synchronize()
+    sync(dev)
     t0 = time.perf_counter()
     opt.step(closure)
-    torch.cuda.synchronize()
+    sync(dev)
     secs = time.perf_counter() - t0
     with torch.no_grad():
         l1, d1 = loss_fn(p0)
@@ -196,8 +201,10 @@ def run(nv_src, nv_tgt, iters, oriented, dev):
             "evaluations": evals[0], "fit_s": secs, "loss_before": float(l0),
             "loss_after": float(l1), "varifold_d2_before": float(d0),
             "varifold_d2_after": float(d1),
-            "peak_gb": torch.cuda.max_memory_allocated(dev) / 2**30,
-            "device": torch.cuda.get_device_name(dev), "torch": torch.__version__}
+            "peak_gb": (torch.cuda.max_memory_allocated(dev) / 2**30
+                        if dev.type == "cuda" else 0.0),
+            "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+            "torch": torch.__version__}
 
 
 def main():
@@ -208,14 +215,15 @@ def main():
     ap.add_argument("--orientation", choices=["unoriented", "oriented"],
                     default="unoriented")
     ap.add_argument("--out")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a quick check")
     a = ap.parse_args()
     global CHUNK
     CHUNK = a.chunk
     iters = [int(s) for s in a.iters.split(",") if s]
-    if not torch.cuda.is_available():
+    dev = torch.device(a.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
         print("no CUDA device for PyTorch")
         return 1
-    dev = torch.device("cuda")
     results = []
     for i, nv in enumerate([int(s) for s in a.vertices.split(",") if s]):
         it = iters[min(i, len(iters) - 1)]
@@ -224,8 +232,9 @@ def main():
         except torch.cuda.OutOfMemoryError as e:
             r = {"source_vertices": nv, "error": "out of memory",
                  "detail": str(e).splitlines()[0]}
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(dev)
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(dev)
         results.append(r)
         # one line per problem: the loss reached and the time
         if "error" in r:
