@@ -22,7 +22,11 @@ under torch.utils.checkpoint, so autograd keeps only the blocks' inputs and reco
 a block's matrices in the backward pass: what a user does to make it fit.  --chunk 0
 is the plain version.  Out of memory is reported, not fatal.
 Stopping rule (as bench_varifold_shoot's): --iters L-BFGS iterations (one count per
-size, the last repeats), every tolerance 0.
+size, the last repeats), every tolerance 0; the time and the loss at that iteration are
+reported.  --target-loss (one per size: georeg's loss after as many iterations) goes on,
+up to --more times the iterations or --time-limit seconds, until an evaluated loss is at
+or below it, and reports when (the two L-BFGS line searches differ, so equal iteration
+counts need not give equal losses).
 
   bench_varifold_torch.py [--vertices 10000,100000] [--iters 100,3] [--chunk R]
       [--orientation unoriented|oriented] [--out result.json] [--device cuda|cpu]
@@ -162,7 +166,16 @@ def sync(dev):
         torch.cuda.synchronize()
 
 
-def run(nv_src, nv_tgt, iters, oriented, dev):
+class _Stop(Exception):
+    """Raised from the closure to end a fit that has done what was asked."""
+
+
+def run(nv_src, nv_tgt, iters, oriented, dev, target=None, more=3, time_limit=None):
+    """L-BFGS for `iters` iterations; with a target loss (georeg's after as many
+    iterations), on up to more * iters iterations or time_limit seconds until an
+    evaluated loss is at or below it.  Every evaluation's time and loss is logged:
+    fit_s / loss_after are at the end of iteration `iters`, target_s when the target
+    was first reached."""
     Ls, Ms = resolution(nv_src)
     Lt, Mt = resolution(nv_tgt)
     vs, ts = ellipsoid(Ls, Ms, 0.0, dev)
@@ -172,35 +185,52 @@ def run(nv_src, nv_tgt, iters, oriented, dev):
     ct, nt = features(vt.float(), tt)
     loss_fn = make_loss(q0, ts, ct, nt, oriented)
     p0 = torch.zeros_like(q0, requires_grad=True)
+    cap = iters if target is None else max(iters, more * iters)
     # the iteration count is the stopping rule (as bench_varifold_shoot: no evaluation cap)
-    opt = torch.optim.LBFGS([p0], lr=1.0, max_iter=iters, max_eval=iters * 30,
+    opt = torch.optim.LBFGS([p0], lr=1.0, max_iter=cap, max_eval=cap * 30,
                             tolerance_grad=0.0, tolerance_change=0.0, history_size=10,
                             line_search_fn="strong_wolfe")
-    evals = [0]
+    log = []            # (seconds since the start, loss, L-BFGS iteration, d2)
+    hit = []            # (seconds, iteration) when the target was first reached
+    t0 = [0.0]
 
     def closure():
+        it = opt.state[opt._params[0]].get("n_iter", 0)
+        now = time.perf_counter() - t0[0]
+        if it > iters and (target is None or hit or (time_limit and now > time_limit)):
+            raise _Stop()
         opt.zero_grad()
-        l, _ = loss_fn(p0)
+        l, d2 = loss_fn(p0)
         l.backward()
-        evals[0] += 1
+        lv = float(l.detach())          # synchronizes
+        now = time.perf_counter() - t0[0]
+        log.append((now, lv, it, float(d2.detach())))
+        if target is not None and not hit and lv <= target:
+            hit.append((now, it))
         return l
 
     with torch.no_grad():
         l0, d0 = loss_fn(p0)
     sync(dev)
-    t0 = time.perf_counter()
-    opt.step(closure)
+    t0[0] = time.perf_counter()
+    try:
+        opt.step(closure)
+    except _Stop:
+        pass
     sync(dev)
-    secs = time.perf_counter() - t0
-    with torch.no_grad():
-        l1, d1 = loss_fn(p0)
+    upto = [e for e in log if e[2] <= iters]
+    best = min(upto, key=lambda e: e[1])
     return {"source_vertices": vs.shape[0], "target_vertices": vt.shape[0],
             "orientation": "oriented" if oriented else "unoriented", "iterations": iters,
             "lbfgs_iterations": opt.state[opt._params[0]].get("n_iter", -1),
             "chunk_rows": rows(vs.shape[0], vs.shape[0]),
-            "evaluations": evals[0], "fit_s": secs, "loss_before": float(l0),
-            "loss_after": float(l1), "varifold_d2_before": float(d0),
-            "varifold_d2_after": float(d1),
+            "evaluations": sum(1 for e in log if e[2] <= iters),
+            "fit_s": upto[-1][0], "loss_before": float(l0), "loss_after": best[1],
+            "varifold_d2_before": float(d0), "varifold_d2_after": best[3],
+            "target_loss": target, "target_s": hit[0][0] if hit else None,
+            "target_iteration": hit[0][1] if hit else None,
+            "total_s": log[-1][0], "total_evaluations": len(log),
+            "best_loss": min(e[1] for e in log),
             "peak_gb": (torch.cuda.max_memory_allocated(dev) / 2**30
                         if dev.type == "cuda" else 0.0),
             "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
@@ -216,10 +246,17 @@ def main():
                     default="unoriented")
     ap.add_argument("--out")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a quick check")
+    ap.add_argument("--target-loss", default="",
+                    help="per size: go on until the loss is at or below it (georeg's)")
+    ap.add_argument("--more", type=int, default=3,
+                    help="with --target-loss: at most MORE x --iters iterations")
+    ap.add_argument("--time-limit", type=float, default=0,
+                    help="with --target-loss: stop after this many seconds (0: none)")
     a = ap.parse_args()
     global CHUNK
     CHUNK = a.chunk
     iters = [int(s) for s in a.iters.split(",") if s]
+    targets = [float(s) for s in a.target_loss.split(",") if s]
     dev = torch.device(a.device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         print("no CUDA device for PyTorch")
@@ -228,7 +265,9 @@ def main():
     for i, nv in enumerate([int(s) for s in a.vertices.split(",") if s]):
         it = iters[min(i, len(iters) - 1)]
         try:
-            r = run(nv, int(nv * 1.3), it, a.orientation == "oriented", dev)
+            r = run(nv, int(nv * 1.3), it, a.orientation == "oriented", dev,
+                    targets[i] if i < len(targets) else None, a.more,
+                    a.time_limit or None)
         except torch.cuda.OutOfMemoryError as e:
             r = {"source_vertices": nv, "error": "out of memory",
                  "detail": str(e).splitlines()[0]}
@@ -248,6 +287,12 @@ def main():
                   f"iterations, {r['evaluations']} evaluations, blocks of "
                   f"{r['chunk_rows']} rows, peak {r['peak_gb']:.1f} GiB; "
                   f"{r['device']}, torch {r['torch']}", flush=True)
+            if r["target_loss"] is not None:
+                print(f"  target loss {r['target_loss']:.6g}: "
+                      + (f"reached in {r['target_s']:.2f} s (iteration {r['target_iteration']})"
+                         if r["target_s"] is not None else
+                         f"not reached in {r['total_s']:.2f} s, {r['lbfgs_iterations']} "
+                         f"iterations (best {r['best_loss']:.6g})"), flush=True)
         # after every problem: a run cut by a time limit keeps what it finished
         if a.out:
             with open(a.out, "w") as f:
