@@ -284,7 +284,7 @@ varifold () {
     tee -a "$out/table.txt"
   bench_step "varifold CUDA" 80 varifold_cuda.log "$build/tests/bench_varifold_shoot" \
     --vertices "$sizes" --iters "$iters" --json "$out/bench/varifold_cuda.json" || rc=1
-  # PyTorch: the same iterations, then on (up to 3x the iterations, 60 s a size) until
+  # PyTorch: the same iterations, then on (up to 3x the iterations, 40 s a size) until
   # it reaches the loss georeg reached
   local targets
   targets=$(python3 -c 'import json, sys
@@ -294,7 +294,7 @@ try:
 except Exception:
     pass' "$out/bench/varifold_cuda.json")
   bench_step "varifold PyTorch" 130 varifold_torch.log python3 tools/bench_varifold_torch.py \
-    --vertices "$sizes" --iters "$iters" --target-loss "$targets" --time-limit 60 \
+    --vertices "$sizes" --iters "$iters" --target-loss "$targets" --time-limit 40 \
     --out "$out/bench/varifold_torch.json" || rc=1
   python3 - "$out/bench/varifold_cuda.json" "$out/bench/varifold_torch.json" <<'PY' |
 import json, sys
