@@ -157,12 +157,9 @@ gst_landmark_shoot_start (GstBaseTransform * trans)
               "a time for now (batch > 1 is not supported with them)."), (NULL));
       goto done;
     }
-    /* with a data term the shooting runs on the CPU (gr_shoot_set_data_term);
-     * backend=cuda puts the term's pair sums, the bulk of the work for meshes, on the
-     * device */
-    self->data_backend = s.backend == GR_BACKEND_CUDA ? GR_BACKEND_CUDA : GR_BACKEND_CPU;
+    /* the term runs where the shooting runs (data_backend is set from the engine
+     * below): on CUDA its kernels go into the shooting's graph (gr_shoot_set_varifold) */
     self->data_cuda_device = s.cuda_device_id;
-    s.backend = GR_BACKEND_CPU;
   }
   if (s.output == GST_LANDMARK_SHOOT_OUTPUT_EXTRA_POINTS && !self->extra) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -196,6 +193,7 @@ gst_landmark_shoot_start (GstBaseTransform * trans)
     /* auto: the CUDA engine could not be made (e.g. out of device memory) */
     GST_WARNING_OBJECT (self, "backend=auto: the CUDA engine cannot be used (%s); "
         "running on the CPU", err);
+  self->data_backend = gr_shoot_backend (self->engine);
   if (gr_shoot_set_template (self->engine, self->q0, err, sizeof err) != GR_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Unusable template \"%s\": %s.",
             s.template_location, err), (NULL));
@@ -400,22 +398,6 @@ gst_landmark_shoot_lbfgs_params (const GstLandmarkShootSettings * s)
   return lp;
 }
 
-typedef struct {
-  GrVarifold *v;
-  const guint32 *cells;         /* the template's (NULL for point clouds) */
-  gsize ncells;
-  gsize n;
-} DataTermCtx;
-
-static GrStatus
-data_term_eval (void *user, const double *q1, double *mismatch, double *grad_q1,
-    char *errbuf, size_t errlen)
-{
-  DataTermCtx *c = user;
-  return gr_varifold_distance (c->v, q1, c->n, c->cells, c->ncells, mismatch, grad_q1,
-      errbuf, errlen);
-}
-
 /* The target's side of a varifold / point-cloud term (its connectivity from the
  * buffer's GstPointSetCellsMeta); NULL after posting the error. */
 static GrVarifold *
@@ -468,17 +450,17 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
 
   gsize ntgt = 0;
   GrVarifold *vf = NULL;
-  DataTermCtx dctx = { NULL, NULL, 0, 0 };
   if (!gst_landmark_shoot_read_target (self, inbuf, &tgt, &ntgt))
     return GST_FLOW_ERROR;
   if (self->data_term != GST_LANDMARK_SHOOT_DATA_LANDMARKS) {
     if (!(vf = make_data_term (self, inbuf, tgt, ntgt)))
       goto out;
-    dctx.v = vf;
-    dctx.cells = self->tcells;
-    dctx.ncells = self->ntcells;
-    dctx.n = self->n;
-    gr_shoot_set_data_term (self->engine, data_term_eval, &dctx, NULL, 0);
+    if (gr_shoot_set_varifold (self->engine, vf, self->tcells, self->ntcells, err,
+            sizeof err) != GR_OK) {
+      GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not set the data term: %s.", err),
+          (NULL));
+      goto out;
+    }
   } else if (gr_shoot_set_target (self->engine, tgt, err, sizeof err) != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Could not set the target: %s.", err),
         (NULL));
@@ -530,7 +512,7 @@ gst_landmark_shoot_transform (GstBaseTransform * trans, GstBuffer * inbuf,
 
 out:
   if (vf) {
-    gr_shoot_set_data_term (self->engine, NULL, NULL, NULL, 0);
+    gr_shoot_set_varifold (self->engine, NULL, NULL, 0, NULL, 0);
     gr_varifold_free (vf);
   }
   g_free (tgt);

@@ -76,7 +76,7 @@ struct _GstLandmarkShoot {
   /* data-term != landmarks: the template's connectivity, the term's kind and width */
   GstLandmarkShootDataTerm data_term;
   gdouble data_sigma;
-  GrBackend data_backend;       /* where its pair sums run (backend=cuda: the device) */
+  GrBackend data_backend;       /* where it runs: the shooting engine's backend */
   gint data_cuda_device;
   guint32 *tcells;
   gsize ntcells;

@@ -14,6 +14,10 @@
 #include "shoot.h"
 #include "shoot_internal.h"
 #include "shoot_cuda.h"
+#include "varifold.h"
+#if GR_HAVE_CUDA
+#include "varifold_cuda.h"
+#endif
 
 #include <math.h>
 #include <stdint.h>
@@ -102,6 +106,10 @@ struct GrShoot {
   GrShootDataTerm term;         /* a data term in place of the landmark mismatch */
   void *term_user;
   double *q1pm, *gq1pm;         /* its q(1) and gradient, point-major */
+  GrVarifold *vf;               /* gr_shoot_set_varifold's term (not owned) */
+  const uint32_t *vf_cells;     /* the template's cells, for the CPU term (not owned) */
+  size_t vf_ncells;
+  bool dev_term;                /* a data term runs on the device (CUDA) */
   /* CPU work arrays, [D][n] */
   double *hp, *hq, *k1q, *k1p, *hp0, *hq0, *tmpq, *tmpp;
   double *a, *b, *ra, *rb, *mua, *mub, *wa, *wb;
@@ -458,6 +466,69 @@ gr_shoot_set_data_term (GrShoot *s, GrShootDataTerm term, void *user, char *errb
   return GR_OK;
 }
 
+/* The CPU side of gr_shoot_set_varifold: the distance of the shot template (its
+ * cells) to the varifold's target. */
+static GrStatus
+varifold_term (void *user, const double *q1, double *mismatch, double *grad_q1,
+    char *errbuf, size_t errlen)
+{
+  GrShoot *s = user;
+  return gr_varifold_distance (s->vf, q1, s->n, s->vf_cells, s->vf_ncells, mismatch,
+      grad_q1, errbuf, errlen);
+}
+
+GrStatus
+gr_shoot_set_varifold (GrShoot *s, GrVarifold *v, const uint32_t *cells, size_t ncells,
+    char *errbuf, size_t errlen)
+{
+  if (!s) {
+    gr_set_err (errbuf, errlen, "no engine");
+    return GR_ERR_INVALID;
+  }
+  /* off with the previous term first, on either backend */
+#if GR_HAVE_CUDA
+  if (s->cuda && s->dev_term) {
+    s->dev_term = false;
+    GrStatus st = gr_shoot_cuda_set_term (s->cuda, NULL, NULL, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+  }
+#endif
+  if (s->vf && s->backend == GR_BACKEND_CPU)
+    gr_shoot_set_data_term (s, NULL, NULL, NULL, 0);
+  s->vf = NULL;
+  s->vf_cells = NULL;
+  s->vf_ncells = 0;
+  s->traj_valid = false;
+  if (!v)
+    return GR_OK;
+#if GR_HAVE_CUDA
+  if (s->cuda) {
+    GrStatus st;
+    GrVarifoldCuda *vc = gr_varifold_bind_device (v, s->n, cells, ncells, &st, errbuf,
+        errlen);
+    if (!vc)
+      return st == GR_OK ? GR_ERR_INVALID : st;
+    if (gr_varifold_cuda_device (vc) != gr_shoot_cuda_device (s->cuda)) {
+      gr_set_err (errbuf, errlen, "the varifold runs on CUDA device %d, the shooting on "
+          "%d", gr_varifold_cuda_device (vc), gr_shoot_cuda_device (s->cuda));
+      return GR_ERR_INVALID;
+    }
+    st = gr_shoot_cuda_set_term (s->cuda, gr_varifold_cuda_enqueue_term, vc, errbuf,
+        errlen);
+    if (st != GR_OK)
+      return st;
+    s->vf = v;
+    s->dev_term = true;
+    return GR_OK;
+  }
+#endif
+  s->vf = v;
+  s->vf_cells = cells;
+  s->vf_ncells = ncells;
+  return gr_shoot_set_data_term (s, varifold_term, s, errbuf, errlen);
+}
+
 GrStatus
 gr_shoot_set_target (GrShoot *s, const double *target, char *errbuf, size_t errlen)
 {
@@ -651,7 +722,7 @@ gr_shoot_loss_grad_template (GrShoot *s, const double *p0, double *grad, double 
     gr_set_err (errbuf, errlen, "no momentum");
     return GR_ERR_INVALID;
   }
-  if (!s->has_template || (!s->has_target && !s->term)) {
+  if (!s->has_template || (!s->has_target && !s->term && !s->dev_term)) {
     gr_set_err (errbuf, errlen, "template or target not set");
     return GR_ERR_INVALID;
   }
@@ -732,7 +803,7 @@ gr_shoot_flow (GrShoot *s, const double *p0, double *q1, double *p1, const doubl
 #if GR_HAVE_CUDA
   if (s->cuda) {
     /* the target may not be set: shoot with the template as a dummy target */
-    if (!s->has_target) {
+    if (!s->has_target && !s->dev_term) {
       gr_set_err (errbuf, errlen, "target not set");
       return GR_ERR_INVALID;
     }

@@ -26,6 +26,8 @@
 #include "gr_common.h"
 #include "lbfgs.h"
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -101,6 +103,20 @@ typedef GrStatus (*GrShootDataTerm) (void *user, const double *q1, double *misma
  * CPU backend only (GR_ERR_INVALID on CUDA). */
 GrStatus gr_shoot_set_data_term (GrShoot *s, GrShootDataTerm term, void *user,
     char *errbuf, size_t errlen);
+
+/* The varifold (or point-cloud kernel) distance of the shot template to v's target as
+ * the data term (varifold.h): cells (ncells of v's cell size; NULL for point clouds)
+ * are the template's connectivity.  v and cells are not copied: they must outlive the
+ * setting (NULL v removes it), and v is not to be used otherwise meanwhile.
+ * CPU engine: gr_varifold_distance is the data term, its pair sums on v's backend.
+ * CUDA engine: v must run on CUDA on the same device; then the whole evaluation stays
+ * on the device (the template's cell features, the pair sums, d^2 and its gradient on
+ * q(1) feed the adjoint in the same CUDA graph): an evaluation moves p0 up and the
+ * gradient and three scalars down, as with landmarks.  CPU and CUDA agree to the
+ * pairs' rounding (float64: ~1e-12 relative).  No target is needed while it is set. */
+struct GrVarifold;
+GrStatus gr_shoot_set_varifold (GrShoot *s, struct GrVarifold *v, const uint32_t *cells,
+    size_t ncells, char *errbuf, size_t errlen);
 
 /* As gr_shoot_loss_grad, and grad_q0 (n * dim, may be NULL) receives the gradient on
  * the template q0 (what atlas estimation needs).  CPU backend only (GR_ERR_INVALID on

@@ -128,6 +128,8 @@ template <typename S> struct Bufs {
   double *p0_in;                /* [n * D] point-major */
   double *grad_out;             /* [n * D] point-major */
   double *scal;                 /* loss, kinetic, mismatch */
+  const double *m1;             /* a device data term's mismatch at q(1) ([1]) */
+  const V4<double> *g1;         /* and its gradient on q(1) ([n]); NULL: landmarks */
 };
 
 /* Moves b's pointers to the block's slot (blockIdx.y): its trajectory and work arrays,
@@ -757,8 +759,10 @@ k_init (Bufs<S> b)
 }
 
 /* One block: mismatch, kinetic energy and loss in float64 (fixed-order reduction), and
- * the adjoint's terminal value lambda (q(1) - target). */
-template <typename S, int D>
+ * the adjoint's terminal value: lambda (q(1) - target) for landmarks; with a device
+ * data term (TERM), whose kernels ran just before, its mismatch m1 and
+ * lambda / 2 dm/dq1, as shoot.c's cpu_backward. */
+template <typename S, int D, bool TERM>
 __global__ void __launch_bounds__ (1024)
 k_terminal (Bufs<S> b)
 {
@@ -769,12 +773,20 @@ k_terminal (Bufs<S> b)
   const V4<double> *qT = b.xq_d + (size_t) (b.T - 1) * n;
   double m = 0.0, e = 0.0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    V4<double> q = qT[i], tg = b.tgt[i], a = zero4<double> ();
+    V4<double> a = zero4<double> ();
+    if (TERM) {
+      const V4<double> g = b.g1[i];
 #pragma unroll
-    for (int d = 0; d < D; d++) {
-      double r = cget (q, d) - cget (tg, d);
-      m += r * r;
-      cset (a, d, b.lambda * r);
+      for (int d = 0; d < D; d++)
+        cset (a, d, 0.5 * b.lambda * cget (g, d));
+    } else {
+      V4<double> q = qT[i], tg = b.tgt[i];
+#pragma unroll
+      for (int d = 0; d < D; d++) {
+        double r = cget (q, d) - cget (tg, d);
+        m += r * r;
+        cset (a, d, b.lambda * r);
+      }
     }
     e += b.erow[i];
     b.La_d[i] = a;
@@ -793,9 +805,10 @@ k_terminal (Bufs<S> b)
     __syncthreads ();
   }
   if (threadIdx.x == 0) {
-    b.scal[0] = 0.5 * se[0] + 0.5 * b.lambda * sm[0];
+    const double mm = TERM ? b.m1[0] : sm[0];
+    b.scal[0] = 0.5 * se[0] + 0.5 * b.lambda * mm;
     b.scal[1] = 0.5 * se[0];
-    b.scal[2] = sm[0];
+    b.scal[2] = mm;
   }
 }
 
@@ -822,6 +835,11 @@ struct GrShootCuda {
   void *xq_s, *xp_s, *yq_s, *yp_s, *La_s, *Lb_s, *wa_s, *wb_s;
   V4<double> *xq_d, *xp_d, *k1q, *k1p, *hp0, *tgt, *La_d, *Lb_d, *mua, *mub;
   double *erow, *p0_in, *grad_out, *scal;
+  /* a device data term (gr_shoot_cuda_set_term; single subject): its kernels are
+   * captured into the graph between the forward and the adjoint passes */
+  GrShootCudaTerm term;
+  void *term_user;
+  double *term_buf;             /* m1 ([4]) then g1 ([n] V4<double>) */
 };
 
 static bool
@@ -874,7 +892,27 @@ make_bufs (const GrShootCuda *c)
   b.p0_in = c->p0_in;
   b.grad_out = c->grad_out;
   b.scal = c->scal;
+  b.m1 = c->term ? c->term_buf : NULL;
+  b.g1 = c->term ? (const V4<double> *) (c->term_buf + 4) : NULL;
   return b;
+}
+
+/* The end of the forward pass: the device data term's kernels (if any) on q(1), then
+ * the loss and the adjoint's terminal value. */
+template <typename S, int D>
+static cudaError_t
+enqueue_terminal (GrShootCuda *c, const Bufs<S> &b, int G)
+{
+  if (c->term) {
+    const double *q1 = (const double *) (c->xq_d + (size_t) (c->T - 1) * c->n);
+    int e = c->term (c->term_user, (void *) c->stream, q1, c->term_buf, c->term_buf + 4);
+    if (e != (int) cudaSuccess)
+      return (cudaError_t) e;
+    k_terminal<S, D, true><<<dim3 (1, G), 1024, 0, c->stream>>> (b);
+  } else {
+    k_terminal<S, D, false><<<dim3 (1, G), 1024, 0, c->stream>>> (b);
+  }
+  return cudaGetLastError ();
 }
 
 /* enqueue_eval with the row-per-thread kernels (populations, float32). */
@@ -893,7 +931,11 @@ enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
       k_forward_rows<S, D, F_RAL2><<<grid, WBLOCK, 0, c->stream>>> (b, t);
     }
   }
-  k_terminal<S, D><<<dim3 (1, G), 1024, 0, c->stream>>> (b);
+  {
+    cudaError_t e = enqueue_terminal<S, D> (c, b, G);
+    if (e != cudaSuccess)
+      return e;
+  }
   for (int t = T - 2; t >= 0; t--) {
     if (!ral) {
       k_backward_rows<S, D, B_EULER><<<grid, WBLOCK, 0, c->stream>>> (b, t,
@@ -930,7 +972,11 @@ enqueue_eval (GrShootCuda *c, int G)
       k_forward<S, D, RPT, F_RAL2, TILED><<<grid, BLOCK, 0, c->stream>>> (b, t, tpr);
     }
   }
-  k_terminal<S, D><<<dim3 (1, G), 1024, 0, c->stream>>> (b);
+  {
+    cudaError_t e = enqueue_terminal<S, D> (c, b, G);
+    if (e != cudaSuccess)
+      return e;
+  }
   for (int t = T - 2; t >= 0; t--) {
     if (!ral) {
       int rbuf = (T - 2 - t) & 1;
@@ -1022,12 +1068,50 @@ gr_shoot_cuda_free (GrShootCuda *c)
   if (c->stream)
     cudaStreamDestroy (c->stream);
   cudaFree (c->arena);
+  cudaFree (c->term_buf);
   cudaFreeHost (c->h_p0);
   cudaFreeHost (c->h_grad);
   cudaFreeHost (c->h_scal);
   cudaFreeHost (c->h_slots);
   cudaGetLastError ();
   free (c);
+}
+
+/* Captures the evaluation graphs (for slot grids cap, cap/4, ..., 1), replacing any
+ * captured before (a data term set or removed changes what an evaluation runs). */
+static bool
+capture_graphs (GrShootCuda *c, char *errbuf, size_t errlen)
+{
+  for (int g = 0; g < c->ngraphs; g++)
+    if (c->exec[g])
+      cudaGraphExecDestroy (c->exec[g]);
+  memset (c->exec, 0, sizeof c->exec);
+  c->ngraphs = 0;
+  /* graphs for slot grids cap, cap/4, cap/16, ..., 1 */
+  for (size_t G = c->cap; c->ngraphs < 8; G = G > 1 ? (G + 3) / 4 : 0) {
+    if (G == 0 || (c->ngraphs == 7 && G > 1))
+      G = 1;                    /* the last one always covers a single subject */
+    cudaGraph_t graph = NULL;
+    if (!ck (cudaStreamBeginCapture (c->stream, cudaStreamCaptureModeThreadLocal),
+            "cudaStreamBeginCapture", errbuf, errlen))
+      return false;
+    cudaError_t e = enqueue_dispatch (c, (int) G);
+    cudaError_t e2 = cudaStreamEndCapture (c->stream, &graph);
+    if (!ck (e, "kernel launch (capture)", errbuf, errlen) ||
+        !ck (e2, "cudaStreamEndCapture", errbuf, errlen)) {
+      if (graph)
+        cudaGraphDestroy (graph);
+      return false;
+    }
+    e = cudaGraphInstantiate (&c->exec[c->ngraphs], graph, 0);
+    cudaGraphDestroy (graph);
+    if (!ck (e, "cudaGraphInstantiate", errbuf, errlen))
+      return false;
+    c->graph_slots[c->ngraphs++] = (int) G;
+    if (G == 1)
+      break;
+  }
+  return true;
 }
 
 extern "C" GrShootCuda *
@@ -1179,30 +1263,8 @@ gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int devic
   if (!ck (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking),
           "cudaStreamCreate", errbuf, errlen))
     goto fail;
-  /* graphs for slot grids cap, cap/4, cap/16, ..., 1 */
-  for (size_t G = c->cap; c->ngraphs < 8; G = G > 1 ? (G + 3) / 4 : 0) {
-    if (G == 0 || (c->ngraphs == 7 && G > 1))
-      G = 1;                    /* the last one always covers a single subject */
-    cudaGraph_t graph = NULL;
-    if (!ck (cudaStreamBeginCapture (c->stream, cudaStreamCaptureModeThreadLocal),
-            "cudaStreamBeginCapture", errbuf, errlen))
-      goto fail;
-    cudaError_t e = enqueue_dispatch (c, (int) G);
-    cudaError_t e2 = cudaStreamEndCapture (c->stream, &graph);
-    if (!ck (e, "kernel launch (capture)", errbuf, errlen) ||
-        !ck (e2, "cudaStreamEndCapture", errbuf, errlen)) {
-      if (graph)
-        cudaGraphDestroy (graph);
-      goto fail;
-    }
-    e = cudaGraphInstantiate (&c->exec[c->ngraphs], graph, 0);
-    cudaGraphDestroy (graph);
-    if (!ck (e, "cudaGraphInstantiate", errbuf, errlen))
-      goto fail;
-    c->graph_slots[c->ngraphs++] = (int) G;
-    if (G == 1)
-      break;
-  }
+  if (!capture_graphs (c, errbuf, errlen))
+    goto fail;
   return c;
 
 fail:
@@ -1408,4 +1470,36 @@ gr_shoot_cuda_trajectory (GrShootCuda *c, double *xq, double *xp, void *xqR, voi
   if (ok && ral && ypR)
     ok = download_soa (c->yp_s, c->es, false, ypR, T - 1, n, D, errbuf, errlen);
   return ok ? GR_OK : GR_ERR_CUDA;
+}
+
+extern "C" int
+gr_shoot_cuda_device (const GrShootCuda *c)
+{
+  return c->dev;
+}
+
+extern "C" GrStatus
+gr_shoot_cuda_set_term (GrShootCuda *c, GrShootCudaTerm term, void *user, char *errbuf,
+    size_t errlen)
+{
+  if (term && c->cap != 1) {
+    gr_set_err (errbuf, errlen, "a data term needs a single-subject engine");
+    return GR_ERR_INVALID;
+  }
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
+    return GR_ERR_CUDA;
+  if (term && !c->term_buf &&
+      !ck (gr_cuda_malloc ((void **) &c->term_buf, sizeof (double) * 4 * (1 + (size_t) c->n)),
+          "cudaMalloc (data term)", errbuf, errlen))
+    return GR_ERR_CUDA;
+  c->term = term;
+  c->term_user = user;
+  if (capture_graphs (c, errbuf, errlen))
+    return GR_OK;
+  /* back to the landmark graphs, so that the engine stays usable */
+  c->term = NULL;
+  c->term_user = NULL;
+  char dummy[8];
+  capture_graphs (c, dummy, sizeof dummy);
+  return GR_ERR_CUDA;
 }

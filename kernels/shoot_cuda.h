@@ -47,6 +47,21 @@ GrStatus gr_shoot_cuda_eval_batch (GrShootCuda *c, const size_t *which, size_t c
     const double *const *p0, double *const *grad, double (*out)[3], char *errbuf,
     size_t errlen);
 
+/* A device data term in place of the landmark mismatch (single-subject engines): term
+ * enqueues, on `stream` (a cudaStream_t), kernels that read q(1) (q1: n vectors of 4
+ * doubles x y z 0 on the device) and write the mismatch into m[0] and its gradient on
+ * q(1) into g (n vectors of 4 doubles, on the device); it is captured into the
+ * evaluation graph, so kernels only: no copy, no synchronization, no allocation, and
+ * the buffers it reads stay where they are while it is set.  Returns a cudaError_t.
+ * The loss becomes H + lambda / 2 m and the adjoint starts from lambda / 2 g, all on
+ * the device: an evaluation copies p0 up and the gradient and three scalars down, as
+ * with landmarks.  NULL removes it (the target's mismatch again). */
+typedef int (*GrShootCudaTerm) (void *user, void *stream, const double *q1, double *m,
+    double *g);
+GrStatus gr_shoot_cuda_set_term (GrShootCuda *c, GrShootCudaTerm term, void *user,
+    char *errbuf, size_t errlen);
+int gr_shoot_cuda_device (const GrShootCuda *c);
+
 #ifdef __cplusplus
 }
 #endif

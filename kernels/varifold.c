@@ -383,3 +383,23 @@ out:
   free (gn2);
   return st;
 }
+
+#if GR_HAVE_CUDA
+GrVarifoldCuda *
+gr_varifold_bind_device (GrVarifold *v, size_t nvertices, const uint32_t *cells,
+    size_t ncells, GrStatus *status, char *errbuf, size_t errlen)
+{
+  *status = GR_ERR_INVALID;
+  if (!v || !v->cuda) {
+    gr_set_err (errbuf, errlen, "the varifold term does not run on CUDA");
+    return NULL;
+  }
+  if (nvertices == 0 || (v->p.cell_size > 1 && (!cells || ncells == 0))) {
+    gr_set_err (errbuf, errlen, "empty source shape");
+    return NULL;
+  }
+  *status = gr_varifold_cuda_set_source (v->cuda, nvertices, v->p.cell_size,
+      v->p.cell_size > 1 ? cells : NULL, ncells, v->tt, errbuf, errlen);
+  return *status == GR_OK ? v->cuda : NULL;
+}
+#endif

@@ -7,6 +7,7 @@
 #define GR_VARIFOLD_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gr_common.h"
 
@@ -32,6 +33,28 @@ GrStatus gr_varifold_cuda_set_shape (GrVarifoldCuda *c, int slot, size_t F, cons
  * gc, gn [d * F_a + f] (float64, as the CPU's). */
 GrStatus gr_varifold_cuda_rows (GrVarifoldCuda *c, int a, int b, double *row, double *gc,
     double *gn, char *errbuf, size_t errlen);
+
+/* ---- the device term (shoot.c: the shooting's data term on CUDA) ------------------
+ * The source's connectivity (nv vertices; cells of cell_size as the engine's kind:
+ * 1 with kind 0 points, NULL cells; 2 or 3 otherwise), fixed for the term's life, and
+ * <T, T>: uploaded once, with the vertex -> cells incidence lists the chain rule
+ * gathers. */
+GrStatus gr_varifold_cuda_set_source (GrVarifoldCuda *c, size_t nv, int cell_size,
+    const uint32_t *cells, size_t ncells, double tt, char *errbuf, size_t errlen);
+int gr_varifold_cuda_device (const GrVarifoldCuda *c);
+/* A GrShootCudaTerm (shoot_cuda.h), user = the engine: enqueues on `stream` (a
+ * cudaStream_t) the kernels that read the source's vertices q1 (device, 4 doubles per
+ * vertex) and write d2 into m[0] and d d2 / d q1 into g (device, 4 doubles per vertex).
+ * Kernels only (no copy, no synchronization): it is captured into the shooting's
+ * graph.  Returns a cudaError_t. */
+int gr_varifold_cuda_enqueue_term (void *user, void *stream, const double *q1, double *m,
+    double *g);
+
+/* varifold.c: v's device engine with the source bound (the cells copied to the
+ * device); NULL with errbuf set when v does not run on CUDA or the cells are bad. */
+struct GrVarifold;
+GrVarifoldCuda *gr_varifold_bind_device (struct GrVarifold *v, size_t nvertices,
+    const uint32_t *cells, size_t ncells, GrStatus *status, char *errbuf, size_t errlen);
 
 #ifdef __cplusplus
 }

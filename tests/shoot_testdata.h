@@ -71,6 +71,18 @@ td_bunny3d (size_t n, double radius, double *out)
   }
 }
 
+/* |a - b| / |b| (Euclidean norms over m values). */
+static inline double
+td_rel_l2 (const double *a, const double *b, size_t m)
+{
+  double num = 0, den = 0;
+  for (size_t i = 0; i < m; i++) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return sqrt (num / fmax (den, 1e-300));
+}
+
 /* A smooth momentum field evaluated at the points q (point-major), amplitude amp. */
 static inline void
 td_smooth_momentum (const double *q, size_t n, int dim, double amp, double scale,
@@ -184,6 +196,91 @@ td_deform (double *v, size_t nv)
     x[1] += dy;
     x[2] += dz;
   }
+}
+
+/* The distance from p to the triangle abc. */
+static inline double
+td_point_triangle (const double *p, const double *a, const double *b, const double *c)
+{
+  /* closest point on triangle abc to p (regions by barycentric tests) */
+  double ab[3], ac[3], ap[3], q[3];
+  for (int d = 0; d < 3; d++) {
+    ab[d] = b[d] - a[d];
+    ac[d] = c[d] - a[d];
+    ap[d] = p[d] - a[d];
+  }
+#define DOT(x, y) ((x)[0] * (y)[0] + (x)[1] * (y)[1] + (x)[2] * (y)[2])
+  double d1 = DOT (ab, ap), d2 = DOT (ac, ap);
+  if (d1 <= 0 && d2 <= 0) {
+    memcpy (q, a, sizeof q);
+    goto done;
+  }
+  double bp[3], cp[3];
+  for (int d = 0; d < 3; d++) {
+    bp[d] = p[d] - b[d];
+    cp[d] = p[d] - c[d];
+  }
+  double d3 = DOT (ab, bp), d4 = DOT (ac, bp);
+  if (d3 >= 0 && d4 <= d3) {
+    memcpy (q, b, sizeof q);
+    goto done;
+  }
+  double vc = d1 * d4 - d3 * d2;
+  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+    double t = d1 / (d1 - d3);
+    for (int d = 0; d < 3; d++)
+      q[d] = a[d] + t * ab[d];
+    goto done;
+  }
+  double d5 = DOT (ab, cp), d6 = DOT (ac, cp);
+  if (d6 >= 0 && d5 <= d6) {
+    memcpy (q, c, sizeof q);
+    goto done;
+  }
+  double vb = d5 * d2 - d1 * d6;
+  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+    double t = d2 / (d2 - d6);
+    for (int d = 0; d < 3; d++)
+      q[d] = a[d] + t * ac[d];
+    goto done;
+  }
+  double va = d3 * d6 - d5 * d4;
+  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+    double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+    for (int d = 0; d < 3; d++)
+      q[d] = b[d] + t * (c[d] - b[d]);
+    goto done;
+  }
+  {
+    double den = 1.0 / (va + vb + vc), v = vb * den, w = vc * den;
+    for (int d = 0; d < 3; d++)
+      q[d] = a[d] + v * ab[d] + w * ac[d];
+  }
+done:
+  {
+    double r[3] = { p[0] - q[0], p[1] - q[1], p[2] - q[2] };
+    return sqrt (DOT (r, r));
+  }
+#undef DOT
+}
+
+/* The symmetric vertex-to-mesh Hausdorff distance of two triangle meshes: the max over
+ * the vertices of one mesh of the distance to the other mesh, both ways. */
+static inline double
+td_hausdorff (const TdMesh *x, const TdMesh *y)
+{
+  double h = 0;
+  for (int dir = 0; dir < 2; dir++) {
+    const TdMesh *a = dir ? y : x, *b = dir ? x : y;
+    for (size_t i = 0; i < a->nv; i++) {
+      double best = INFINITY;
+      for (size_t f = 0; f < b->nc; f++)
+        best = fmin (best, td_point_triangle (a->v + 3 * i, b->v + 3 * b->c[3 * f],
+                b->v + 3 * b->c[3 * f + 1], b->v + 3 * b->c[3 * f + 2]));
+      h = fmax (h, best);
+    }
+  }
+  return h;
 }
 
 #ifdef GR_SHOOT_H

@@ -59,17 +59,6 @@ loss_at (GrShoot *s, const double *p)
   return l.loss;
 }
 
-static double
-rel_norm_diff (const double *a, const double *b, size_t m)
-{
-  double num = 0, den = 0;
-  for (size_t i = 0; i < m; i++) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return sqrt (num / fmax (den, 1e-300));
-}
-
 /* random points in a box of side `box`, random targets nearby, random momenta */
 static void
 random_problem (uint64_t seed, size_t n, int dim, double box, double *q0, double *tgt,
@@ -106,7 +95,7 @@ test_gradient_fd (int dim, GrShootIntegrator integ)
     p[i] = keep;
     fd[i] = (fp - fm) / (2 * h);
   }
-  double e = rel_norm_diff (g, fd, m);
+  double e = td_rel_l2 (g, fd, m);
   printf ("fd gradient %dD %s: rel err %.3e (|g| %.3e)\n", dim,
       integ == GR_SHOOT_EULER ? "euler" : "ralston", e, sqrt (l.loss));
   CHECK (e < 1e-7, "float64 gradient vs central differences %dD integ %d: %.3e", dim,
@@ -133,7 +122,7 @@ test_f32_vs_f64 (GrShootIntegrator integ)
   CHECK (gr_shoot_loss_grad (s64, p, g64, &l64, NULL, 0) == GR_OK, "f64 eval");
   double el = fabs (l32.loss - l64.loss) / fabs (l64.loss);
   double ek = fabs (l32.kinetic - l64.kinetic) / fabs (l64.kinetic);
-  double eg = rel_norm_diff (g32, g64, n * 3);
+  double eg = td_rel_l2 (g32, g64, n * 3);
   printf ("f32 vs f64 (%s): loss %.3e kinetic %.3e gradient %.3e\n",
       integ == GR_SHOOT_EULER ? "euler" : "ralston", el, ek, eg);
   CHECK (el < 1e-6, "float32 loss vs float64: %.3e", el);
@@ -329,7 +318,7 @@ test_recovery (int dim, size_t n, GrShootIntegrator integ, GrShootPrecision prec
   CHECK (st == GR_OK, "fit: %s", err);
   CHECK (gr_shoot_flow (s, p, q1, NULL, NULL, 0, NULL, NULL, 0) == GR_OK, "shoot back");
   double after = td_mean_distance (q1, tgt, n, dim);
-  double perr = rel_norm_diff (p, ptrue, m);
+  double perr = td_rel_l2 (p, ptrue, m);
   printf ("recovery %dD n=%zu %s %s: mean distance %.4f -> %.5f (%.2f%%), %d iterations, "
       "%d evaluations, %s, |p - p_true|/|p_true| = %.3f, %.2f s\n", dim, n,
       integ == GR_SHOOT_EULER ? "euler" : "ralston",

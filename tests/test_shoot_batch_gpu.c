@@ -24,17 +24,6 @@
 
 #define SUBJECTS 6
 
-static double
-rel_diff (const double *a, const double *b, size_t m)
-{
-  double d = 0, s = 0;
-  for (size_t i = 0; i < m; i++) {
-    d += (a[i] - b[i]) * (a[i] - b[i]);
-    s += b[i] * b[i];
-  }
-  return sqrt (d / fmax (s, 1e-300));
-}
-
 /* wide: the GEOREG_SHOOT_WIDE setting the engine is made with (NULL: unset) */
 static GrShoot *
 single (const GrShootParams *p, GrBackend be, const double *q0, const char *wide)
@@ -135,9 +124,9 @@ test_population (size_t n, int dim, GrShootIntegrator integ, int T)
       double r1 = fabs (lb[k].loss - l1.loss) / fabs (l1.loss);
       double rc = fabs (lb[k].loss - lc.loss) / fabs (lc.loss);
       double rgc = fabs (lg[k].loss - lc.loss) / fabs (lc.loss);
-      double grw = rel_diff (grads[k], gw, m), grg = rel_diff (gradg[k], g1, m);
-      double gr1 = rel_diff (grads[k], g1, m), grc = rel_diff (grads[k], gc, m);
-      double grgc = rel_diff (gradg[k], gc, m);
+      double grw = td_rel_l2 (grads[k], gw, m), grg = td_rel_l2 (gradg[k], g1, m);
+      double gr1 = td_rel_l2 (grads[k], g1, m), grc = td_rel_l2 (grads[k], gc, m);
+      double grgc = td_rel_l2 (gradg[k], gc, m);
       printf ("%dD n=%zu subject %zu: batch (row kernels) vs alone on them: loss %.1e, "
           "gradient %.1e; vs alone on the grouped kernels: loss %.1e, gradient %.1e; "
           "vs CPU: loss %.1e, gradient %.1e | batch (grouped) vs alone: loss %.1e, "

@@ -85,17 +85,6 @@ engine (const Problem *pr, GrBackend be, GrShootPrecision prec, GrShootIntegrato
 }
 
 static double
-rel (const double *a, const double *b, size_t m)
-{
-  double num = 0, den = 0;
-  for (size_t i = 0; i < m; i++) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return sqrt (num / fmax (den, 1e-300));
-}
-
-static double
 now (void)
 {
   struct timespec ts;
@@ -127,8 +116,9 @@ compare (size_t n, int dim, GrShootIntegrator integ, int T, double lambda, doubl
   double l_cc = fabs (l[0].loss - l[1].loss) / fabs (l[1].loss);
   double l_c64 = fabs (l[0].loss - l[2].loss) / fabs (l[2].loss);
   double k_c64 = fabs (l[0].kinetic - l[2].kinetic) / fabs (l[2].kinetic);
-  double g_cc = rel (g[0], g[1], m), g_c64 = rel (g[0], g[2], m);
-  double l_64 = fabs (l[3].loss - l[2].loss) / fabs (l[2].loss), g_64 = rel (g[3], g[2], m);
+  double g_cc = td_rel_l2 (g[0], g[1], m), g_c64 = td_rel_l2 (g[0], g[2], m);
+  double l_64 = fabs (l[3].loss - l[2].loss) / fabs (l[2].loss);
+  double g_64 = td_rel_l2 (g[3], g[2], m);
   printf ("n=%zu %dD %s T=%d lambda=%g: loss CUDA/CPU f32 %.2e, CUDA f32/CPU f64 %.2e "
       "(kinetic %.2e); gradient %.2e / %.2e; CUDA f64 vs CPU f64: loss %.2e grad %.2e\n",
       n, dim, integ == GR_SHOOT_EULER ? "euler" : "ralston", T, lambda, l_cc, l_c64, k_c64,
@@ -168,7 +158,7 @@ fd_full (size_t n, int dim)
     pr.p[i] = keep;
     fd[i] = (lp.loss - lm.loss) / (2 * h);
   }
-  double e = rel (g, fd, m);
+  double e = td_rel_l2 (g, fd, m);
   printf ("CUDA gradient vs float64 central differences, n=%zu %dD, seed settings: "
       "%.3e\n", n, dim, e);
   CHECK (e <= 1e-5, "CUDA gradient vs float64 finite differences: %.3e", e);

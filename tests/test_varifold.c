@@ -141,103 +141,6 @@ test_gradients (void)
 
 /* ---- matching ------------------------------------------------------------------- */
 
-static double
-point_triangle (const double *p, const double *a, const double *b, const double *c)
-{
-  /* closest point on triangle abc to p (regions by barycentric tests) */
-  double ab[3], ac[3], ap[3], q[3];
-  for (int d = 0; d < 3; d++) {
-    ab[d] = b[d] - a[d];
-    ac[d] = c[d] - a[d];
-    ap[d] = p[d] - a[d];
-  }
-#define DOT(x, y) ((x)[0] * (y)[0] + (x)[1] * (y)[1] + (x)[2] * (y)[2])
-  double d1 = DOT (ab, ap), d2 = DOT (ac, ap);
-  if (d1 <= 0 && d2 <= 0) {
-    memcpy (q, a, sizeof q);
-    goto done;
-  }
-  double bp[3], cp[3];
-  for (int d = 0; d < 3; d++) {
-    bp[d] = p[d] - b[d];
-    cp[d] = p[d] - c[d];
-  }
-  double d3 = DOT (ab, bp), d4 = DOT (ac, bp);
-  if (d3 >= 0 && d4 <= d3) {
-    memcpy (q, b, sizeof q);
-    goto done;
-  }
-  double vc = d1 * d4 - d3 * d2;
-  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
-    double t = d1 / (d1 - d3);
-    for (int d = 0; d < 3; d++)
-      q[d] = a[d] + t * ab[d];
-    goto done;
-  }
-  double d5 = DOT (ab, cp), d6 = DOT (ac, cp);
-  if (d6 >= 0 && d5 <= d6) {
-    memcpy (q, c, sizeof q);
-    goto done;
-  }
-  double vb = d5 * d2 - d1 * d6;
-  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
-    double t = d2 / (d2 - d6);
-    for (int d = 0; d < 3; d++)
-      q[d] = a[d] + t * ac[d];
-    goto done;
-  }
-  double va = d3 * d6 - d5 * d4;
-  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
-    double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-    for (int d = 0; d < 3; d++)
-      q[d] = b[d] + t * (c[d] - b[d]);
-    goto done;
-  }
-  {
-    double den = 1.0 / (va + vb + vc), v = vb * den, w = vc * den;
-    for (int d = 0; d < 3; d++)
-      q[d] = a[d] + v * ab[d] + w * ac[d];
-  }
-done:
-  {
-    double r[3] = { p[0] - q[0], p[1] - q[1], p[2] - q[2] };
-    return sqrt (DOT (r, r));
-  }
-#undef DOT
-}
-
-/* max over the vertices of one mesh of the distance to the other mesh, both ways */
-static double
-hausdorff (const TdMesh *x, const TdMesh *y)
-{
-  double h = 0;
-  for (int dir = 0; dir < 2; dir++) {
-    const TdMesh *a = dir ? y : x, *b = dir ? x : y;
-    for (size_t i = 0; i < a->nv; i++) {
-      double best = INFINITY;
-      for (size_t f = 0; f < b->nc; f++)
-        best = fmin (best, point_triangle (a->v + 3 * i, b->v + 3 * b->c[3 * f],
-                b->v + 3 * b->c[3 * f + 1], b->v + 3 * b->c[3 * f + 2]));
-      h = fmax (h, best);
-    }
-  }
-  return h;
-}
-
-typedef struct {
-  GrVarifold *v;
-  const TdMesh *src;
-} TermCtx;
-
-static GrStatus
-varifold_term (void *user, const double *q1, double *mismatch, double *grad_q1,
-    char *errbuf, size_t errlen)
-{
-  TermCtx *t = user;
-  return gr_varifold_distance (t->v, q1, t->src->nv, t->src->c, t->src->nc, mismatch,
-      grad_q1, errbuf, errlen);
-}
-
 static void
 test_matching (GrVarifoldOrientation orientation)
 {
@@ -257,10 +160,8 @@ test_matching (GrVarifoldOrientation orientation)
   p.lambda = 300;
   GrShoot *s = gr_shoot_new (&p, GR_BACKEND_CPU, -1, NULL, err, sizeof err);
   CHECK (s != NULL, "%s", err);
-  TermCtx ctx = { v, &src };
   CHECK (gr_shoot_set_template (s, src.v, err, sizeof err) == GR_OK, "%s", err);
-  CHECK (gr_shoot_set_data_term (s, varifold_term, &ctx, err, sizeof err) == GR_OK, "%s",
-      err);
+  CHECK (gr_shoot_set_varifold (s, v, src.c, src.nc, err, sizeof err) == GR_OK, "%s", err);
   /* the data term's gradient through the shooting: finite differences on p0 */
   {
     const size_t m = src.nv * 3;
@@ -295,7 +196,7 @@ test_matching (GrVarifoldOrientation orientation)
     free (pd);
     free (dvec);
   }
-  double h0 = hausdorff (&src, &tgt);
+  double h0 = td_hausdorff (&src, &tgt);
   double *p0 = calloc (src.nv * 3, sizeof (double));
   GrLbfgsParams lp;
   gr_lbfgs_params_init (&lp);
@@ -305,7 +206,7 @@ test_matching (GrVarifoldOrientation orientation)
   TdMesh warped = { src.nv, src.nc, malloc (sizeof (double) * 3 * src.nv), src.c };
   CHECK (gr_shoot_flow (s, p0, warped.v, NULL, NULL, 0, NULL, err, sizeof err) == GR_OK,
       "%s", err);
-  double h1 = hausdorff (&warped, &tgt);
+  double h1 = td_hausdorff (&warped, &tgt);
   printf ("surface matching (%s): %zu vertices onto %zu, Hausdorff %.4f -> %.4f (%.2f%%), "
       "varifold d2 %.4g -> %.4g, %d iterations (%s), %.2f s\n",
       orientation == GR_VARIFOLD_ORIENTED ? "oriented" : "unoriented", src.nv, tgt.nv, h0,
@@ -314,6 +215,7 @@ test_matching (GrVarifoldOrientation orientation)
   CHECK (h1 <= 0.05 * h0, "Hausdorff %.4f -> %.4f", h0, h1);
   free (warped.v);
   free (p0);
+  gr_shoot_set_varifold (s, NULL, NULL, 0, NULL, 0);
   gr_shoot_free (s);
   gr_varifold_free (v);
   td_mesh_free (&src);

@@ -26,17 +26,6 @@ now_s (void)
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-static double
-rel_l2 (const double *a, const double *b, size_t m)
-{
-  double num = 0, den = 0;
-  for (size_t e = 0; e < m; e++) {
-    num += (a[e] - b[e]) * (a[e] - b[e]);
-    den += b[e] * b[e];
-  }
-  return sqrt (num / fmax (den, 1e-300));
-}
-
 static GrVarifold *
 engine (const GrVarifoldParams *p, GrBackend be, const TdMesh *tgt)
 {
@@ -84,9 +73,9 @@ compare (GrVarifoldParams p, const TdMesh *src, const TdMesh *tgt, const char *w
   const double dc32 = eval (gpu32, &p, src, gc32);
   const double t32 = now_s () - t0;
   const double d64 = eval (cpu, &p, src, g64), d32 = eval (cpu32, &p, src, g32);
-  const double r64 = fabs (dc64 - d64) / d64, rg64 = rel_l2 (gc64, g64, m);
-  const double r32 = fabs (dc32 - d64) / d64, rg32 = rel_l2 (gc32, g64, m);
-  const double rcpu32 = fabs (d32 - d64) / d64, rgcpu32 = rel_l2 (g32, g64, m);
+  const double r64 = fabs (dc64 - d64) / d64, rg64 = td_rel_l2 (gc64, g64, m);
+  const double r32 = fabs (dc32 - d64) / d64, rg32 = td_rel_l2 (gc32, g64, m);
+  const double rcpu32 = fabs (d32 - d64) / d64, rgcpu32 = td_rel_l2 (g32, g64, m);
   printf ("%s (%zu cells onto %zu): d2 %.8g; CUDA vs CPU float64: d2 %.1e, gradient "
       "%.1e; CUDA float32 vs CPU float64: d2 %.1e, gradient %.1e (CPU float32: %.1e, "
       "%.1e); CUDA %.1f ms (float64), %.1f ms (float32)\n", what,

@@ -26,6 +26,13 @@
 #   bash tools/gpu.sh live [BUILD]      the live 4K chain (pipelines/live-4k.sh bench)
 #   bash tools/gpu.sh flight [BUILD]    200 4K frames windowed over a 200k x 200k VRT
 #                                       (issue 18), then 20 against an in-memory crop
+#   bash tools/gpu.sh varifold [BUILD]  issue 15: tests shoot_varifold_gpu and
+#                                       landmarkshoot (on the device), then varifold
+#                                       matching of 10,000 and 100,000 vertices on CUDA
+#                                       (tests/bench_varifold_shoot) and in PyTorch
+#                                       (tools/bench_varifold_torch.py), same problem and
+#                                       iterations (VARIFOLD_ITERS, default 100,3); ~150 s,
+#                                       bounded by VARIFOLD_BUDGET_S (default 200 s)
 #   bash tools/gpu.sh all [BUILD]       suite and sanitize side by side, then bench, then
 #                                       live: about 8 minutes on an H100 host with 16
 #                                       cores, bounded by GPU_BUDGET_S (default 560 s)
@@ -371,6 +378,79 @@ flight () {
   return "$rc"
 }
 
+# issue 15: the varifold shooting test, then CUDA and PyTorch on the same matching
+# problems and iteration counts, with the speed-up per size
+varifold () {
+  setup_env
+  mkdir -p "$out/bench"
+  local rc=0 iters=${VARIFOLD_ITERS:-100,3} sizes=${VARIFOLD_SIZES:-10000,100000}
+  # the whole step within VARIFOLD_BUDGET_S (default 200 s): each part gets at most
+  # what is left (bounded)
+  deadline=${deadline:-$(( SECONDS + ${VARIFOLD_BUDGET_S:-200} ))}
+  # the device test, and the element's tests (backend=cuda and auto: the varifold
+  # pipelines shoot on the device here), as meson would run them
+  local t0=$SECONDS
+  timeout "$(bounded 70)" python3 tools/run-tests.py "$build" --log-dir "$out/varifold-tests" \
+    shoot_varifold_gpu landmarkshoot > "$out/bench/varifold_tests.log" 2>&1
+  local r=$?
+  note "shoot_varifold_gpu, landmarkshoot" "$r" $((SECONDS - t0)) \
+    "$(tail -n 1 "$out/bench/varifold_tests.log"); logs varifold-tests/"
+  [ "$r" = 0 ] || rc=1
+  # the device test's figures (CUDA vs the float64 CPU, finite differences, fits)
+  grep -hE 'vs CPU float64|finite differences|final losses|float32 on CUDA|^FAIL' \
+    "$out/varifold-tests/shoot_varifold_gpu.log" 2>/dev/null | sed 's/^/    /' |
+    tee -a "$out/table.txt"
+  bench_step "varifold CUDA" 80 varifold_cuda.log "$build/tests/bench_varifold_shoot" \
+    --vertices "$sizes" --iters "$iters" --json "$out/bench/varifold_cuda.json" || rc=1
+  # PyTorch: the same iterations, then on (up to 3x the iterations, 40 s a size) until
+  # it reaches the loss georeg reached
+  local targets
+  targets=$(python3 -c 'import json, sys
+try:
+    r = json.load(open(sys.argv[1]))["results"]
+    print(",".join("%.9g" % e["loss_after"] for e in r))
+except Exception:
+    pass' "$out/bench/varifold_cuda.json")
+  bench_step "varifold PyTorch" 130 varifold_torch.log python3 tools/bench_varifold_torch.py \
+    --vertices "$sizes" --iters "$iters" --target-loss "$targets" --time-limit 40 \
+    --out "$out/bench/varifold_torch.json" || rc=1
+  python3 - "$out/bench/varifold_cuda.json" "$out/bench/varifold_torch.json" <<'PY' |
+import json, sys
+def load(p):
+    # a run cut by its time limit leaves the JSON unclosed: close it
+    try:
+        txt = open(p).read()
+    except OSError:
+        return []
+    for tail in ("", "\n]}"):
+        try:
+            return json.loads(txt + tail)["results"]
+        except ValueError:
+            pass
+    return []
+cu, th = load(sys.argv[1]), load(sys.argv[2])
+print("| varifold matching | CUDA fit s | PyTorch s, same iterations | speed-up | loss CUDA "
+      "| loss PyTorch | PyTorch s to CUDA's loss | speed-up | loss at p0 = 0 CUDA / PyTorch |")
+for i, c in enumerate(cu):
+    t = th[i] if i < len(th) else {}
+    name = f"{c['source_vertices']} onto {c['target_vertices']}, {c['iterations']} it"
+    if "fit_s" in t and c.get("ok") and c["fit_s"] > 0:
+        ts = t.get("target_s")
+        reach = (f"{ts:.2f} | {ts / c['fit_s']:.0f}x" if ts is not None else
+                 f"not reached in {t.get('total_s', 0):.1f} s, {t.get('lbfgs_iterations')} it "
+                 f"(best {t.get('best_loss', float('nan')):.6g}) | > "
+                 f"{t.get('total_s', 0) / c['fit_s']:.0f}x")
+        print(f"| {name} | {c['fit_s']:.3f} | {t['fit_s']:.2f} | {t['fit_s'] / c['fit_s']:.0f}x "
+              f"| {c['loss_after']:.6g} | {t['loss_after']:.6g} | {reach} "
+              f"| {c['loss_before']:.7g} / {t['loss_before']:.7g} |")
+    else:
+        print(f"| {name} | {c['fit_s']:.3f} | {t.get('error', 'not run (time limit?)')} | - "
+              f"| {c['loss_after']:.6g} | - | - | - | {c['loss_before']:.7g} / - |")
+PY
+    tee "$out/bench/varifold_summary.log"
+  return "$rc"
+}
+
 table () {
   echo
   cat "$out/device.txt"
@@ -390,6 +470,7 @@ case "$cmd" in
   bench) bench; rc=$?; table; exit "$rc" ;;
   live) live; rc=$?; table; exit "$rc" ;;
   flight) flight; rc=$?; table; exit "$rc" ;;
+  varifold) varifold; rc=$?; table; exit "$rc" ;;
   all)
     deadline=$(( SECONDS + ${GPU_BUDGET_S:-560} ))
     setup_env
@@ -405,6 +486,6 @@ case "$cmd" in
     table
     [ $((r1 + r2 + r3 + r4)) = 0 ]; exit $? ;;
   *)
-    sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
 esac
