@@ -331,8 +331,14 @@ bench () {
 
 live () {
   setup_env
+  # the stream is made there when it was not staged (GPU_NO_LIVE=1 keeps it out of the
+  # carry; the carried GStreamer runtime has x264enc)
   if [ ! -d "$build/live-4k" ]; then
-    note "live 4K" 0 0 "skipped: no $build/live-4k (tools/gpu.sh stage makes it)"
+    BUILD=$build bash pipelines/live-4k.sh make "$build/live-4k" > "$out/live-make.log" 2>&1 ||
+      rm -rf "$build/live-4k"
+  fi
+  if [ ! -d "$build/live-4k" ]; then
+    note "live 4K" 0 0 "skipped: no $build/live-4k (see live-make.log)"
     return 0
   fi
   mkdir -p "$out/live"
