@@ -813,11 +813,11 @@ gr_descriptor_patches (const GrPlaneF *img, const GrDescriptorScratch *s,
 /* Bilinear value of a grid of `cols` columns at (fx, fy), grid coordinates; the
  * caller has checked that the cell lies inside. */
 static inline double
-grid_at (const double *g, int cols, double fx, double fy)
+grid_at (const float *g, int cols, double fx, double fy)
 {
   const int ix = (int) fx, iy = (int) fy;      /* fx, fy >= 0: (int) is floor */
   const double ax = fx - ix, ay = fy - iy;
-  const double *r0 = g + iy * cols + ix, *r1 = r0 + cols;
+  const float *r0 = g + iy * cols + ix, *r1 = r0 + cols;
   return (1 - ay) * ((1 - ax) * r0[0] + ax * r0[1]) + ay * ((1 - ax) * r1[0] + ax * r1[1]);
 }
 
@@ -875,15 +875,16 @@ gr_patch_refine (const GrPlaneF *img, const GrDescriptorScratch *s, float ax, fl
    * five reads of the patch: about 3x less work a sample (the refinements are most
    * of featurematch's pair fits on a CPU).  Same maths as five reads, other rounding. */
   enum { S = GR_PATCH_SIDE };
-  double pv[S * S], dxg[S * (S - 1)], dyg[(S - 1) * S];
+  /* float: the patch is 8-bit, and float keeps the three grids small and their
+   * conversion loops vectorized */
+  float pv[S * S], dxg[S * (S - 1)], dyg[(S - 1) * S];
   for (int i = 0; i < S * S; i++)
     pv[i] = patch[i];
   for (int r = 0; r < S; r++)
     for (int k = 0; k < S - 1; k++)
       dxg[r * (S - 1) + k] = pv[r * S + k + 1] - pv[r * S + k];
-  for (int r = 0; r < S - 1; r++)
-    for (int k = 0; k < S; k++)
-      dyg[r * S + k] = pv[(r + 1) * S + k] - pv[r * S + k];
+  for (int i = 0; i < (S - 1) * S; i++)
+    dyg[i] = pv[i + S] - pv[i];
   /* the samples' offsets from the estimate (fixed: J does not change), and their
    * extent, so that one test per iteration says whether every read stays inside */
   double ou[REF_N], ov[REF_N];

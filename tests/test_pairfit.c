@@ -78,8 +78,11 @@ scene_free (Scene *s)
   gr_synth_image_free (&s->control);
 }
 
+/* spread: the earlier frames' centres lie within +-spread of the frame size of the
+ * current one (0.3 for the checks; the bench's live flight, 8 frames of a 30 fps
+ * stream, overlaps more) */
 static bool
-scene_make (Scene *s, int w, int h, int nfr, int nk, uint64_t seed)
+scene_make (Scene *s, int w, int h, int nfr, int nk, double spread, uint64_t seed)
 {
   memset (s, 0, sizeof *s);
   s->w = w;
@@ -117,8 +120,10 @@ scene_make (Scene *s, int w, int h, int nfr, int nk, uint64_t seed)
   for (int f = 0; ok && f <= nfr; f++) {
     GrSynthPose pose;
     memset (&pose, 0, sizeof pose);
-    pose.centre_x = cp.width / 2.0 + (f ? gr_synth_rng_range (&rng, -0.3, 0.3) * w : 0);
-    pose.centre_y = cp.height / 2.0 + (f ? gr_synth_rng_range (&rng, -0.3, 0.3) * h : 0);
+    pose.centre_x = cp.width / 2.0 + (f ? gr_synth_rng_range (&rng, -spread, spread) * w :
+        0);
+    pose.centre_y = cp.height / 2.0 + (f ? gr_synth_rng_range (&rng, -spread, spread) * h :
+        0);
     pose.rotation_deg = f ? gr_synth_rng_range (&rng, -8, 8) : 0;
     pose.scale = f ? gr_synth_rng_range (&rng, 0.95, 1.05) : 1.0;
     gr_synth_pose_homography (&pose, w, h, s->g[f]);
@@ -322,7 +327,7 @@ static int
 run_bench (int nfr, int nk, int w, int h)
 {
   Scene s;
-  if (!scene_make (&s, w, h, nfr, nk, 4242)) {
+  if (!scene_make (&s, w, h, nfr, nk, 0.1, 4242)) {
     scene_free (&s);
     return 1;
   }
@@ -332,12 +337,15 @@ run_bench (int nfr, int nk, int w, int h)
   for (int j = 0; j < nfr; j++)
     matches += s.jobs[j].m;
   GrPairFitResult *r = results_new (&s);
-  enum { REPS = 9 };
+  /* GEOREG_BENCH_REPS: runs of each thread count (default 9) */
+  const char *re = getenv ("GEOREG_BENCH_REPS");
+  const int REPS = re && atoi (re) > 0 && atoi (re) <= 1000 ? atoi (re) : 9;
   const int threads[2] = { 1, 2 };
   double med[2], cpu[2], ph[2][3];
   GrPairFitStats st = { 0 };
   for (int t = 0; t < 2; t++) {
-    double tot[REPS], ct[REPS], f1[REPS], rf[REPS], f2[REPS];
+    double *tot = calloc (5 * (size_t) REPS, sizeof (double)), *ct = tot + REPS,
+        *f1 = ct + REPS, *rf = f1 + REPS, *f2 = rf + REPS;
     pp.threads = threads[t];
     for (int rep = 0; rep < REPS; rep++) {
       const double t0 = omp_get_wtime (), c0 = (double) clock () / CLOCKS_PER_SEC;
@@ -353,6 +361,7 @@ run_bench (int nfr, int nk, int w, int h)
     ph[t][0] = median (f1, REPS);
     ph[t][1] = median (rf, REPS);
     ph[t][2] = median (f2, REPS);
+    free (tot);
   }
   /* accuracy against the truth over each pair's overlap (not the fit's residual) */
   double worst = 0, sum = 0;
@@ -391,7 +400,7 @@ main (int argc, char **argv)
         argc > 4 ? atoi (argv[4]) : 3840, argc > 5 ? atoi (argv[5]) : 2160);
 
   Scene s;
-  if (!scene_make (&s, 320, 240, 6, 300, 20261125)) {
+  if (!scene_make (&s, 320, 240, 6, 300, 0.3, 20261125)) {
     scene_free (&s);
     return 1;
   }
