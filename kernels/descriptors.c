@@ -892,6 +892,8 @@ gr_patch_refine (const GrPlaneF *img, const GrDescriptorScratch *s, float ax, fl
   for (int i = 0; i < nt; i++) {
     ou[i] = J[0] * tu[i][0] + J[1] * tu[i][1] + GR_PATCH_RADIUS;
     ov[i] = J[2] * tu[i][0] + J[3] * tu[i][1] + GR_PATCH_RADIUS;
+    if (!isfinite (ou[i]) || !isfinite (ov[i]))
+      return false;             /* a Jacobian from a degenerate map: no position */
     umin = fmin (umin, ou[i]);
     umax = fmax (umax, ou[i]);
     vmin = fmin (vmin, ov[i]);
