@@ -448,6 +448,16 @@ main (int argc, char **argv)
   CHECK (gr_pairfit_run (&s.frames[0], NULL, s.kp[0], s.jobs, 1, &pp, one, NULL) ==
       GR_ERR_INVALID, "no scratch");
   CHECK (gr_pairfit_run (NULL, NULL, NULL, NULL, 0, &pp, NULL, NULL) == GR_OK, "no pairs");
+  /* a refinement through a non-finite Jacobian (a degenerate first fit) gives no
+   * position and reads nothing out of the patch */
+  {
+    const double jn[4] = { NAN, 0, 0, 1 }, ji[4] = { INFINITY, 0, 0, 1 };
+    double x = s.kp[1][0].x, y = s.kp[1][0].y, ncc;
+    CHECK (!gr_patch_refine (&s.frames[0], &s.cur, s.kp[0][0].x, s.kp[0][0].y,
+            s.patches[1], &s.kp[1][0], jn, &x, &y, &ncc), "NaN Jacobian refined");
+    CHECK (!gr_patch_refine (&s.frames[0], &s.cur, s.kp[0][0].x, s.kp[0][0].y,
+            s.patches[1], &s.kp[1][0], ji, &x, &y, &ncc), "infinite Jacobian refined");
+  }
 
   results_free (&s, ref);
   results_free (&s, one);
