@@ -176,7 +176,10 @@ gst_feature_match_message (const GstFeatureMatchMeta * m, GstClockTime pts,
       "extract-wall-ms", G_TYPE_DOUBLE, t->extract_wall_ms,
       "patches-ms", G_TYPE_DOUBLE, t->patches_ms,
       "match-wall-ms", G_TYPE_DOUBLE, t->match_wall_ms,
-      "fits-ms", G_TYPE_DOUBLE, t->fits_ms, NULL);
+      "fits-ms", G_TYPE_DOUBLE, t->fits_ms,
+      "fit-first-ms", G_TYPE_DOUBLE, t->fit_first_ms,
+      "refine-ms", G_TYPE_DOUBLE, t->refine_ms,
+      "refit-ms", G_TYPE_DOUBLE, t->refit_ms, NULL);
   gst_structure_take_value (st, "pairs", &arr);
   return st;
 }

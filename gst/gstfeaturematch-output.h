@@ -39,6 +39,7 @@ typedef struct {
   gdouble patches_ms;           /* refinement patches of the keypoints */
   gdouble match_wall_ms;        /* sliding window + matching, waiting included */
   gdouble fits_ms;              /* the pairs' robust fits and refinement */
+  gdouble fit_first_ms, refine_ms, refit_ms;   /* fits_ms's phases (kernels/pairfit.h) */
 } GstFeatureMatchTimes;
 
 /* The "featurematch" element message of a frame's meta (the fields are documented in

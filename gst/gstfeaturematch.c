@@ -352,7 +352,7 @@ gst_feature_match_sink_event (GstBaseTransform * trans, GstEvent * event)
  * of m->pairs[i]. */
 static GrStatus
 fit_pairs (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame ** fit_of,
-    GstFeatureMatchMeta * m)
+    GstFeatureMatchMeta * m, GstFeatureMatchTimes * times)
 {
   const gint n = (gint) m->n_pairs;
   if (n == 0)
@@ -373,8 +373,12 @@ fit_pairs (GstFeatureMatch * self, const GrKeypoint * kp, const HeldFrame ** fit
   pp.refit_threshold = REFIT_THRESHOLD;
   pp.min_ncc = REFINE_MIN_NCC;
   pp.min_points = MIN_FIT_POINTS;
+  GrPairFitStats ps;
   const GrStatus st = gr_pairfit_run (self->view, gr_features_scratch (self->features),
-      kp, jobs, n, &pp, res);
+      kp, jobs, n, &pp, res, &ps);
+  times->fit_first_ms = ps.fit_ms;
+  times->refine_ms = ps.refine_ms;
+  times->refit_ms = ps.refit_ms;
   for (gint i = 0; st == GR_OK && i < n; i++) {
     GstFeatureMatchPair *out = &m->pairs[i];
     if (!(res[i].flags & GR_PAIRFIT_HOMOGRAPHY))
@@ -542,7 +546,7 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   g_free (pairs);
   times.match_wall_ms = (g_get_monotonic_time () - tp) / 1000.0;
   tp = g_get_monotonic_time ();
-  const GrStatus fst = fit_pairs (self, kp, fit_of, m);
+  const GrStatus fst = fit_pairs (self, kp, fit_of, m, &times);
   times.fits_ms = (g_get_monotonic_time () - tp) / 1000.0;
   g_free (fit_of);
   if (fst != GR_OK) {

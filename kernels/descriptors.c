@@ -810,19 +810,15 @@ gr_descriptor_patches (const GrPlaneF *img, const GrDescriptorScratch *s,
   return GR_OK;
 }
 
-/* bilinear value of a stored patch at patch coordinates (px, py) (centre = 0, 0) */
-static inline bool
-patch_at (const uint8_t *p, double px, double py, double *v)
+/* Bilinear value of a grid of `cols` columns at (fx, fy), grid coordinates; the
+ * caller has checked that the cell lies inside. */
+static inline double
+grid_at (const float *g, int cols, double fx, double fy)
 {
-  const double fx = px + GR_PATCH_RADIUS, fy = py + GR_PATCH_RADIUS;
-  const double x0 = floor (fx), y0 = floor (fy);
-  if (x0 < 0 || y0 < 0 || x0 + 1 > GR_PATCH_SIDE - 1 || y0 + 1 > GR_PATCH_SIDE - 1)
-    return false;
-  const int ix = (int) x0, iy = (int) y0;
-  const double ax = fx - x0, ay = fy - y0;
-  const uint8_t *r0 = p + iy * GR_PATCH_SIDE + ix, *r1 = r0 + GR_PATCH_SIDE;
-  *v = (1 - ay) * ((1 - ax) * r0[0] + ax * r0[1]) + ay * ((1 - ax) * r1[0] + ax * r1[1]);
-  return true;
+  const int ix = (int) fx, iy = (int) fy;      /* fx, fy >= 0: (int) is floor */
+  const double ax = fx - ix, ay = fy - iy;
+  const float *r0 = g + iy * cols + ix, *r1 = r0 + cols;
+  return (1 - ay) * ((1 - ax) * r0[0] + ax * r0[1]) + ay * ((1 - ax) * r1[0] + ax * r1[1]);
 }
 
 #define REF_R 5
@@ -871,6 +867,39 @@ gr_patch_refine (const GrPlaneF *img, const GrDescriptorScratch *s, float ax, fl
   for (int i = 0; i < nt; i++)
     tv[i] /= ts;          /* unit vector */
 
+  /* The stored patch's value and gradient at the disc's samples.  The gradient is
+   * the difference of the bilinear patch half a pixel either side, I(q + 0.5) -
+   * I(q - 0.5): along x that is the linear interpolation of the forward differences
+   * P[k+1] - P[k] at q - 0.5 (and likewise along y), so the value and both gradients
+   * are three bilinear reads of the patch and of its two difference grids, instead of
+   * five reads of the patch: about 3x less work a sample (the refinements are most
+   * of featurematch's pair fits on a CPU).  Same maths as five reads, other rounding. */
+  enum { S = GR_PATCH_SIDE };
+  /* float: the patch is 8-bit, and float keeps the three grids small and their
+   * conversion loops vectorized */
+  float pv[S * S], dxg[S * (S - 1)], dyg[(S - 1) * S];
+  for (int i = 0; i < S * S; i++)
+    pv[i] = patch[i];
+  for (int r = 0; r < S; r++)
+    for (int k = 0; k < S - 1; k++)
+      dxg[r * (S - 1) + k] = pv[r * S + k + 1] - pv[r * S + k];
+  for (int i = 0; i < (S - 1) * S; i++)
+    dyg[i] = pv[i + S] - pv[i];
+  /* the samples' offsets from the estimate (fixed: J does not change), and their
+   * extent, so that one test per iteration says whether every read stays inside */
+  double ou[REF_N], ov[REF_N];
+  double umin = INFINITY, umax = -INFINITY, vmin = INFINITY, vmax = -INFINITY;
+  for (int i = 0; i < nt; i++) {
+    ou[i] = J[0] * tu[i][0] + J[1] * tu[i][1] + GR_PATCH_RADIUS;
+    ov[i] = J[2] * tu[i][0] + J[3] * tu[i][1] + GR_PATCH_RADIUS;
+    if (!isfinite (ou[i]) || !isfinite (ov[i]))
+      return false;             /* a Jacobian from a degenerate map: no position */
+    umin = fmin (umin, ou[i]);
+    umax = fmax (umax, ou[i]);
+    vmin = fmin (vmin, ov[i]);
+    vmax = fmax (vmax, ov[i]);
+  }
+
   /* the estimate in the patch's coordinates */
   const double cx = lrintf (pk->x), cy = lrintf (pk->y);
   double px = *x - cx, py = *y - cy;
@@ -878,17 +907,17 @@ gr_patch_refine (const GrPlaneF *img, const GrDescriptorScratch *s, float ax, fl
   double iv[REF_N], gxv[REF_N], gyv[REF_N];
   double c = 0;
   for (int it = 0; it < 12; it++) {
+    /* every read inside: q -/+ 0.5 within [0, S - 1) along each axis (as reading the
+     * patch at q and half a pixel either side needs) */
+    if (!(px + umin >= 0.5 && px + umax < S - 1.5 && py + vmin >= 0.5 &&
+            py + vmax < S - 1.5))
+      return false;
     double im = 0;
     for (int i = 0; i < nt; i++) {
-      const double qx = px + J[0] * tu[i][0] + J[1] * tu[i][1];
-      const double qy = py + J[2] * tu[i][0] + J[3] * tu[i][1];
-      double a, b, l, r;
-      if (!patch_at (patch, qx, qy, &iv[i]) || !patch_at (patch, qx - 0.5, qy, &l) ||
-          !patch_at (patch, qx + 0.5, qy, &r) || !patch_at (patch, qx, qy - 0.5, &a) ||
-          !patch_at (patch, qx, qy + 0.5, &b))
-        return false;
-      gxv[i] = r - l;
-      gyv[i] = b - a;
+      const double fx = px + ou[i], fy = py + ov[i];
+      iv[i] = grid_at (pv, S, fx, fy);
+      gxv[i] = grid_at (dxg, S - 1, fx - 0.5, fy);
+      gyv[i] = grid_at (dyg, S, fx, fy - 0.5);
       im += iv[i];
     }
     im /= nt;
@@ -900,13 +929,31 @@ gr_patch_refine (const GrPlaneF *img, const GrDescriptorScratch *s, float ax, fl
     if (is <= 1e-9 * nt)
       return false;
     is = sqrt (is);
-    /* residual of the normalized patches; Gauss-Newton on the shift */
+    /* Gauss-Newton on the shift for the residual t - n of the two unit, zero-mean
+     * vectors (n = the patch's samples normalized).  Its Jacobian is the exact one of
+     * the normalization: dn = (g - mean g - n (n . g)) / |v| for the gradient g of
+     * the samples.  The gradient alone (leaving out the mean and the norm) made every
+     * step fall short by a fixed ratio, about half of what remained, so the steps
+     * shrank only linearly (6.5 iterations a refinement on average), and its fixed
+     * point, where g . (t - n) = 0, is not the maximum of the NCC t . n, which is
+     * where t . g = (t . n) (n . g). */
+    double gmx = 0, gmy = 0, ngx = 0, ngy = 0;
+    for (int i = 0; i < nt; i++) {
+      iv[i] /= is;
+      gmx += gxv[i];
+      gmy += gyv[i];
+      ngx += iv[i] * gxv[i];
+      ngy += iv[i] * gyv[i];
+    }
+    gmx /= nt;
+    gmy /= nt;
     double hxx = 0, hxy = 0, hyy = 0, bx = 0, by = 0;
     c = 0;
     for (int i = 0; i < nt; i++) {
-      const double r = tv[i] - iv[i] / is;
-      const double gx = gxv[i] / is, gy = gyv[i] / is;
-      c += tv[i] * iv[i] / is;
+      const double r = tv[i] - iv[i];
+      const double gx = (gxv[i] - gmx - iv[i] * ngx) / is;
+      const double gy = (gyv[i] - gmy - iv[i] * ngy) / is;
+      c += tv[i] * iv[i];
       hxx += gx * gx;
       hxy += gx * gy;
       hyy += gy * gy;
@@ -921,7 +968,11 @@ gr_patch_refine (const GrPlaneF *img, const GrDescriptorScratch *s, float ax, fl
     py += dy;
     if (fabs (px - px0) > 3.0 || fabs (py - py0) > 3.0)
       return false;
-    if (dx * dx + dy * dy < 1e-6)
+    /* converged: with the exact Jacobian each step leaves about a tenth of the
+     * previous one, so after a step under 0.01 px what is left is about 0.001 px,
+     * far below the refinement's noise (0.02 px and more); the old tolerance (0.001
+     * px) cost a third iteration on most refinements */
+    if (dx * dx + dy * dy < 1e-4)
       break;
   }
   *x = px + cx;

@@ -486,6 +486,7 @@ homography_lm (const Ctx *c, const int *idx, int k, double hn[9])
   double cost = homography_normal_eq (c, idx, k, hn, jtj, jtr);
   if (!isfinite (cost))
     return;
+  bool converged = false;
   for (int it = 0; it < 50; it++) {
     double a[64], b[8], d[8], trial[9];
     memcpy (a, jtj, sizeof a);
@@ -510,7 +511,13 @@ homography_lm (const Ctx *c, const int *idx, int k, double hn[9])
       lambda = fmax (lambda * 0.1, 1e-12);
       if (gain <= 1e-15 * cost || cost == 0.0)
         break;
+      converged = gain <= 1e-10 * cost;
     } else {
+      /* after a step that gained less than 1e-10 of the cost, a failed one means the
+       * minimum is reached: raising lambda up to 1e12 from there (up to 24 more cost
+       * evaluations a fit) only confirmed it */
+      if (converged)
+        break;
       lambda *= 10;
       if (lambda > 1e12)
         break;
@@ -524,19 +531,30 @@ fit_homography_ls (const Ctx *c, const int *idx, int k, bool refine, double h[9]
 {
   if (!spread_2d (c->sn, idx, k) || !spread_2d (c->dn, idx, k))
     return false;
-  double ata[81] = { 0 };
+  /* A^T A of the DLT rows r0 = (-p, 0, X p), r1 = (0, -p, Y p) with p = (u, v, 1):
+   * its 3 x 3 blocks are sums of w p p^T for w = 1, X, Y and X^2 + Y^2, so 24 sums a
+   * point (6 distinct entries of p p^T, 4 weights) instead of 90 products */
+  double m[4][6] = { { 0 } };
   for (int i = 0; i < k; i++) {
     const double u = c->sn[2 * idx[i]], v = c->sn[2 * idx[i] + 1];
     const double X = c->dn[2 * idx[i]], Y = c->dn[2 * idx[i] + 1];
-    const double r0[9] = { -u, -v, -1, 0, 0, 0, X * u, X * v, X };
-    const double r1[9] = { 0, 0, 0, -u, -v, -1, Y * u, Y * v, Y };
-    for (int p = 0; p < 9; p++)
-      for (int q = 0; q <= p; q++)
-        ata[p * 9 + q] += r0[p] * r0[q] + r1[p] * r1[q];
+    const double pp[6] = { u * u, u * v, u, v * v, v, 1.0 };
+    const double w[4] = { 1.0, X, Y, X * X + Y * Y };
+    for (int a = 0; a < 4; a++)
+      for (int e = 0; e < 6; e++)
+        m[a][e] += w[a] * pp[e];
   }
-  for (int p = 0; p < 9; p++)
-    for (int q = p + 1; q < 9; q++)
-      ata[p * 9 + q] = ata[q * 9 + p];
+  /* the 6 distinct entries of a symmetric 3 x 3 block, row-major */
+  static const int sym[9] = { 0, 1, 2, 1, 3, 4, 2, 4, 5 };
+  static const double sign[3][3] = { { 1, 0, -1 }, { 0, 1, -1 }, { -1, -1, 1 } };
+  static const int weight[3][3] = { { 0, -1, 1 }, { -1, 0, 2 }, { 1, 2, 3 } };
+  double ata[81];
+  for (int bi = 0; bi < 3; bi++)
+    for (int bj = 0; bj < 3; bj++)
+      for (int r = 0; r < 3; r++)
+        for (int q = 0; q < 3; q++)
+          ata[(3 * bi + r) * 9 + 3 * bj + q] = weight[bi][bj] < 0 ? 0.0 :
+              sign[bi][bj] * m[weight[bi][bj]][sym[3 * r + q]];
   double hn[9];
   sym9_smallest (ata, hn);
   if (!(fabs (hn[8]) > 1e-10))

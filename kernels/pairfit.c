@@ -89,8 +89,9 @@ work_alloc (Work *w, const GrPairFitJob *jobs, int n)
 static GrStatus
 pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     const GrKeypoint *kp, const GrPairFitJob *jobs, int n, const GrPairFitParams *p,
-    int threads, GrPairFitResult *out)
+    int threads, GrPairFitResult *out, GrPairFitStats *stats)
 {
+  GrPairFitStats st = { 0 };
   if (n < 0 || !p || (n > 0 && (!view || !scratch || !scratch->smooth || !jobs || !out ||
               !kp)))
     return GR_ERR_INVALID;
@@ -98,6 +99,8 @@ pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     if (jobs[j].m < 0 || (jobs[j].m > 0 && (!jobs[j].pairs || !jobs[j].kp ||
                 !jobs[j].patches || !out[j].inlier)))
       return GR_ERR_INVALID;
+  if (stats)
+    *stats = st;
   if (n == 0)
     return GR_OK;
   Work w;
@@ -106,6 +109,7 @@ pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     return GR_ERR_NOMEM;
   }
   const int minp = p->min_points;
+  double t0 = omp_get_wtime ();
 
   /* 1: the first robust fit of every pair */
 #pragma omp parallel for schedule (dynamic, 1) num_threads (threads) if (n > 1)
@@ -139,6 +143,10 @@ pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     r->flags |= GR_PAIRFIT_HOMOGRAPHY;
     memcpy (r->inlier, w.inl + o, jb->m);
   }
+
+  double t1 = omp_get_wtime ();
+  st.fit_ms = (t1 - t0) * 1e3;
+  t0 = t1;
 
   /* 2: the refinement of every inlier of every fitted pair, as one list */
   int64_t nitems = 0;
@@ -181,6 +189,12 @@ pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     w.refined[g] = 1;
   }
   free (job_of);
+  t1 = omp_get_wtime ();
+  st.refine_ms = (t1 - t0) * 1e3;
+  st.refinements = nitems;
+  for (int64_t t = 0; t < nitems; t++)
+    st.refined += w.refined[w.items[t]];
+  t0 = t1;
 
   /* 3: the final fit of every pair on its refined correspondences (in match order) */
   int nomem = 0;
@@ -232,19 +246,22 @@ pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     free (rinl);
   }
   work_free (&w);
+  st.refit_ms = (omp_get_wtime () - t0) * 1e3;
+  if (stats)
+    *stats = st;
   return nomem ? GR_ERR_NOMEM : GR_OK;
 }
 
 GrStatus
 gr_pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     const GrKeypoint *kp, const GrPairFitJob *jobs, int n, const GrPairFitParams *p,
-    GrPairFitResult *out)
+    GrPairFitResult *out, GrPairFitStats *stats)
 {
   const int others = __atomic_fetch_add (&active_calls, 1, __ATOMIC_RELAXED);
   int threads = p && p->threads > 0 ? p->threads : omp_get_max_threads () / (others + 1);
   if (threads < 1)
     threads = 1;
-  const GrStatus st = pairfit_run (view, scratch, kp, jobs, n, p, threads, out);
+  const GrStatus st = pairfit_run (view, scratch, kp, jobs, n, p, threads, out, stats);
   __atomic_fetch_sub (&active_calls, 1, __ATOMIC_RELAXED);
   return st;
 }

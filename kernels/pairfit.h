@@ -60,13 +60,23 @@ typedef struct {
 
 void gr_pairfit_params_init (GrPairFitParams *p);
 
+/* Where a call's time went (wall clock, all threads of the call together). */
+typedef struct {
+  double fit_ms;              /* phase 1: the first robust fit of every pair */
+  double refine_ms;           /* phase 2: the patch refinements */
+  double refit_ms;            /* phase 3: the fits on the refined correspondences */
+  int64_t refinements;        /* refinements tried */
+  int64_t refined;            /* ... and kept (converged, NCC >= min_ncc) */
+} GrPairFitStats;
+
 /* Fits the n jobs.  view, scratch: the current frame as gr_patch_refine reads it
  * (gr_features_validity / gr_features_scratch after the extraction); kp: the current
  * frame's keypoints.  out: n results (flags, h, rms, inliers are overwritten; inlier
- * must point at m bytes each).  GR_ERR_INVALID on bad arguments, GR_ERR_NOMEM. */
+ * must point at m bytes each); stats may be NULL.  GR_ERR_INVALID on bad arguments,
+ * GR_ERR_NOMEM. */
 GrStatus gr_pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     const GrKeypoint *kp, const GrPairFitJob *jobs, int n, const GrPairFitParams *p,
-    GrPairFitResult *out);
+    GrPairFitResult *out, GrPairFitStats *stats);
 
 #ifdef __cplusplus
 }

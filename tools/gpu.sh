@@ -33,6 +33,10 @@
 #                                       (tools/bench_varifold_torch.py), same problem and
 #                                       iterations (VARIFOLD_ITERS, default 100,3); ~150 s,
 #                                       bounded by VARIFOLD_BUDGET_S (default 200 s)
+#   bash tools/gpu.sh fits [BUILD]      featurematch's pair fits (issue 14): the CPU bench
+#                                       bench_pairfit (4K scene), the live 4K chain paced
+#                                       at 30 fps, 4 streams paced and unpaced, each with
+#                                       featurematch's phases (about 2 minutes)
 #   bash tools/gpu.sh all [BUILD]       suite and sanitize side by side, then bench, then
 #                                       live: about 8 minutes on an H100 host with 16
 #                                       cores, bounded by GPU_BUDGET_S (default 560 s)
@@ -457,6 +461,42 @@ PY
   return "$rc"
 }
 
+# featurematch's phases (median ms) from a georeg-live-bench output (its first chain:
+# CUDA memory)
+fm_phases () {
+  grep -m1 'element timings' "$1" | grep -o -E 'featurematch\.(read|extract-wall|patches|match-wall|fits|fit-first|refine|refit)-ms [0-9.]+' \
+    | sed 's/featurematch\.//' | tr '\n' ' '
+}
+
+fits () {
+  setup_env
+  mkdir -p "$out/fits"
+  local t0=$SECONDS rc=0 r
+  timeout "$(bounded 150)" "$build/tests/bench_pairfit" --bench > "$out/fits/bench_pairfit.txt" 2>&1
+  r=$?; rc=$((rc | r))
+  note "pairfit CPU bench (4K, 500 kp, 8)" "$r" $((SECONDS - t0)) "$(grep -m1 '^| 1 |' "$out/fits/bench_pairfit.txt")"
+  if [ ! -d "$build/live-4k" ]; then
+    note "live 4K fits" 0 0 "skipped: no $build/live-4k (tools/gpu.sh stage makes it)"
+    return "$rc"
+  fi
+  local name env
+  for name in paced-1 paced-4 unpaced-4; do
+    t0=$SECONDS
+    case $name in
+    paced-1) PACED=1 BUILD=$build timeout "$(bounded 90)" bash pipelines/live-4k.sh bench \
+        "$build/live-4k" "$out/fits" > "$out/fits/$name.txt" 2>&1 ;;
+    paced-4) PACED=1 STREAMS=4 BUILD=$build timeout "$(bounded 90)" bash pipelines/live-4k.sh \
+        streams "$build/live-4k" "$out/fits" > "$out/fits/$name.txt" 2>&1 ;;
+    unpaced-4) STREAMS=4 BUILD=$build timeout "$(bounded 90)" bash pipelines/live-4k.sh \
+        streams "$build/live-4k" "$out/fits" > "$out/fits/$name.txt" 2>&1 ;;
+    esac
+    r=$?; rc=$((rc | r))
+    note "live 4K $name" "$r" $((SECONDS - t0)) "$(grep -m1 -o -E '(slowest [0-9.]+ fps, worst p99 [0-9.]+ ms|fps [0-9.]+ .*p99 [0-9.]+)' "$out/fits/$name.txt")"
+    echo "    featurematch ms: $(fm_phases "$out/fits/$name.txt")" | tee -a "$out/table.txt"
+  done
+  return "$rc"
+}
+
 table () {
   echo
   cat "$out/device.txt"
@@ -477,6 +517,7 @@ case "$cmd" in
   live) live; rc=$?; table; exit "$rc" ;;
   flight) flight; rc=$?; table; exit "$rc" ;;
   varifold) varifold; rc=$?; table; exit "$rc" ;;
+  fits) fits; rc=$?; table; exit "$rc" ;;
   all)
     deadline=$(( SECONDS + ${GPU_BUDGET_S:-560} ))
     setup_env
@@ -492,6 +533,6 @@ case "$cmd" in
     table
     [ $((r1 + r2 + r3 + r4)) = 0 ]; exit $? ;;
   *)
-    sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/SPDX/p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
 esac
