@@ -333,14 +333,17 @@ bench () {
   return "$rc"
 }
 
+# the live 4K stream, made there when it was not staged (GPU_NO_LIVE=1 keeps it out of
+# the carry, which GDAL fills; the carried GStreamer runtime has x264enc): about 20 s
+live_data () {
+  [ -d "$build/live-4k" ] && return 0
+  BUILD=$build bash pipelines/live-4k.sh make "$build/live-4k" > "$out/live-make.log" 2>&1 ||
+    rm -rf "$build/live-4k"
+}
+
 live () {
   setup_env
-  # the stream is made there when it was not staged (GPU_NO_LIVE=1 keeps it out of the
-  # carry; the carried GStreamer runtime has x264enc)
-  if [ ! -d "$build/live-4k" ]; then
-    BUILD=$build bash pipelines/live-4k.sh make "$build/live-4k" > "$out/live-make.log" 2>&1 ||
-      rm -rf "$build/live-4k"
-  fi
+  live_data
   if [ ! -d "$build/live-4k" ]; then
     note "live 4K" 0 0 "skipped: no $build/live-4k (see live-make.log)"
     return 0
@@ -475,8 +478,9 @@ fits () {
   timeout "$(bounded 150)" "$build/tests/bench_pairfit" --bench > "$out/fits/bench_pairfit.txt" 2>&1
   r=$?; rc=$((rc | r))
   note "pairfit CPU bench (4K, 500 kp, 8)" "$r" $((SECONDS - t0)) "$(grep -m1 '^| 1 |' "$out/fits/bench_pairfit.txt")"
+  live_data
   if [ ! -d "$build/live-4k" ]; then
-    note "live 4K fits" 0 0 "skipped: no $build/live-4k (tools/gpu.sh stage makes it)"
+    note "live 4K fits" 0 0 "skipped: no $build/live-4k (see live-make.log)"
     return "$rc"
   fi
   local name env
