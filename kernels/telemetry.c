@@ -487,7 +487,10 @@ gr_pose_prior_parse_xmp (const char *text, size_t len, GrPosePrior *p)
     { "Longitude", offsetof (GrPosePrior, lon), SIGMA_POS_M, -180, 180 },
     { "AltitudeWGS84", offsetof (GrPosePrior, alt_wgs84), SIGMA_GPS_ALT_M, -1000, 100000 },
     { "AltitudeAMSL", offsetof (GrPosePrior, alt_amsl), SIGMA_GPS_ALT_M, -1000, 100000 },
-    { "Height", offsetof (GrPosePrior, height_agl), SIGMA_BARO_ALT_M, -1000, 100000 },
+    /* above the take-off point (AltitudeAMSL - Height is one constant over a flight,
+     * tests/test_seneca.c), like DJI's RelativeAltitude: not the ground under the
+     * camera */
+    { "Height", offsetof (GrPosePrior, rel_alt), SIGMA_BARO_ALT_M, -1000, 100000 },
     { "Heading", offsetof (GrPosePrior, flight_yaw), SIGMA_COURSE_DEG, -360, 360 },
     { "PitchAngle", offsetof (GrPosePrior, flight_pitch), SIGMA_ANGLE_DEG, -180, 180 },
     { "RollAngle", offsetof (GrPosePrior, flight_roll), SIGMA_ANGLE_DEG, -180, 180 },
@@ -1194,5 +1197,28 @@ gr_pose_prior_apply_wind (GrPosePrior *p, const GrWind *wind)
   /* a speed error of rms across the air velocity turns it by atan (rms / m) */
   p->flight_yaw.sigma = 3.0 + atan2 (wind->rms, m) * 180 / G_PI;
   gr_pose_prior_finish (p);
+  return true;
+}
+
+bool
+gr_pose_prior_set_ground (GrPosePrior *p, double ground_m, double takeoff_m,
+    double sigma_m)
+{
+  if (!p || !isfinite (ground_m) || !(sigma_m >= 0))
+    return false;
+  double h, s;
+  if (isfinite (takeoff_m) && p->rel_alt.have) {
+    h = p->rel_alt.value + takeoff_m - ground_m;
+    s = p->rel_alt.sigma + sigma_m;
+  } else if (p->alt_amsl.have) {
+    h = p->alt_amsl.value - ground_m;
+    s = p->alt_amsl.sigma + sigma_m;
+  } else {
+    return false;
+  }
+  /* a camera at or below the ground it sees: the elevation is wrong, keep the prior */
+  if (!(h > 1))
+    return false;
+  set_value (&p->height_agl, h, s, 0, 100000);
   return true;
 }

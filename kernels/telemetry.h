@@ -160,6 +160,16 @@ bool gr_telemetry_csv_find_frame (const GrTelemetryCsv *csv, int64_t frame,
     GrPosePrior *p);
 bool gr_telemetry_csv_find_time (const GrTelemetryCsv *csv, double t_s,
     double tolerance_s, GrPosePrior *p);
+/* The height above the ground under the camera from a ground elevation the user knows
+ * (metres above mean sea level; sigma its uncertainty): with a take-off elevation
+ * (finite) and a height above the take-off point (rel_alt: DJI RelativeAltitude,
+ * senseFly Height), rel_alt + takeoff - ground; else the altitude above sea level
+ * (alt_amsl: EXIF GPSAltitude, DJI AbsoluteAltitude, senseFly AltitudeAMSL) - ground.
+ * Replaces height_agl, sigma the source's plus sigma_m.  false (p unchanged) without a
+ * usable altitude or when the camera would be less than 1 m above that ground. */
+bool gr_pose_prior_set_ground (GrPosePrior *p, double ground_m, double takeoff_m,
+    double sigma_m);
+
 /* ---- wind triangle: the yaw of an airframe whose log gives only its course ----------
  * A fixed wing's logged heading may be its course over ground (senseFly's Heading,
  * docs/telemetry.md); the nose points elsewhere by the crab angle, which the wind sets.

@@ -251,7 +251,26 @@ test_sensefly_xmp (void)
   CHECK (p.sources == GR_PRIOR_SRC_XMP_SENSEFLY, "sources %x", p.sources);
   CHECK (near (&p.lat, 41.0365294, 1e-12) && near (&p.lon, -83.3039431, 1e-12), "pos");
   CHECK (near (&p.alt_amsl, 315.84, 1e-9) && near (&p.alt_wgs84, 279.86, 1e-9), "alts");
-  CHECK (near (&p.height_agl, 67.96, 1e-9), "height");
+  /* senseFly's Height is above the take-off point: a relative altitude, and the height
+   * above ground only for want of better (10% + 1 m) */
+  CHECK (near (&p.rel_alt, 67.96, 1e-9) && near (&p.height_agl, 67.96, 1e-9) &&
+      fabs (p.height_agl.sigma - 7.796) < 1e-9, "height %.2f +- %.3f", p.height_agl.value,
+      p.height_agl.sigma);
+  /* a ground elevation: AMSL minus ground, or take-off based when given */
+  GrPosePrior q = p;
+  CHECK (gr_pose_prior_set_ground (&q, 250.0, NAN, 3.0) && near (&q.height_agl, 65.84,
+          1e-9) && fabs (q.height_agl.sigma - (q.alt_amsl.sigma + 3)) < 1e-9,
+      "AMSL - ground %.3f +- %.2f", q.height_agl.value, q.height_agl.sigma);
+  q = p;
+  CHECK (gr_pose_prior_set_ground (&q, 260.0, 247.88, 2.0) && near (&q.height_agl,
+          67.96 - 12.12, 1e-9) && fabs (q.height_agl.sigma - (q.rel_alt.sigma + 2)) < 1e-9,
+      "take-off based %.3f", q.height_agl.value);
+  q = p;
+  CHECK (!gr_pose_prior_set_ground (&q, 315.5, NAN, 1.0) && near (&q.height_agl, 67.96,
+          1e-9), "camera below the ground accepted");
+  CHECK (!gr_pose_prior_set_ground (&q, NAN, NAN, 1.0), "NaN ground accepted");
+  q.alt_amsl.have = false;
+  CHECK (!gr_pose_prior_set_ground (&q, 250.0, NAN, 1.0), "no altitude accepted");
   CHECK (near (&p.cam_yaw, 304.5, 1e-9), "heading %.3f", p.cam_yaw.value);
   CHECK (near (&p.cam_pitch, 5.08, 1e-9) && near (&p.cam_roll, -1.23, 1e-9),
       "body-fixed camera follows the aircraft");
