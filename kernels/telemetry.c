@@ -22,7 +22,8 @@
 #define SIGMA_GPS_ALT_M 10.0
 #define SIGMA_BARO_ALT_M 2.0
 #define SIGMA_HEADING_DEG 5.0
-#define SIGMA_GIMBAL_YAW_DEG 3.0
+/* a gimbal's yaw follows the aircraft's magnetometer: no better than its heading */
+#define SIGMA_GIMBAL_YAW_DEG 5.0
 #define SIGMA_ANGLE_DEG 2.0
 /* senseFly's Heading follows the course over ground (it agrees with the bearing between
  * consecutive GPS fixes within 3-5 degrees on the Seneca flight), not the airframe's

@@ -46,11 +46,13 @@ main (void)
 #define ORTHO_Y0 4577000.0
 #define FOCAL_MM 3.61
 #define SENSOR_MM 6.17
-#define GROUND_AMSL 262.0      /* the ground; the aircraft took off from it */
+#define GROUND_AMSL 262.0      /* the ground the photos see */
+#define TAKEOFF_AMSL 268.5     /* the pilot's hill: relative altitudes are 6.5 m short */
 
 typedef struct {
   int w, h;                     /* ortho size */
   float *rgb;                   /* w x h x 3 */
+  guint8 *alpha;                /* w x h: 0 = no data */
   OGRCoordinateTransformationH to_ll;
 } Ortho;
 
@@ -73,11 +75,15 @@ load_ortho (const char *png, const char *tif, Ortho *o)
   o->w = GDALGetRasterXSize (src);
   o->h = GDALGetRasterYSize (src);
   o->rgb = g_new (float, (size_t) o->w * o->h * 3);
-  bool ok = GDALGetRasterCount (src) >= 3;
+  o->alpha = g_new (guint8, (size_t) o->w * o->h);
+  bool ok = GDALGetRasterCount (src) >= 4;
   for (int b = 0; ok && b < 3; b++)
     ok = GDALRasterIO (GDALGetRasterBand (src, b + 1), GF_Read, 0, 0, o->w, o->h,
         o->rgb + b, o->w, o->h, GDT_Float32, 3 * sizeof (float),
         3 * sizeof (float) * o->w) == CE_None;
+  /* the ortho's alpha: photos see only ground it covers */
+  ok = ok && GDALRasterIO (GDALGetRasterBand (src, 4), GF_Read, 0, 0, o->w, o->h,
+      o->alpha, o->w, o->h, GDT_Byte, 0, 0) == CE_None;
   /* the control: the same pixels, georeferenced (as tests/photos_data.sh does) */
   GDALDatasetH dst = ok ? GDALCreateCopy (GDALGetDriverByName ("GTiff"), tif, src, FALSE,
       NULL, NULL, NULL) : NULL;
@@ -108,6 +114,11 @@ sample (const Ortho *o, double x, double y, float out[3])
   const int ix = (int) floor (px), iy = (int) floor (py);
   if (ix < 0 || iy < 0 || ix + 1 >= o->w || iy + 1 >= o->h)
     return false;
+  const guint8 *a = o->alpha + (size_t) iy * o->w + ix;
+  if (!a[0] || !a[1] || !a[o->w] || !a[o->w + 1])
+    return false;
+  if (!out)
+    return true;
   const double fx = px - ix, fy = py - iy;
   const float *p = o->rgb + ((size_t) iy * o->w + ix) * 3;
   const size_t row = (size_t) o->w * 3;
@@ -147,28 +158,44 @@ gauss (GrSynthRng *r)
   return sqrt (-2 * log (u)) * cos (2 * M_PI * v);
 }
 
+/* A pose and place whose whole view lies on ground the ortho covers (a 40 x 30 grid of
+ * its pixels checked; up to 200 draws); false when none was found. */
+static bool
+place_photo (const Ortho *o, GrSynthRng *r, int width, Photo *ph)
+{
+  const int height = width * 3 / 4;
+  for (int attempt = 0; attempt < 200; attempt++) {
+    const double gsd_full = gr_synth_rng_range (r, 0.010, 0.012); /* m per 4000-px pixel */
+    ph->pose.yaw_deg = gr_synth_rng_range (r, 0, 360);
+    ph->pose.pitch_deg = gr_synth_rng_range (r, -2, 2);
+    ph->pose.roll_deg = gr_synth_rng_range (r, -2, 2);
+    ph->pose.height_m = gsd_full * FOCAL_MM / SENSOR_MM * 4000;
+    ph->x = ORTHO_X0 + gr_synth_rng_range (r, 0, o->w * ORTHO_PX_M);
+    ph->y = ORTHO_Y0 - gr_synth_rng_range (r, 0, o->h * ORTHO_PX_M);
+    if (!gr_camera_ground_homography (&ph->cam, &ph->pose, ph->gh))
+      continue;
+    bool ok = true;
+    for (int gy = 0; ok && gy <= 30; gy++)
+      for (int gx = 0; ok && gx <= 40; gx++) {
+        double x, y;
+        ok = pixel_to_map (ph, gx * (width - 1) / 40.0, gy * (height - 1) / 30.0, &x, &y)
+            && sample (o, x, y, NULL);
+      }
+    if (ok)
+      return true;
+  }
+  return false;
+}
+
 /* Renders photo i and writes it with its telemetry; false when it cannot. */
 static bool
 make_photo (const Ortho *o, GrSynthRng *r, int width, const char *path, Photo *ph)
 {
   const int height = width * 3 / 4;
-  const double gsd_full = gr_synth_rng_range (r, 0.010, 0.012);     /* m per 4000-px pixel */
   gr_camera_init_focal (&ph->cam, width, height, FOCAL_MM, SENSOR_MM);
   ph->cam.k1 = -0.012;          /* mild barrel distortion, not in the EXIF */
   ph->cam.k2 = 0.004;
-  ph->pose.yaw_deg = gr_synth_rng_range (r, 0, 360);
-  ph->pose.pitch_deg = gr_synth_rng_range (r, -2, 2);
-  ph->pose.roll_deg = gr_synth_rng_range (r, -2, 2);
-  ph->pose.height_m = gsd_full * FOCAL_MM / SENSOR_MM * 4000;
-  /* the footprint's half diagonal and the tilt's shift stay inside the ortho */
-  const double reach = 0.5 * hypot (width, height) * gsd_full * 4000 / width * 1.05 +
-      ph->pose.height_m * tan (3 * M_PI / 180);
-  const double W = o->w * ORTHO_PX_M, H = o->h * ORTHO_PX_M;
-  if (2 * reach >= fmin (W, H))
-    return false;
-  ph->x = ORTHO_X0 + gr_synth_rng_range (r, reach, W - reach);
-  ph->y = ORTHO_Y0 - gr_synth_rng_range (r, reach, H - reach);
-  if (!gr_camera_ground_homography (&ph->cam, &ph->pose, ph->gh))
+  if (!place_photo (o, r, width, ph))
     return false;
 
   /* render (photos are finer than the ortho: bilinear is enough) */
@@ -214,8 +241,9 @@ make_photo (const Ortho *o, GrSynthRng *r, int width, const char *path, Photo *p
   const double yaw_true = atan2 ((lon1 - lon0) * cos (lat0 * M_PI / 180), lat1 - lat0) *
       180 / M_PI;
   t.have_xmp = true;
-  t.rel_alt = ph->pose.height_m * (1 + 0.05 * gauss (r));
-  t.alt_amsl = GROUND_AMSL + t.rel_alt;
+  const double amsl = GROUND_AMSL + ph->pose.height_m * (1 + 0.05 * gauss (r));
+  t.rel_alt = amsl - TAKEOFF_AMSL;
+  t.alt_amsl = amsl;
   t.gimbal_yaw = yaw_true + 5 * gauss (r);
   t.flight_yaw = t.gimbal_yaw + gr_synth_rng_range (r, -3, 3);
   t.gimbal_pitch = -90;
@@ -252,6 +280,9 @@ main (void)
   g_ptr_array_add (argv, g_strdup (tif));
   g_ptr_array_add (argv, g_strdup ("--out"));
   g_ptr_array_add (argv, g_build_filename (dir, "out", NULL));
+  /* the user knows the ground and the take-off elevations (docs/telemetry.md) */
+  g_ptr_array_add (argv, g_strdup_printf ("--ground-elevation=%.1f", GROUND_AMSL));
+  g_ptr_array_add (argv, g_strdup_printf ("--takeoff-elevation=%.1f", TAKEOFF_AMSL));
   GrSynthRng rng;
   gr_synth_rng_init (&rng, 1302);
   gint64 t0 = g_get_monotonic_time ();
@@ -332,6 +363,7 @@ main (void)
   g_ptr_array_unref (argv);
   g_free (ph);
   g_free (o.rgb);
+  g_free (o.alpha);
   if (o.to_ll)
     OCTDestroyCoordinateTransformation (o.to_ll);
   if (!g_getenv ("GEOREG_PHOTOS_KEEP")) {
