@@ -1088,6 +1088,22 @@ ground_velocity (const GrPosePrior *p, double *ve, double *vn)
   *vn = p->ground_speed.value * cos (c);
 }
 
+/* sum of squared residuals |v_i - W| - k a_i at x = (W east, W north, k) */
+static double
+wind_cost (const GrPosePrior *priors, int n, const double x[3])
+{
+  double c = 0;
+  for (int i = 0; i < n; i++) {
+    if (!wind_usable (&priors[i]))
+      continue;
+    double ve, vn;
+    ground_velocity (&priors[i], &ve, &vn);
+    const double r = hypot (ve - x[0], vn - x[1]) - x[2] * priors[i].air_speed.value;
+    c += r * r;
+  }
+  return c;
+}
+
 bool
 gr_telemetry_wind_estimate (const GrPosePrior *priors, int n, bool fit_airspeed_scale,
     GrWind *wind)
@@ -1153,16 +1169,7 @@ gr_telemetry_wind_estimate (const GrPosePrior *priors, int n, bool fit_airspeed_
     for (int h = 0; h < 30; h++, t *= 0.5) {
       for (int a = 0; a < 3; a++)
         trial[a] = x[a] + t * step[a];
-      tc = 0;
-      for (int i = 0; i < n; i++) {
-        if (!wind_usable (&priors[i]))
-          continue;
-        double ve, vn;
-        ground_velocity (&priors[i], &ve, &vn);
-        const double r = hypot (ve - trial[0], vn - trial[1]) -
-            trial[2] * priors[i].air_speed.value;
-        tc += r * r;
-      }
+      tc = wind_cost (priors, n, trial);
       if (tc <= cost)
         break;
     }

@@ -12,8 +12,11 @@
  * georegtelemetry reads the photo's own EXIF/XMP (GPS position, heights, gimbal and
  * flight angles, focal length) into a GstGeoregPoseMeta before the decoder, which
  * keeps it on the decoded frame (typefind gives it the image/jpeg caps it looks for).
- * A photo that cannot be read is reported and skipped.  The decoded photos, pose meta
- * and all, go one at a time through
+ * A photo that cannot be read is reported and skipped.  A photo finer than the control
+ * (its ground sample distance from the pose) is first area-averaged down to about the
+ * control's ground resolution, its pose meta's intrinsics with it (--ground-elevation and
+ * --takeoff-elevation give the height above ground where the altitudes are not above
+ * it).  The decoded photos, pose meta and all, go one at a time through
  *
  *   appsrc ! nmilocalize ! nmiregister ! georegexport ! fakesink
  *
