@@ -31,7 +31,14 @@ enum {
   PROP_TIME_TOLERANCE,
   PROP_CALIBRATION_LOCATION,
   PROP_POST_MESSAGES,
+  PROP_GROUND_ELEVATION,
+  PROP_TAKEOFF_ELEVATION,
+  PROP_ELEVATION_SIGMA,
 };
+
+/* below any land on Earth (the Dead Sea shore is at -430 m): "not given" */
+#define ELEVATION_UNSET -1000.0
+#define DEFAULT_ELEVATION_SIGMA 2.0
 
 #define DEFAULT_CSV_KEY GST_GEOREG_TELEMETRY_KEY_AUTO
 #define DEFAULT_TIME_TOLERANCE 0.5
@@ -47,6 +54,7 @@ struct _GstGeoregTelemetry {
   GstGeoregTelemetryKey key;
   gdouble time_tolerance;
   gboolean post_messages;
+  gdouble ground_elevation, takeoff_elevation, elevation_sigma;
 
   /* loaded in start() */
   GrTelemetryCsv *csv;
@@ -291,6 +299,8 @@ gst_georeg_telemetry_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   const GstGeoregTelemetryKey key = self->key;
   const gdouble tolerance = self->time_tolerance;
   const gboolean post = self->post_messages;
+  const gdouble ground = self->ground_elevation, takeoff = self->takeoff_elevation;
+  const gdouble elev_sigma = self->elevation_sigma;
   GST_OBJECT_UNLOCK (self);
 
   GrPosePrior prior;
@@ -319,6 +329,13 @@ gst_georeg_telemetry_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     }
     g_free (what);
   }
+
+  /* the user's ground elevation turns altitudes into the height above that ground */
+  if (ground > ELEVATION_UNSET && prior.sources &&
+      !gr_pose_prior_set_ground (&prior, ground, takeoff > ELEVATION_UNSET ? takeoff : NAN,
+          elev_sigma))
+    GST_DEBUG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": ground-elevation not applied "
+        "(no altitude, or the camera would be below that ground)", self->frame);
 
   /* the image size the intrinsics refer to */
   gint w = prior.image_width > 0 ? prior.image_width : self->caps_width;
@@ -500,6 +517,15 @@ gst_georeg_telemetry_set_property (GObject * object, guint prop_id,
     case PROP_POST_MESSAGES:
       self->post_messages = g_value_get_boolean (value);
       break;
+    case PROP_GROUND_ELEVATION:
+      self->ground_elevation = g_value_get_double (value);
+      break;
+    case PROP_TAKEOFF_ELEVATION:
+      self->takeoff_elevation = g_value_get_double (value);
+      break;
+    case PROP_ELEVATION_SIGMA:
+      self->elevation_sigma = g_value_get_double (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -528,6 +554,15 @@ gst_georeg_telemetry_get_property (GObject * object, guint prop_id, GValue * val
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, self->post_messages);
+      break;
+    case PROP_GROUND_ELEVATION:
+      g_value_set_double (value, self->ground_elevation);
+      break;
+    case PROP_TAKEOFF_ELEVATION:
+      g_value_set_double (value, self->takeoff_elevation);
+      break;
+    case PROP_ELEVATION_SIGMA:
+      g_value_set_double (value, self->elevation_sigma);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -584,6 +619,27 @@ gst_georeg_telemetry_class_init (GstGeoregTelemetryClass * klass)
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       gst_georeg_param_spec_post_messages (GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_GROUND_ELEVATION,
+      g_param_spec_double ("ground-elevation", "Ground elevation",
+          "Elevation of the ground the photos see, metres above mean sea level; the "
+          "height above ground becomes the altitude above sea level minus it (or, with "
+          "takeoff-elevation, the height above the take-off point plus take-off minus "
+          "ground).  -1000 (default): not given; the height above the take-off point "
+          "then stands for the height above ground", ELEVATION_UNSET, 9000,
+          ELEVATION_UNSET,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_TAKEOFF_ELEVATION,
+      g_param_spec_double ("takeoff-elevation", "Take-off elevation",
+          "Elevation of the take-off point, metres above mean sea level (-1000: not "
+          "given); with ground-elevation, preferred to the absolute altitude, which on "
+          "DJI aircraft can be tens of metres off", ELEVATION_UNSET, 9000,
+          ELEVATION_UNSET,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_ELEVATION_SIGMA,
+      g_param_spec_double ("elevation-sigma", "Elevation sigma",
+          "1-sigma uncertainty of ground-elevation (and take-off elevation), metres; "
+          "added to the altitude's own", 0, 1000, DEFAULT_ELEVATION_SIGMA,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -612,5 +668,7 @@ gst_georeg_telemetry_init (GstGeoregTelemetry * self)
   self->key = DEFAULT_CSV_KEY;
   self->time_tolerance = DEFAULT_TIME_TOLERANCE;
   self->post_messages = DEFAULT_POST_MESSAGES;
+  self->ground_elevation = self->takeoff_elevation = ELEVATION_UNSET;
+  self->elevation_sigma = DEFAULT_ELEVATION_SIGMA;
   gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
 }

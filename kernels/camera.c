@@ -77,6 +77,29 @@ gr_camera_init_35mm (GrCamera *cam, int width, int height, double focal_35mm)
   init_center (cam, width, height, focal_35mm / FULL_FRAME_DIAGONAL_MM * diag);
 }
 
+bool
+gr_camera_focal_from_exif_pitch (const GrPosePrior *prior, int width, int height,
+    double *f_px)
+{
+  if (!prior || width <= 0 || height <= 0 || !prior->focal_mm.have ||
+      !prior->focal_plane_px_per_mm.have)
+    return false;
+  /* the size the pitch refers to: PixelX/YDimension, else the file's own */
+  const double ew = prior->exif_pixel_width > 0 ? prior->exif_pixel_width : width;
+  const double eh = prior->exif_pixel_height > 0 ? prior->exif_pixel_height : height;
+  /* a sensor 1 to 60 mm wide, or the tag is not a pitch we can use */
+  const double sensor_mm = ew / prior->focal_plane_px_per_mm.value;
+  if (!(sensor_mm >= 1 && sensor_mm <= 60))
+    return false;
+  /* The file is that image resized (one scale for both axes); a different aspect means
+   * a crop we cannot place (16:9 cut from 4:3, say), so leave it to the other sources. */
+  const double sx = width / ew, sy = height / eh;
+  if (fabs (sx / sy - 1) > 0.01)
+    return false;
+  *f_px = prior->focal_mm.value * prior->focal_plane_px_per_mm.value * sx;
+  return isfinite (*f_px) && *f_px > 0;
+}
+
 GrStatus
 gr_camera_from_prior (const GrPosePrior *prior, int width, int height, GrCamera *cam,
     char *err, size_t errlen)
@@ -93,7 +116,11 @@ gr_camera_from_prior (const GrPosePrior *prior, int width, int height, GrCamera 
     gr_set_err (err, errlen, "image size unknown");
     return GR_ERR_INVALID;
   }
-  double sw;
+  double sw, fpx;
+  if (gr_camera_focal_from_exif_pitch (prior, width, height, &fpx)) {
+    gr_camera_init_focal (cam, width, height, fpx, width);
+    return GR_OK;
+  }
   if (prior->focal_mm.have && gr_camera_sensor_lookup (prior->make, prior->model, &sw,
           NULL)) {
     gr_camera_init_focal (cam, width, height, prior->focal_mm.value, sw);

@@ -54,9 +54,17 @@ void gr_camera_init_focal (GrCamera *cam, int width, int height, double focal_mm
  * 1.25 x width; 4:3 and 3:2 images use their own diagonal. */
 void gr_camera_init_35mm (GrCamera *cam, int width, int height, double focal_35mm);
 
-/* Intrinsics for an image from its prior: the real sensor size where the camera is in
- * the table and EXIF gives the focal length, else the 35 mm equivalent.  width/height
- * override the prior's image size when > 0.  GR_ERR_INVALID when neither is known. */
+/* The focal length in pixels of a width x height image from the camera's own EXIF:
+ * FocalLength x FocalPlaneXResolution, scaled from the PixelX/YDimension the pitch refers
+ * to down (or up) to the file's size, read as a resize.  false when a tag is missing, the
+ * implied sensor is not 1-60 mm wide, or the aspect differs by more than 1% (a crop). */
+bool gr_camera_focal_from_exif_pitch (const GrPosePrior *prior, int width, int height,
+    double *f_px);
+
+/* Intrinsics for an image from its prior, in this order: the camera's own pixel pitch
+ * (gr_camera_focal_from_exif_pitch), the sensor table where the camera is in it and
+ * EXIF gives the focal length, the 35 mm equivalent.  width/height override the prior's
+ * image size when > 0.  GR_ERR_INVALID when none is known. */
 GrStatus gr_camera_from_prior (const GrPosePrior *prior, int width, int height,
     GrCamera *cam, char *err, size_t errlen);
 

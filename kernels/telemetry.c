@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "telemetry.h"
 #include "klv.h"
+#include "fit.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,7 +22,8 @@
 #define SIGMA_GPS_ALT_M 10.0
 #define SIGMA_BARO_ALT_M 2.0
 #define SIGMA_HEADING_DEG 5.0
-#define SIGMA_GIMBAL_YAW_DEG 3.0
+/* a gimbal's yaw follows the aircraft's magnetometer: no better than its heading */
+#define SIGMA_GIMBAL_YAW_DEG 5.0
 #define SIGMA_ANGLE_DEG 2.0
 /* senseFly's Heading follows the course over ground (it agrees with the bearing between
  * consecutive GPS fixes within 3-5 degrees on the Seneca flight), not the airframe's
@@ -44,7 +46,8 @@ static const size_t value_offsets[] = {
   offsetof (GrPosePrior, gimbal_pitch), offsetof (GrPosePrior, gimbal_roll),
   offsetof (GrPosePrior, cam_yaw), offsetof (GrPosePrior, cam_pitch),
   offsetof (GrPosePrior, cam_roll), offsetof (GrPosePrior, focal_mm),
-  offsetof (GrPosePrior, focal_35mm),
+  offsetof (GrPosePrior, focal_35mm), offsetof (GrPosePrior, focal_plane_px_per_mm),
+  offsetof (GrPosePrior, air_speed), offsetof (GrPosePrior, ground_speed),
 };
 #define VALUE_AT(p, off) ((GrPriorValue *) ((char *) (p) + (off)))
 
@@ -67,6 +70,10 @@ gr_pose_prior_merge (GrPosePrior *dst, const GrPosePrior *src)
   if (src->image_width > 0 && src->image_height > 0) {
     dst->image_width = src->image_width;
     dst->image_height = src->image_height;
+  }
+  if (src->exif_pixel_width > 0 && src->exif_pixel_height > 0) {
+    dst->exif_pixel_width = src->exif_pixel_width;
+    dst->exif_pixel_height = src->exif_pixel_height;
   }
   if (src->make[0])
     memcpy (dst->make, src->make, sizeof dst->make);
@@ -256,6 +263,25 @@ parse_exif (const uint8_t *payload, size_t len, GrPosePrior *p)
           bo, &v)) {
     set_value (&p->focal_35mm, v, 0.0, 1, 5000);
     any = true;
+  }
+  /* the pixel pitch the camera states (units: 2 = inch, the default; 3 = cm; 4 = mm, a
+   * common non-standard value), for the image size it states */
+  if (ex && exif_rational (exif_content_get_entry (ex, EXIF_TAG_FOCAL_PLANE_X_RESOLUTION),
+          bo, 0, &v)) {
+    double unit = 2, mm = 25.4;
+    exif_integer (exif_content_get_entry (ex, EXIF_TAG_FOCAL_PLANE_RESOLUTION_UNIT), bo,
+        &unit);
+    mm = unit == 3 ? 10.0 : unit == 4 ? 1.0 : unit == 2 || unit == 1 ? 25.4 : NAN;
+    /* 20 to 2000 px/mm: pixel pitches of 0.5 to 50 um */
+    set_value (&p->focal_plane_px_per_mm, v / mm, 0.0, 20, 2000);
+    double pw = 0, ph = 0;
+    if (exif_integer (exif_content_get_entry (ex, EXIF_TAG_PIXEL_X_DIMENSION), bo, &pw) &&
+        exif_integer (exif_content_get_entry (ex, EXIF_TAG_PIXEL_Y_DIMENSION), bo, &ph) &&
+        pw >= 1 && ph >= 1 && pw <= 1e6 && ph <= 1e6) {
+      p->exif_pixel_width = (int) pw;
+      p->exif_pixel_height = (int) ph;
+    }
+    any = any || p->focal_plane_px_per_mm.have;
   }
   if (ed->ifd[EXIF_IFD_0]) {
     exif_string (exif_content_get_entry (ed->ifd[EXIF_IFD_0], EXIF_TAG_MAKE), p->make,
@@ -462,10 +488,15 @@ gr_pose_prior_parse_xmp (const char *text, size_t len, GrPosePrior *p)
     { "Longitude", offsetof (GrPosePrior, lon), SIGMA_POS_M, -180, 180 },
     { "AltitudeWGS84", offsetof (GrPosePrior, alt_wgs84), SIGMA_GPS_ALT_M, -1000, 100000 },
     { "AltitudeAMSL", offsetof (GrPosePrior, alt_amsl), SIGMA_GPS_ALT_M, -1000, 100000 },
-    { "Height", offsetof (GrPosePrior, height_agl), SIGMA_BARO_ALT_M, -1000, 100000 },
+    /* above the take-off point (AltitudeAMSL - Height is one constant over a flight,
+     * tests/test_seneca.c), like DJI's RelativeAltitude: not the ground under the
+     * camera */
+    { "Height", offsetof (GrPosePrior, rel_alt), SIGMA_BARO_ALT_M, -1000, 100000 },
     { "Heading", offsetof (GrPosePrior, flight_yaw), SIGMA_COURSE_DEG, -360, 360 },
     { "PitchAngle", offsetof (GrPosePrior, flight_pitch), SIGMA_ANGLE_DEG, -180, 180 },
     { "RollAngle", offsetof (GrPosePrior, flight_roll), SIGMA_ANGLE_DEG, -180, 180 },
+    { "AirSpeed", offsetof (GrPosePrior, air_speed), 0.0, 0, 200 },
+    { "GroundSpeed", offsetof (GrPosePrior, ground_speed), 0.0, 0, 200 },
   };
   const bool sf = read_xmp_fields (xmp, NS_SENSEFLY, sf_fields, G_N_ELEMENTS (sf_fields), p);
   if (sf)
@@ -1038,4 +1069,164 @@ gr_pose_prior_from_klv (const uint8_t *packet, size_t len, GrPosePrior *p,
   p->sources = GR_PRIOR_SRC_KLV;
   gr_pose_prior_finish (p);
   return GR_OK;
+}
+
+/* ---- wind triangle ------------------------------------------------------------------ */
+
+static bool
+wind_usable (const GrPosePrior *p)
+{
+  return p->flight_yaw.have && p->ground_speed.have && p->air_speed.have &&
+      p->air_speed.value > 0.5;
+}
+
+static void
+ground_velocity (const GrPosePrior *p, double *ve, double *vn)
+{
+  const double c = p->flight_yaw.value * G_PI / 180;
+  *ve = p->ground_speed.value * sin (c);
+  *vn = p->ground_speed.value * cos (c);
+}
+
+/* sum of squared residuals |v_i - W| - k a_i at x = (W east, W north, k) */
+static double
+wind_cost (const GrPosePrior *priors, int n, const double x[3])
+{
+  double c = 0;
+  for (int i = 0; i < n; i++) {
+    if (!wind_usable (&priors[i]))
+      continue;
+    double ve, vn;
+    ground_velocity (&priors[i], &ve, &vn);
+    const double r = hypot (ve - x[0], vn - x[1]) - x[2] * priors[i].air_speed.value;
+    c += r * r;
+  }
+  return c;
+}
+
+bool
+gr_telemetry_wind_estimate (const GrPosePrior *priors, int n, bool fit_airspeed_scale,
+    GrWind *wind)
+{
+  if (!priors || !wind || n < 1)
+    return false;
+  /* the spread of courses: the wind is unobservable from one direction of flight */
+  int used = 0;
+  double spread = 0;
+  for (int i = 0; i < n; i++) {
+    if (!wind_usable (&priors[i]))
+      continue;
+    used++;
+    for (int j = 0; j < i; j++)
+      if (wind_usable (&priors[j])) {
+        double d = fabs (priors[i].flight_yaw.value - priors[j].flight_yaw.value);
+        spread = fmax (spread, fmin (fmod (d, 360), 360 - fmod (d, 360)));
+      }
+  }
+  const int np = fit_airspeed_scale ? 3 : 2;
+  if (used < np + 1 || spread < 45)
+    return false;
+  /* Gauss-Newton from no wind and k = 1, with step halving: the residual
+   * r_i = |v_i - W| - k a_i is smooth wherever the air speed is not zero. */
+  double x[3] = { 0, 0, 1 }, cost = INFINITY;
+  for (int it = 0; it < 100; it++) {
+    double jtj[9] = { 0 }, jtr[3] = { 0 }, c = 0;
+    for (int i = 0; i < n; i++) {
+      if (!wind_usable (&priors[i]))
+        continue;
+      double ve, vn;
+      ground_velocity (&priors[i], &ve, &vn);
+      const double ae = ve - x[0], an = vn - x[1], m = hypot (ae, an);
+      if (m < 1e-9)
+        return false;
+      const double r = m - x[2] * priors[i].air_speed.value;
+      const double jr[3] = { -ae / m, -an / m, -priors[i].air_speed.value };
+      c += r * r;
+      for (int a = 0; a < np; a++) {
+        jtr[a] += jr[a] * r;
+        for (int b = 0; b < np; b++)
+          jtj[3 * a + b] += jr[a] * jr[b];
+      }
+    }
+    cost = c;
+    /* solve the np x np normal equations (Cramer's rule; tiny system) */
+    double step[3] = { 0, 0, 0 };
+    if (np == 2) {
+      const double det = jtj[0] * jtj[4] - jtj[1] * jtj[3];
+      if (fabs (det) < 1e-12)
+        return false;
+      step[0] = -(jtj[4] * jtr[0] - jtj[1] * jtr[1]) / det;
+      step[1] = -(jtj[0] * jtr[1] - jtj[3] * jtr[0]) / det;
+    } else {
+      double inv[9];
+      if (!gr_mat3_inverse (jtj, inv))
+        return false;
+      for (int a = 0; a < 3; a++)
+        step[a] = -(inv[3 * a] * jtr[0] + inv[3 * a + 1] * jtr[1] + inv[3 * a + 2] * jtr[2]);
+    }
+    /* halve the step until the cost does not rise */
+    double t = 1, trial[3], tc = INFINITY;
+    for (int h = 0; h < 30; h++, t *= 0.5) {
+      for (int a = 0; a < 3; a++)
+        trial[a] = x[a] + t * step[a];
+      tc = wind_cost (priors, n, trial);
+      if (tc <= cost)
+        break;
+    }
+    if (!(tc <= cost))
+      break;                    /* no descent left: converged */
+    const double moved = t * hypot (hypot (step[0], step[1]), step[2]);
+    memcpy (x, trial, sizeof x);
+    cost = tc;
+    if (moved < 1e-9)
+      break;
+  }
+  if (!(x[2] > 0.2 && x[2] < 5) || !isfinite (cost))
+    return false;
+  wind->east = x[0];
+  wind->north = x[1];
+  wind->airspeed_scale = x[2];
+  wind->rms = sqrt (cost / used);
+  wind->used = used;
+  return true;
+}
+
+bool
+gr_pose_prior_apply_wind (GrPosePrior *p, const GrWind *wind)
+{
+  if (!p || !wind || !wind_usable (p))
+    return false;
+  double ve, vn;
+  ground_velocity (p, &ve, &vn);
+  const double ae = ve - wind->east, an = vn - wind->north, m = hypot (ae, an);
+  if (!(m > 0.5))
+    return false;
+  p->flight_yaw.value = atan2 (ae, an) * 180 / G_PI;
+  /* a speed error of rms across the air velocity turns it by atan (rms / m) */
+  p->flight_yaw.sigma = 3.0 + atan2 (wind->rms, m) * 180 / G_PI;
+  gr_pose_prior_finish (p);
+  return true;
+}
+
+bool
+gr_pose_prior_set_ground (GrPosePrior *p, double ground_m, double takeoff_m,
+    double sigma_m)
+{
+  if (!p || !isfinite (ground_m) || !(sigma_m >= 0))
+    return false;
+  double h, s;
+  if (isfinite (takeoff_m) && p->rel_alt.have) {
+    h = p->rel_alt.value + takeoff_m - ground_m;
+    s = p->rel_alt.sigma + sigma_m;
+  } else if (p->alt_amsl.have) {
+    h = p->alt_amsl.value - ground_m;
+    s = p->alt_amsl.sigma + sigma_m;
+  } else {
+    return false;
+  }
+  /* a camera at or below the ground it sees: the elevation is wrong, keep the prior */
+  if (!(h > 1))
+    return false;
+  set_value (&p->height_agl, h, s, 0, 100000);
+  return true;
 }

@@ -69,6 +69,15 @@ typedef struct {
   int image_width, image_height;      /* from the JPEG frame header (0 = unknown) */
   char make[64], model[64];           /* EXIF Make / Model, trimmed ("" = unknown) */
   char utc[32];                       /* ISO 8601 time as recorded ("" = unknown) */
+  /* The camera's own statement of its pixel pitch: EXIF FocalPlaneXResolution in pixels
+   * per millimetre (unit converted), for an image of exif_pixel_width x
+   * exif_pixel_height (PixelX/YDimension; 0 = not written), which may differ from the
+   * file's size when a tool resized the photo afterwards.  Sigma 0. */
+  GrPriorValue focal_plane_px_per_mm;
+  int exif_pixel_width, exif_pixel_height;
+  /* senseFly AirSpeed / GroundSpeed (m/s): with the course, the wind triangle that
+   * gives the airframe's yaw (gr_telemetry_wind_estimate). */
+  GrPriorValue air_speed, ground_speed;
 } GrPosePrior;
 
 /* Every value absent, sigmas 0, strings empty. */
@@ -151,6 +160,40 @@ bool gr_telemetry_csv_find_frame (const GrTelemetryCsv *csv, int64_t frame,
     GrPosePrior *p);
 bool gr_telemetry_csv_find_time (const GrTelemetryCsv *csv, double t_s,
     double tolerance_s, GrPosePrior *p);
+/* The height above the ground under the camera from a ground elevation the user knows
+ * (metres above mean sea level; sigma its uncertainty): with a take-off elevation
+ * (finite) and a height above the take-off point (rel_alt: DJI RelativeAltitude,
+ * senseFly Height), rel_alt + takeoff - ground; else the altitude above sea level
+ * (alt_amsl: EXIF GPSAltitude, DJI AbsoluteAltitude, senseFly AltitudeAMSL) - ground.
+ * Replaces height_agl, sigma the source's plus sigma_m.  false (p unchanged) without a
+ * usable altitude or when the camera would be less than 1 m above that ground. */
+bool gr_pose_prior_set_ground (GrPosePrior *p, double ground_m, double takeoff_m,
+    double sigma_m);
+
+/* ---- wind triangle: the yaw of an airframe whose log gives only its course ----------
+ * A fixed wing's logged heading may be its course over ground (senseFly's Heading,
+ * docs/telemetry.md); the nose points elsewhere by the crab angle, which the wind sets.
+ * Given each frame's course, ground speed and air speed, the wind W (and optionally a
+ * scale k of the air speed sensor) is the least-squares solution of
+ *   | ground_speed x (sin course, cos course) - W | = k x air_speed
+ * over the frames, and each frame's yaw is the direction of its air velocity.  It needs
+ * frames on at least two courses 45 degrees or more apart (3 for the scale); a GPS track
+ * alone (course and ground speed) cannot give the crab. */
+typedef struct {
+  double east, north;          /* wind velocity (where it blows to), m/s */
+  double airspeed_scale;       /* k (1 when not estimated) */
+  double rms;                  /* RMS residual of the triangle, m/s */
+  int used;                    /* frames with course, ground speed and air speed */
+} GrWind;
+
+/* false when too few frames or courses, or when it does not converge. */
+bool gr_telemetry_wind_estimate (const GrPosePrior *priors, int n, bool fit_airspeed_scale,
+    GrWind *wind);
+/* Replaces p's course (flight_yaw) by the yaw the wind triangle gives, with a sigma of
+ * 3 degrees plus what the triangle's RMS turns the air velocity by, and redoes
+ * gr_pose_prior_finish; false (p unchanged) without course, ground and air speed. */
+bool gr_pose_prior_apply_wind (GrPosePrior *p, const GrWind *wind);
+
 /* Row i (0-based) as a prior; false when out of range. */
 bool gr_telemetry_csv_row (const GrTelemetryCsv *csv, int i, GrPosePrior *p);
 

@@ -12,8 +12,11 @@
  * georegtelemetry reads the photo's own EXIF/XMP (GPS position, heights, gimbal and
  * flight angles, focal length) into a GstGeoregPoseMeta before the decoder, which
  * keeps it on the decoded frame (typefind gives it the image/jpeg caps it looks for).
- * A photo that cannot be read is reported and skipped.  The decoded photos, pose meta
- * and all, go one at a time through
+ * A photo that cannot be read is reported and skipped.  A photo finer than the control
+ * (its ground sample distance from the pose) is first area-averaged down to about the
+ * control's ground resolution, its pose meta's intrinsics with it (--ground-elevation and
+ * --takeoff-elevation give the height above ground where the altitudes are not above
+ * it).  The decoded photos, pose meta and all, go one at a time through
  *
  *   appsrc ! nmilocalize ! nmiregister ! georegexport ! fakesink
  *
@@ -38,6 +41,10 @@
 #include "georeg-pose-meta.h"
 #include "nmiregister-meta.h"
 #include "georeg-results.h"
+#include "geo.h"
+#include <gdal.h>
+#include <gst/video/video.h>
+#include <math.h>
 
 /* the longest a photo may take to decode (a hostile file must not hang the batch) */
 #define DECODE_TIMEOUT_S 60
@@ -69,6 +76,127 @@ on_handoff (GstElement *sink, GstBuffer *buf, GstPad *pad, Result *r)
 
 /* Decodes one photo to RGBA, its EXIF/XMP telemetry as a GstGeoregPoseMeta on the
  * buffer; NULL with the reason in *why (g_free). */
+/* Ground metres per control pixel at the control's centre (the geometric mean of the
+ * two axes, through its CRS to WGS84); NAN when the control has no usable georeference. */
+static double
+control_pixel_m (const char *control, const char *crs)
+{
+  GrGeoRef *g = NULL;
+  char err[256];
+  if (gr_georef_open (control, crs, &g, err, sizeof err) != GR_OK)
+    return NAN;
+  double geo[6];
+  gr_georef_geotransform (g, geo);
+  /* the centre of the raster is unknown here without opening it again: the origin's
+   * neighbourhood is as good for the scale of any control a photo fits on */
+  double x[3], y[3];
+  gr_georef_pixel_to_map (g, 0, 0, &x[0], &y[0]);
+  gr_georef_pixel_to_map (g, 1, 0, &x[1], &y[1]);
+  gr_georef_pixel_to_map (g, 0, 1, &x[2], &y[2]);
+  double m = NAN;
+  if (gr_georef_map_to_lonlat (g, x, y, 3))
+    m = sqrt (gr_geo_distance_m (x[0], y[0], x[1], y[1]) *
+        gr_geo_distance_m (x[0], y[0], x[2], y[2]));
+  gr_georef_free (g);
+  return m > 0 && isfinite (m) ? m : NAN;
+}
+
+/* A photo finer than the control is registered at the control's ground resolution
+ * (issue 13: register at the coarser of the two): the decoded RGBA frame area-averaged
+ * by `scale` (< 1), its pose meta's intrinsics and image size scaled to match.  NULL
+ * when the frame is not RGBA. */
+static GstSample *
+downscale_sample (GstSample *sample, double scale)
+{
+  GstVideoInfo in, out;
+  GstBuffer *src = gst_sample_get_buffer (sample);
+  if (!gst_video_info_from_caps (&in, gst_sample_get_caps (sample)) ||
+      GST_VIDEO_INFO_FORMAT (&in) != GST_VIDEO_FORMAT_RGBA)
+    return NULL;
+  const int w = GST_VIDEO_INFO_WIDTH (&in), h = GST_VIDEO_INFO_HEIGHT (&in);
+  const int ow = MAX (16, (int) lround (w * scale)), oh = MAX (16, (int) lround (h * scale));
+  gst_video_info_set_format (&out, GST_VIDEO_FORMAT_RGBA, ow, oh);
+  GstVideoFrame fin;
+  if (!gst_video_frame_map (&fin, &in, src, GST_MAP_READ))
+    return NULL;
+  GstBuffer *dst = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&out), NULL);
+  GstMapInfo mo;
+  gst_buffer_map (dst, &mo, GST_MAP_WRITE);
+  const guint8 *pi = GST_VIDEO_FRAME_PLANE_DATA (&fin, 0);
+  const gint si = GST_VIDEO_FRAME_PLANE_STRIDE (&fin, 0), so = GST_VIDEO_INFO_PLANE_STRIDE (&out, 0);
+  /* each output pixel: the mean of the input pixels whose centres fall inside it */
+  const double fx = (double) w / ow, fy = (double) h / oh;
+  for (int oy = 0; oy < oh; oy++) {
+    const int y0 = (int) ceil (oy * fy - 0.5), y1 = MIN (h, (int) ceil ((oy + 1) * fy - 0.5));
+    for (int ox = 0; ox < ow; ox++) {
+      const int x0 = (int) ceil (ox * fx - 0.5), x1 = MIN (w, (int) ceil ((ox + 1) * fx - 0.5));
+      guint sum[4] = { 0, 0, 0, 0 }, n = 0;
+      for (int y = MAX (0, y0); y < y1; y++)
+        for (int x = MAX (0, x0); x < x1; x++, n++)
+          for (int c = 0; c < 4; c++)
+            sum[c] += pi[(gsize) y * si + 4 * x + c];
+      guint8 *po = mo.data + (gsize) oy * so + 4 * ox;
+      for (int c = 0; c < 4; c++)
+        po[c] = n ? (guint8) ((sum[c] + n / 2) / n) : 0;
+    }
+  }
+  gst_buffer_unmap (dst, &mo);
+  gst_video_frame_unmap (&fin);
+  gst_buffer_copy_into (dst, src, GST_BUFFER_COPY_METADATA, 0, -1);
+  GstGeoregPoseMeta *m = gst_buffer_get_georeg_pose_meta (dst);
+  if (m && m->have_intrinsics) {
+    const double sx = (double) ow / (m->image_width > 0 ? m->image_width : w);
+    const double sy = (double) oh / (m->image_height > 0 ? m->image_height : h);
+    m->fx *= sx;
+    m->fy *= sy;
+    m->cx = (m->cx + 0.5) * sx - 0.5;
+    m->cy = (m->cy + 0.5) * sy - 0.5;
+  }
+  if (m) {
+    m->image_width = ow;
+    m->image_height = oh;
+  }
+  GstCaps *caps = gst_video_info_to_caps (&out);
+  GstSample *res = gst_sample_new (dst, caps, NULL, NULL);
+  gst_caps_unref (caps);
+  gst_buffer_unref (dst);
+  return res;
+}
+
+/* The factor that brings a photo to the control's ground resolution: its ground sample
+ * distance from the pose meta (height above ground over the focal length in pixels,
+ * at nadir), against the control's; 1 when the photo is not finer by a third or more,
+ * or when either is unknown.  Without a pose, a photo larger than the control (in
+ * pixels) is brought to half the control's size, so that it can be searched at all. */
+static double
+photo_scale (GstSample *sample, double control_m, int control_w, int control_h)
+{
+  GstVideoInfo vi;
+  if (!gst_video_info_from_caps (&vi, gst_sample_get_caps (sample)))
+    return 1;
+  const int w = GST_VIDEO_INFO_WIDTH (&vi), h = GST_VIDEO_INFO_HEIGHT (&vi);
+  const GstGeoregPoseMeta *m = gst_buffer_get_georeg_pose_meta (gst_sample_get_buffer (sample));
+  double s = 1;
+  if (m && m->have_intrinsics && m->height_agl.have && m->height_agl.value > 0 &&
+      m->fx > 0 && isfinite (control_m)) {
+    const double fx = m->fx * w / (m->image_width > 0 ? m->image_width : w);
+    s = (m->height_agl.value / fx) / control_m;
+  } else if (control_w > 0 && control_h > 0 && (w > control_w || h > control_h)) {
+    s = 0.5 * MIN ((double) control_w / w, (double) control_h / h);
+  }
+  if (!(s < 0.75))
+    return 1;
+  /* In steps of a power of the square root of 2 (at most 1.41x finer than the
+   * control, which the searches take in their stride): photos of one camera at
+   * similar heights then share one size, and the elements do not renegotiate (each new
+   * frame size costs them a setup) on every photo. */
+  return pow (2, floor (2 * log2 (s)) / 2);
+}
+
+/* the user's ground and take-off elevations (metres above sea level; -1000 = not given:
+ * georegtelemetry's "unset"), handed to georegtelemetry */
+static gdouble ground_elevation = -1000, takeoff_elevation = -1000;
+
 static GstSample *
 decode_photo (const char *path, gboolean telemetry, gchar **why)
 {
@@ -76,7 +204,7 @@ decode_photo (const char *path, gboolean telemetry, gchar **why)
   /* the queue keeps decodebin's typefinder from pulling through georegtelemetry before
    * the caps are known */
   GstElement *pipe = gst_parse_launch (telemetry ? "filesrc name=src ! typefind ! "
-      "georegtelemetry post-messages=false ! queue ! decodebin ! videoconvert ! "
+      "georegtelemetry name=tel post-messages=false ! queue ! decodebin ! videoconvert ! "
       "video/x-raw,format=RGBA ! appsink name=sink sync=false max-buffers=1" :
       "filesrc name=src ! decodebin ! videoconvert ! video/x-raw,format=RGBA ! "
       "appsink name=sink sync=false max-buffers=1", &err);
@@ -90,6 +218,12 @@ decode_photo (const char *path, gboolean telemetry, gchar **why)
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
   g_object_set (src, "location", path, NULL);
   gst_object_unref (src);
+  GstElement *tel = gst_bin_get_by_name (GST_BIN (pipe), "tel");
+  if (tel) {
+    g_object_set (tel, "ground-elevation", ground_elevation, "takeoff-elevation",
+        takeoff_elevation, NULL);
+    gst_object_unref (tel);
+  }
   GstSample *sample = NULL;
   gst_element_set_state (pipe, GST_STATE_PAUSED);
   GstBus *bus = gst_element_get_bus (pipe);
@@ -211,6 +345,14 @@ main (int argc, char **argv)
     {"control-scale", 0, 0, G_OPTION_ARG_DOUBLE, &control_scale,
         "coarse search: control pixels -> search pixels (default 0.25)", "S"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &backend, "auto (default), cpu or cuda", "B"},
+    {"ground-elevation", 0, 0, G_OPTION_ARG_DOUBLE, &ground_elevation,
+        "elevation of the ground the photos see, metres above sea level: the height "
+          "above ground is then the altitude minus it (default: the height above the "
+          "take-off point stands for it, docs/telemetry.md)", "M"},
+    {"takeoff-elevation", 0, 0, G_OPTION_ARG_DOUBLE, &takeoff_elevation,
+        "elevation of the take-off point, metres above sea level; with "
+          "--ground-elevation the height is the relative altitude + take-off - ground "
+          "(better than DJI's absolute altitude)", "M"},
     {"no-telemetry", 0, 0, G_OPTION_ARG_NONE, &no_telemetry,
         "ignore the photos' EXIF/XMP (GPS, heights, angles): search without a prior", NULL},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &photos, NULL, "PHOTO..."},
@@ -229,6 +371,12 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
+  if ((ground_elevation != -1000 && !(ground_elevation > -1000 && ground_elevation <= 9000))
+      || (takeoff_elevation != -1000 && !(takeoff_elevation > -1000 &&
+              takeoff_elevation <= 9000))) {
+    fprintf (stderr, "georeg-photos: elevations must lie within -1000..9000 m\n");
+    return 2;
+  }
   if (g_mkdir_with_parents (out, 0755) != 0) {
     fprintf (stderr, "georeg-photos: cannot create '%s': %s\n", out, g_strerror (errno));
     return 1;
@@ -274,6 +422,17 @@ main (int argc, char **argv)
   int status = 0;
   if (gst_element_set_state (pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
     status = 1;
+  /* the control's ground resolution and size, for photos finer than it */
+  const double control_m = control_pixel_m (control, crs);
+  int control_w = 0, control_h = 0;
+  GDALAllRegister ();
+  GDALDatasetH cds = GDALOpen (control, GA_ReadOnly);
+  if (cds) {
+    control_w = GDALGetRasterXSize (cds);
+    control_h = GDALGetRasterYSize (cds);
+    GDALClose (cds);
+  }
+  guint downscaled = 0;
   const guint total = g_strv_length (photos);
   const gboolean tty = isatty (fileno (stderr));
   guint registered = 0, doubtful = 0, failed = 0, unreadable = 0, done = 0, with_prior = 0;
@@ -294,6 +453,14 @@ main (int argc, char **argv)
       progress (tty, ++done, total, base, "unreadable");
       g_free (base);
       continue;
+    }
+    /* finer than the control: registered at the control's ground resolution */
+    const double scale = photo_scale (sample, control_m, control_w, control_h);
+    GstSample *small = scale < 1 ? downscale_sample (sample, scale) : NULL;
+    if (small) {
+      gst_sample_unref (sample);
+      sample = small;
+      downscaled++;
     }
     /* a new sample carrying the buffer tagged with its file, timed one second apart */
     GstBuffer *buf = gst_buffer_copy (gst_sample_get_buffer (sample));
@@ -372,6 +539,9 @@ main (int argc, char **argv)
       registered + doubtful + failed, no_telemetry ? " (ignored: --no-telemetry)" :
       pose_prior ? ", the prior of nmilocalize's search" :
       " (not used: this nmilocalize has no use-pose)");
+  if (downscaled)
+    printf ("downscaled to the control's ground resolution (%.3g m) first: %u of %u "
+        "photos\n", control_m, downscaled, registered + doubtful + failed);
   printf ("wrote %s, %s and a GeoTIFF per registered photo in %s\n", json, csv, out);
   if (registered + doubtful + failed == 0)
     status = 1;

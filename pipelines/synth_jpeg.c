@@ -110,6 +110,31 @@ build_exif (const GrSynthDroneTags *t, unsigned char **buf, unsigned int *len)
     if (e)
       exif_set_short (e->data, bo, (ExifShort) t->focal_35mm);
   }
+  if (ok && t->focal_plane_px_per_inch > 0) {
+    const ExifTag tags[2] = { EXIF_TAG_FOCAL_PLANE_X_RESOLUTION,
+      EXIF_TAG_FOCAL_PLANE_Y_RESOLUTION };
+    for (int k = 0; ok && k < 2; k++) {
+      ExifEntry *e = add_entry (ed, EXIF_IFD_EXIF, tags[k], EXIF_FORMAT_RATIONAL, 1);
+      ok = e != NULL;
+      if (e)
+        exif_set_rational (e->data, bo, rational (t->focal_plane_px_per_inch, 1000));
+    }
+    ExifEntry *u = ok ? add_entry (ed, EXIF_IFD_EXIF, EXIF_TAG_FOCAL_PLANE_RESOLUTION_UNIT,
+        EXIF_FORMAT_SHORT, 1) : NULL;
+    ok = u != NULL;
+    if (u)
+      exif_set_short (u->data, bo, 2);
+  }
+  if (ok && t->exif_pixel_width > 0 && t->exif_pixel_height > 0) {
+    const ExifTag tags[2] = { EXIF_TAG_PIXEL_X_DIMENSION, EXIF_TAG_PIXEL_Y_DIMENSION };
+    const int v[2] = { t->exif_pixel_width, t->exif_pixel_height };
+    for (int k = 0; ok && k < 2; k++) {
+      ExifEntry *e = add_entry (ed, EXIF_IFD_EXIF, tags[k], EXIF_FORMAT_LONG, 1);
+      ok = e != NULL;
+      if (e)
+        exif_set_long (e->data, bo, (ExifLong) v[k]);
+    }
+  }
   if (ok && t->have_gps) {
     ExifEntry *v = add_entry (ed, EXIF_IFD_GPS, EXIF_TAG_GPS_VERSION_ID, EXIF_FORMAT_BYTE, 4);
     ok = v != NULL;

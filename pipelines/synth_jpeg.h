@@ -19,6 +19,12 @@ typedef struct {
   const char *make, *model;         /* EXIF Make / Model; NULL = not written */
   double focal_mm;                  /* EXIF FocalLength; <= 0 = not written */
   int focal_35mm;                   /* EXIF FocalLengthIn35mmFilm; <= 0 = not written */
+  /* EXIF FocalPlaneXResolution/YResolution in pixels per inch (unit 2, as cameras
+   * write it) and the PixelX/YDimension it refers to; <= 0 = not written.  A camera
+   * that wrote 4000 x 3000 and a file resized afterwards: give the file's pixels and
+   * the camera's dimensions here. */
+  double focal_plane_px_per_inch;
+  int exif_pixel_width, exif_pixel_height;
   bool have_gps;                    /* EXIF GPS IFD */
   double lat, lon;                  /* WGS84 degrees */
   double alt_amsl;                  /* EXIF GPSAltitude and drone-dji:AbsoluteAltitude */

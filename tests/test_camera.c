@@ -223,6 +223,32 @@ test_intrinsics (void)
   p.focal_35mm = (GrPriorValue) { 24, 0, true };
   CHECK (gr_camera_from_prior (&p, 0, 0, &cam, err, sizeof err) == GR_OK &&
       fabs (cam.fx - 24 / 43.2666 * 4500) < 1e-9, "35 mm fallback: %.2f", cam.fx);
+  /* the camera's own pixel pitch wins over the table and the 35 mm equivalent: the
+   * Seneca EXIF (16393.44 px/inch for 4000 x 3000) on a 3600 x 2700 file is a resize */
+  strcpy (p.model, "Canon PowerShot ELPH 300 HS");
+  p.focal_plane_px_per_mm = (GrPriorValue) { 16393.44262295082 / 25.4, 0, true };
+  p.exif_pixel_width = 4000;
+  p.exif_pixel_height = 3000;
+  const double f_seneca = 4.3 * 16393.44262295082 / 25.4 * 0.9;
+  CHECK (gr_camera_from_prior (&p, 0, 0, &cam, err, sizeof err) == GR_OK &&
+      fabs (cam.fx - f_seneca) < 1e-6 && fabs (cam.fy - f_seneca) < 1e-6,
+      "EXIF pitch, resized: %.3f", cam.fx);
+  /* decoded at another size (a scaled stream): the same lens, scaled again */
+  CHECK (gr_camera_from_prior (&p, 900, 675, &cam, err, sizeof err) == GR_OK &&
+      fabs (cam.fx - f_seneca / 4) < 1e-6, "EXIF pitch, 900 wide: %.3f", cam.fx);
+  /* a 16:9 file from a 4:3 capture is a crop the tags cannot place: the next source */
+  double fpx = 0;
+  CHECK (!gr_camera_focal_from_exif_pitch (&p, 4000, 2250, &fpx), "16:9 crop accepted");
+  /* no PixelXDimension: the pitch refers to the file itself */
+  p.exif_pixel_width = p.exif_pixel_height = 0;
+  CHECK (gr_camera_focal_from_exif_pitch (&p, 4000, 3000, &fpx) &&
+      fabs (fpx - 4.3 * 16393.44262295082 / 25.4) < 1e-6, "pitch of the file %.2f", fpx);
+  /* an implausible pitch (a 0.1 mm or a 400 mm wide sensor) is ignored */
+  p.focal_plane_px_per_mm.value = 40000;
+  CHECK (!gr_camera_focal_from_exif_pitch (&p, 4000, 3000, &fpx), "0.1 mm sensor used");
+  p.focal_plane_px_per_mm.value = 10;
+  CHECK (!gr_camera_focal_from_exif_pitch (&p, 4000, 3000, &fpx), "400 mm sensor used");
+  p.focal_plane_px_per_mm = (GrPriorValue) { NAN, 0, false };
   double sw, sh;
   CHECK (gr_camera_sensor_lookup ("dji", "FC6310S", &sw, &sh) && sw == 13.2 && sh == 8.8,
       "FC6310S lookup");

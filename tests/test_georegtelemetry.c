@@ -156,6 +156,37 @@ GST_START_TEST (test_jpeg_exif_xmp)
 
 GST_END_TEST;
 
+/* ground-elevation: frame 1 flies at 501 m above sea level, 80 m above take-off */
+GST_START_TEST (test_ground_elevation)
+{
+  GstHarness *h = harness ("ground-elevation=430.5 elevation-sigma=3", "image/jpeg");
+  GstBuffer *out = gst_harness_push_and_pull (h, jpeg_buffer (1));
+  GstGeoregPoseMeta *m = out ? gst_buffer_get_georeg_pose_meta (out) : NULL;
+  fail_unless (m != NULL);
+  fail_unless (m->height_agl.have && fabs (m->height_agl.value - 70.5) < 1e-9 &&
+      m->height_agl.sigma > 3, "AMSL - ground: %f +- %f", m->height_agl.value,
+      m->height_agl.sigma);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+  /* with the take-off's elevation: 80 + 420 - 430.5 */
+  h = harness ("ground-elevation=430.5 takeoff-elevation=420", "image/jpeg");
+  out = gst_harness_push_and_pull (h, jpeg_buffer (1));
+  m = out ? gst_buffer_get_georeg_pose_meta (out) : NULL;
+  fail_unless (m != NULL && m->height_agl.have && fabs (m->height_agl.value - 69.5) < 1e-9,
+      "take-off based: %f", m ? m->height_agl.value : NAN);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+  /* a ground above the camera is refused: the relative altitude stays */
+  h = harness ("ground-elevation=600", "image/jpeg");
+  out = gst_harness_push_and_pull (h, jpeg_buffer (1));
+  m = out ? gst_buffer_get_georeg_pose_meta (out) : NULL;
+  fail_unless (m != NULL && fabs (m->height_agl.value - 80) < 1e-9);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_csv_by_frame)
 {
   gchar *csv = tmp_path ("by_frame.csv");
@@ -451,6 +482,7 @@ georegtelemetry_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_meta_copy_and_scale);
   tcase_add_test (tc, test_jpeg_exif_xmp);
+  tcase_add_test (tc, test_ground_elevation);
   tcase_add_test (tc, test_csv_by_frame);
   tcase_add_test (tc, test_csv_by_time);
   tcase_add_test (tc, test_app_meta_wins);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glib.h>
 
 #include "synth.h"
 #include "synth_jpeg.h"
@@ -37,6 +38,9 @@ dji_tags (GrSynthDroneTags *t, double lat, double lon)
   t->model = "FC300S";
   t->focal_mm = 3.61;
   t->focal_35mm = 20;
+  t->focal_plane_px_per_inch = 16393.443;
+  t->exif_pixel_width = 4000;
+  t->exif_pixel_height = 3000;
   t->have_gps = true;
   t->lat = lat;
   t->lon = lon;
@@ -84,6 +88,10 @@ test_dji_round_trip (void)
     CHECK (near (&p.rel_alt, 80.4, 1e-9), "rel %.3f", p.rel_alt.value);
     CHECK (near (&p.focal_mm, 3.61, 1e-9), "focal %.3f", p.focal_mm.value);
     CHECK (near (&p.focal_35mm, 20, 0), "f35 %.1f", p.focal_35mm.value);
+    /* the pixel pitch in px/inch becomes px/mm, with the size it refers to */
+    CHECK (near (&p.focal_plane_px_per_mm, 16393.443 / 25.4, 1e-9) &&
+        p.exif_pixel_width == 4000 && p.exif_pixel_height == 3000, "pitch %.4f for %dx%d",
+        p.focal_plane_px_per_mm.value, p.exif_pixel_width, p.exif_pixel_height);
     CHECK (near (&p.gimbal_yaw, 360 - 12.3, 1e-9), "gyaw %.3f", p.gimbal_yaw.value);
     CHECK (near (&p.gimbal_pitch, -85.5, 1e-9), "gpitch");
     CHECK (near (&p.gimbal_roll, 0.4, 1e-9), "groll");
@@ -93,7 +101,7 @@ test_dji_round_trip (void)
     CHECK (near (&p.cam_yaw, 360 - 12.3, 1e-9), "cam yaw");
     CHECK (near (&p.cam_pitch, 4.5, 1e-9), "cam pitch %.3f", p.cam_pitch.value);
     CHECK (near (&p.cam_roll, 0.4, 1e-9), "cam roll");
-    CHECK (p.flags == 0 && p.cam_yaw.sigma == 3.0, "gimbal and flight yaw agree");
+    CHECK (p.flags == 0 && p.cam_yaw.sigma == 5.0, "gimbal and flight yaw agree");
     /* no terrain height in DJI files: relative altitude stands in, with 10% + 1 m */
     CHECK (near (&p.height_agl, 80.4, 1e-9) && fabs (p.height_agl.sigma - 9.04) < 1e-9,
         "height %.3f +- %.3f", p.height_agl.value, p.height_agl.sigma);
@@ -224,8 +232,10 @@ test_sensefly_xmp (void)
       "<x:xmpmeta xmlns:x='adobe:ns:meta/'>\n"
       "<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>\n"
       " <rdf:Description rdf:about='' xmlns:sensefly='http://ns.sensefly.com/sensefly/1.0/'>\n"
+      "  <sensefly:AirSpeed>8.94</sensefly:AirSpeed>\n"
       "  <sensefly:AltitudeAMSL>315.84</sensefly:AltitudeAMSL>\n"
       "  <sensefly:AltitudeWGS84>279.86</sensefly:AltitudeWGS84>\n"
+      "  <sensefly:GroundSpeed>5.92</sensefly:GroundSpeed>\n"
       "  <sensefly:Heading>-55.5</sensefly:Heading>\n"
       "  <sensefly:Height>67.96</sensefly:Height>\n"
       "  <sensefly:Latitude>41.0365294</sensefly:Latitude>\n"
@@ -241,11 +251,31 @@ test_sensefly_xmp (void)
   CHECK (p.sources == GR_PRIOR_SRC_XMP_SENSEFLY, "sources %x", p.sources);
   CHECK (near (&p.lat, 41.0365294, 1e-12) && near (&p.lon, -83.3039431, 1e-12), "pos");
   CHECK (near (&p.alt_amsl, 315.84, 1e-9) && near (&p.alt_wgs84, 279.86, 1e-9), "alts");
-  CHECK (near (&p.height_agl, 67.96, 1e-9), "height");
+  /* senseFly's Height is above the take-off point: a relative altitude, and the height
+   * above ground only for want of better (10% + 1 m) */
+  CHECK (near (&p.rel_alt, 67.96, 1e-9) && near (&p.height_agl, 67.96, 1e-9) &&
+      fabs (p.height_agl.sigma - 7.796) < 1e-9, "height %.2f +- %.3f", p.height_agl.value,
+      p.height_agl.sigma);
+  /* a ground elevation: AMSL minus ground, or take-off based when given */
+  GrPosePrior q = p;
+  CHECK (gr_pose_prior_set_ground (&q, 250.0, NAN, 3.0) && near (&q.height_agl, 65.84,
+          1e-9) && fabs (q.height_agl.sigma - (q.alt_amsl.sigma + 3)) < 1e-9,
+      "AMSL - ground %.3f +- %.2f", q.height_agl.value, q.height_agl.sigma);
+  q = p;
+  CHECK (gr_pose_prior_set_ground (&q, 260.0, 247.88, 2.0) && near (&q.height_agl,
+          67.96 - 12.12, 1e-9) && fabs (q.height_agl.sigma - (q.rel_alt.sigma + 2)) < 1e-9,
+      "take-off based %.3f", q.height_agl.value);
+  q = p;
+  CHECK (!gr_pose_prior_set_ground (&q, 315.5, NAN, 1.0) && near (&q.height_agl, 67.96,
+          1e-9), "camera below the ground accepted");
+  CHECK (!gr_pose_prior_set_ground (&q, NAN, NAN, 1.0), "NaN ground accepted");
+  q.alt_amsl.have = false;
+  CHECK (!gr_pose_prior_set_ground (&q, 250.0, NAN, 1.0), "no altitude accepted");
   CHECK (near (&p.cam_yaw, 304.5, 1e-9), "heading %.3f", p.cam_yaw.value);
   CHECK (near (&p.cam_pitch, 5.08, 1e-9) && near (&p.cam_roll, -1.23, 1e-9),
       "body-fixed camera follows the aircraft");
   CHECK (strcmp (p.utc, "2013-06-04T17:40:11") == 0, "utc '%s'", p.utc);
+  CHECK (near (&p.air_speed, 8.94, 1e-12) && near (&p.ground_speed, 5.92, 1e-12), "speeds");
 }
 
 static void
@@ -391,9 +421,81 @@ test_klv (void)
       err[0], "corrupt KLV accepted");
 }
 
+/* The wind triangle on synthesized flights with a known wind and crab: lines flown on
+ * several courses, each frame's course and ground speed from its (true) yaw, air speed
+ * and the wind, the logged air speed off by a scale and noise. */
+static void
+test_wind_triangle (void)
+{
+  GRand *rng = g_rand_new_with_seed (13);
+  for (int trial = 0; trial < 40; trial++) {
+    const double wdir = g_rand_double_range (rng, 0, 2 * G_PI);
+    const double wspd = g_rand_double_range (rng, 1, 7);
+    const double we = wspd * sin (wdir), wn = wspd * cos (wdir);
+    const double k = trial < 20 ? 1.0 : g_rand_double_range (rng, 0.8, 1.25);
+    const double line = g_rand_double_range (rng, 0, 360);
+    const bool fit_k = trial >= 20;
+    enum { N = 16 };
+    GrPosePrior p[N];
+    double yaw[N];
+    for (int i = 0; i < N; i++) {
+      /* back and forth on survey lines, and a cross line every fourth frame */
+      yaw[i] = line + (i % 2) * 180 + (i % 4 == 3 ? 90 : 0) +
+          g_rand_double_range (rng, -5, 5);
+      const double air = g_rand_double_range (rng, 10, 14), y = yaw[i] * G_PI / 180;
+      const double ge = air * sin (y) + we, gn = air * cos (y) + wn;
+      gr_pose_prior_init (&p[i]);
+      p[i].flight_yaw = (GrPriorValue) { atan2 (ge, gn) * 180 / G_PI, 20, true };
+      p[i].ground_speed = (GrPriorValue) { hypot (ge, gn), 0, true };
+      p[i].air_speed = (GrPriorValue) { air / k + g_rand_double_range (rng, -0.1, 0.1),
+        0, true };
+      gr_pose_prior_finish (&p[i]);
+    }
+    GrWind w;
+    CHECK (gr_telemetry_wind_estimate (p, N, fit_k, &w), "trial %d: no estimate", trial);
+    CHECK (hypot (w.east - we, w.north - wn) < 0.3 && w.used == N,
+        "trial %d: wind (%.2f, %.2f) vs (%.2f, %.2f)", trial, w.east, w.north, we, wn);
+    CHECK (!fit_k || fabs (w.airspeed_scale - k) < 0.02, "trial %d: scale %.3f vs %.3f",
+        trial, w.airspeed_scale, k);
+    double worst = 0, worst_course = 0;
+    for (int i = 0; i < N; i++) {
+      double c = fabs (p[i].cam_yaw.value - yaw[i]);
+      worst_course = fmax (worst_course, fmin (fmod (c, 360), 360 - fmod (c, 360)));
+      CHECK (gr_pose_prior_apply_wind (&p[i], &w), "apply");
+      double d = fabs (p[i].cam_yaw.value - yaw[i]);
+      d = fmin (fmod (d, 360), 360 - fmod (d, 360));
+      worst = fmax (worst, d);
+      CHECK (p[i].cam_yaw.sigma >= 3 && p[i].cam_yaw.sigma < 5, "sigma %.2f",
+          p[i].cam_yaw.sigma);
+    }
+    /* the crab is up to asin (7 / 10), 44 degrees; the triangle's yaw is within 1.5 */
+    CHECK (worst < 1.5, "trial %d: yaw off by %.2f deg (course off by %.1f)", trial, worst,
+        worst_course);
+  }
+  /* unobservable: one course only, or too few frames; no air speed */
+  GrPosePrior p[4];
+  for (int i = 0; i < 4; i++) {
+    gr_pose_prior_init (&p[i]);
+    p[i].flight_yaw = (GrPriorValue) { 40 + i, 20, true };
+    p[i].ground_speed = (GrPriorValue) { 12, 0, true };
+    p[i].air_speed = (GrPriorValue) { 11, 0, true };
+  }
+  GrWind w;
+  CHECK (!gr_telemetry_wind_estimate (p, 4, false, &w), "one course accepted");
+  p[2].flight_yaw.value = 220;
+  CHECK (!gr_telemetry_wind_estimate (p, 2, false, &w), "two frames accepted");
+  p[3].air_speed.have = false;
+  p[1].air_speed.have = false;
+  CHECK (!gr_telemetry_wind_estimate (p, 4, false, &w), "two usable frames accepted");
+  CHECK (!gr_pose_prior_apply_wind (&p[1], &w), "applied without air speed");
+  CHECK (!gr_telemetry_wind_estimate (NULL, 4, false, &w), "NULL accepted");
+  g_rand_free (rng);
+}
+
 int
 main (void)
 {
+  test_wind_triangle ();
   test_dji_round_trip ();
   test_no_telemetry ();
   test_yaw_disagreement ();
