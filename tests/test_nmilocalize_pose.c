@@ -363,7 +363,8 @@ main (int argc, char **argv)
       gst_buffer_unref (out);
     }
     qsort (good_rms, ngood, sizeof *good_rms, cmp_double);
-    const double median = ngood ? good_rms[ngood / 2] : NAN;
+    const double median = !ngood ? NAN : ngood % 2 ? good_rms[ngood / 2] :
+        0.5 * (good_rms[ngood / 2 - 1] + good_rms[ngood / 2]);
     const double worst_good = ngood ? good_rms[ngood - 1] : NAN;
     g_free (good_rms);
     printf ("%s prior, %s control, %s, %s, scale %.2f-%.2f, %s: %d frames: %d registered "
