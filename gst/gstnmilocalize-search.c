@@ -275,13 +275,8 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
     if (st == GR_OK) {
       *searches += (guint64) again.searches;
       const gboolean again_doubtful = (again.flags & DOUBTFUL_FULL) != 0;
-      /* both doubtful: the better coarse score (templates of one size at every
-       * scale; the fine scores of a sweep's small-scale hypotheses come from smaller
-       * templates and are biased upwards: an aukerman frame at scale 1.03 lost its
-       * prior's place, 1.043, to a wrong one at scale 0.29, 1.084) */
       if (!(again.flags & GR_LOCALIZE_NO_OVERLAP) && (!again_doubtful ||
-              (res.flags & GR_LOCALIZE_NO_OVERLAP) ||
-              again.coarse_score > res.coarse_score)) {
+              (res.flags & GR_LOCALIZE_NO_OVERLAP) || again.score > res.score)) {
         GST_DEBUG_OBJECT (self, "the prior's window gave flags 0x%x score %.4f; the "
             "sweep found heading %.1f scale %.4f score %.4f", res.flags, res.score,
             again.heading_deg, again.scale, again.score);

@@ -560,7 +560,7 @@ gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *
   for (int i = 0; i < 9; i++)
     out->h[i] = NAN;
   out->x = out->y = out->heading_deg = out->scale = NAN;
-  out->score = out->coarse_score = out->second = out->peak_ratio = out->overlap = NAN;
+  out->score = out->second = out->peak_ratio = out->overlap = NAN;
   if (gr_plane_count_valid (frame) == 0) {
     out->flags = GR_LOCALIZE_NO_VALID_PIXELS;
     return GR_OK;
@@ -707,7 +707,6 @@ gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *
   gr_homography_heading_scale (out->h, 0.5 * frame->width, 0.5 * frame->height,
       &out->heading_deg, &out->scale);
   out->score = fb.score;
-  out->coarse_score = best.score;
   out->overlap = fb.overlap;
   out->search_scale = pow (2.0, (int) lround (4.0 * log2 ((double) p.fine_size /
               (frame->width > frame->height ? frame->width : frame->height) / fb.scale)) / 4.0);

@@ -92,11 +92,6 @@ typedef struct {
   double heading_deg;    /* [0, 360) */
   double scale;          /* control px per frame px */
   double score;          /* overlap-weighted NMI at the best place, fine level */
-  double coarse_score;   /* the same at the coarse level, where every hypothesis has a
-                            template of about coarse_size px: the score to compare
-                            results of different scales by (the fine level's template
-                            shrinks for frames finer than the control, and NMI of fewer
-                            pixels is biased upwards) */
   double second;         /* best separated second peak there (NAN if none) */
   double peak_ratio;     /* (score - 1) / (second - 1) */
   double overlap;        /* valid-overlap fraction of the frame's valid pixels */
