@@ -129,7 +129,11 @@ gst_nmi_localize_frame_prior (GstNmiLocalize * self, GstBuffer * buf,
           fp->prior.has_scale ? "" : "(unknown) ", fp->prior.scale);
       return;
     }
-    if (gst_buffer_get_georeg_pose_meta (buf) && !self->warned_pose) {
+    /* a meta with neither position nor yaw (a calibration only) is no prior: no
+     * warning for it */
+    const GstGeoregPoseMeta *pm = gst_buffer_get_georeg_pose_meta (buf);
+    if (pm && (pm->latitude.have || pm->longitude.have || pm->camera_yaw.have) &&
+        !self->warned_pose) {
       self->warned_pose = TRUE;
       GST_ELEMENT_WARNING (self, STREAM, FAILED, ("The frames' pose priors cannot be "
               "used: %s.", why), ("searching without them (reported once)"));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gstnmiregister-result.h"
+#include "georeg-pose-meta.h"
 #include "gstnmiregister.h"
 #include "fit.h"
 
@@ -116,12 +117,21 @@ gst_nmi_register_fill_meta (const GstNmiRegisterMap * map, const GrRegisterResul
   m->inliers = (guint) res->inliers;
   m->rms = res->rms;
   memcpy (m->frame_to_control, res->h, sizeof m->frame_to_control);
+  if (res->undistorted) {
+    const GrCamera *L = &res->lens;
+    const double lens[9] = { L->fx, L->fy, L->cx, L->cy, L->k1, L->k2, L->k3, L->p1,
+      L->p2
+    };
+    m->undistorted = TRUE;
+    memcpy (m->lens, lens, sizeof m->lens);
+  }
+  /* corners and centre through the full mapping (the lens, then the transform) */
   const double corners[8] = { 0, 0, fw, 0, fw, fh, 0, fh };
   for (int i = 0; i < 4; i++)
-    if (!gr_fit_apply (m->frame_to_control, corners[2 * i], corners[2 * i + 1],
+    if (!gr_register_result_apply (res, corners[2 * i], corners[2 * i + 1],
             &m->footprint_control[2 * i], &m->footprint_control[2 * i + 1]))
       m->footprint_control[2 * i] = m->footprint_control[2 * i + 1] = NAN;
-  if (!gr_fit_apply (m->frame_to_control, fw / 2.0, fh / 2.0, &m->center_control[0],
+  if (!gr_register_result_apply (res, fw / 2.0, fh / 2.0, &m->center_control[0],
           &m->center_control[1]))
     m->center_control[0] = m->center_control[1] = NAN;
   if (!map->has_geo)
@@ -192,6 +202,10 @@ gst_nmi_register_result_structure (const GstNmiRegisterMeta * m,
   if (!m->has_transform)
     return st;
   set_double_array (st, "frame-to-control", m->frame_to_control, 9);
+  /* the transforms take undistorted frame pixels: say so, with the lens */
+  gst_structure_set (st, "undistorted", G_TYPE_BOOLEAN, m->undistorted, NULL);
+  if (m->undistorted)
+    set_double_array (st, "lens", m->lens, 9);
   set_double_array (st, "footprint-control", m->footprint_control, 8);
   gst_structure_set (st, "center-x", G_TYPE_DOUBLE, m->center_control[0],
       "center-y", G_TYPE_DOUBLE, m->center_control[1], NULL);
@@ -213,4 +227,30 @@ gst_nmi_register_result_structure (const GstNmiRegisterMeta * m,
           names[i][1], G_TYPE_DOUBLE, m->footprint_lonlat[2 * i + 1], NULL);
   }
   return st;
+}
+
+gboolean
+gst_nmi_register_frame_lens (GstBuffer * buf, gint fw, gint fh, GrCamera * cam)
+{
+  const GstGeoregPoseMeta *pm = gst_buffer_get_georeg_pose_meta (buf);
+  if (!pm || !pm->have_intrinsics || (pm->k1 == 0.0 && pm->k2 == 0.0 &&
+          pm->k3 == 0.0 && pm->p1 == 0.0 && pm->p2 == 0.0))
+    return FALSE;
+  /* intrinsics of another resolution of the same image: scaled about pixel corners
+   * (OpenCV's centres sit half a pixel in) */
+  const gdouble sx = pm->image_width > 0 ? (gdouble) fw / pm->image_width : 1.0;
+  const gdouble sy = pm->image_height > 0 ? (gdouble) fh / pm->image_height : 1.0;
+  memset (cam, 0, sizeof *cam);
+  cam->width = fw;
+  cam->height = fh;
+  cam->fx = pm->fx * sx;
+  cam->fy = pm->fy * sy;
+  cam->cx = (pm->cx + 0.5) * sx - 0.5;
+  cam->cy = (pm->cy + 0.5) * sy - 0.5;
+  cam->k1 = pm->k1;
+  cam->k2 = pm->k2;
+  cam->k3 = pm->k3;
+  cam->p1 = pm->p1;
+  cam->p2 = pm->p2;
+  return TRUE;
 }

@@ -40,6 +40,12 @@ void gst_nmi_register_map_clear (GstNmiRegisterMap * map);
 void gst_nmi_register_fill_meta (const GstNmiRegisterMap * map,
     const GrRegisterResult * res, gint fw, gint fh, GstNmiRegisterMeta * m);
 
+/* The lens of a fw x fh frame from its GstGeoregPoseMeta (intrinsics with a
+ * distortion coefficient; scaled when the meta describes another image size): FALSE
+ * when the frame has none. */
+gboolean gst_nmi_register_frame_lens (GstBuffer * buf, gint fw, gint fh,
+    GrCamera * cam);
+
 /* What the message says besides the meta. */
 typedef struct {
   guint64 frame;

@@ -705,6 +705,16 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GstNmiRegisterMeta *m = gst_buffer_add_nmi_register_meta (buf);
   m->model = s.model;
   make_prior (self, &s, buf, m, &prior);
+  {
+    /* the frame's lens (pose meta): keypoints undistorted before the fit */
+    const GstVideoInfo *vi = gst_georeg_base_info (GST_GEOREG_BASE (self));
+    GrCamera lens;
+    const gboolean has_lens = gst_nmi_register_frame_lens (buf,
+        GST_VIDEO_INFO_WIDTH (vi), GST_VIDEO_INFO_HEIGHT (vi), &lens);
+    if (!gr_register_set_lens (self->engine, has_lens ? &lens : NULL))
+      GST_WARNING_OBJECT (self, "the frame's lens is unusable (focal length %g): "
+          "registering without it", lens.fx);
+  }
   GrRegisterPrior wprior = prior;
   gboolean skip = FALSE;
   if (self->windowed && !window_for_frame (self, &s, &prior, &wprior, &skip))

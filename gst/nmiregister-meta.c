@@ -42,6 +42,9 @@ nmi_register_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
     m->footprint_lonlat[i] = NAN;
   for (int i = 0; i < 2; i++)
     m->center_control[i] = m->center_map[i] = m->center_lonlat[i] = NAN;
+  m->undistorted = FALSE;
+  for (int i = 0; i < 9; i++)
+    m->lens[i] = NAN;
   return TRUE;
 }
 

@@ -89,6 +89,18 @@ struct _GstNmiRegisterMeta {
   gdouble footprint_lonlat[8];    /* footprint_map's corners in WGS84 degrees,
                                      longitude first: lon0 lat0 ... lon3 lat3 */
   gdouble center_lonlat[2];       /* the frame centre, WGS84 longitude, latitude */
+
+  /* ---- appended for lens distortion (issue 13); ABI: append only */
+
+  /* TRUE when the frame's pose meta gave a lens with distortion: frame_to_control and
+   * frame_to_map then take UNDISTORTED frame pixel corners, i.e. a delivered pixel
+   * corner x maps to frame_to_control (undistort (x)) with undistort the inverse of
+   * the Brown-Conrady model in lens[] (OpenCV's, pixel centres at integers: subtract
+   * 0.5 from a pixel corner first).  The footprints and the centre already went
+   * through the lens. */
+  gboolean undistorted;
+  gdouble lens[9];                /* fx fy cx cy k1 k2 k3 p1 p2 for this frame's size;
+                                     NAN unless undistorted */
 };
 
 GType gst_nmi_register_meta_api_get_type (void);

@@ -54,6 +54,10 @@ struct GrRegister {
   const uint8_t *dlevels;       /* device levels (rc's memory) */
   double fa, fb;                /* the frame's value range */
   int levels;
+
+  /* the frame's lens (gr_register_set_lens) */
+  bool has_lens;
+  GrCamera lens;
 };
 
 void
@@ -168,6 +172,69 @@ clamp_query (double v)
     return -(1 << 20);
   v = floor (v + 0.5);
   return (int32_t) (v < -(1 << 20) ? -(1 << 20) : v > (1 << 20) ? (1 << 20) : v);
+}
+
+/* ------------------------------------------------------------------ the lens */
+
+/* Ideal (undistorted) pixel-index position -> where the lens images it: OpenCV's
+ * Brown-Conrady model as kernels/camera.c, written out operation by operation because
+ * register_cuda.cu's resample_kernel repeats it with round-to-nearest intrinsics: the
+ * host and device templates must be the same bytes. */
+static inline void
+lens_distort (const GrCamera *c, double u, double v, double *ud, double *vd)
+{
+  const double x = (u - c->cx) / c->fx, y = (v - c->cy) / c->fy;
+  const double xx = x * x, yy = y * y, xy = x * y;
+  const double r2 = xx + yy;
+  const double rad = 1.0 + r2 * (c->k1 + r2 * (c->k2 + r2 * c->k3));
+  const double xd = (x * rad + 2.0 * c->p1 * xy) + c->p2 * (r2 + 2.0 * xx);
+  const double yd = (y * rad + c->p1 * (r2 + 2.0 * yy)) + 2.0 * c->p2 * xy;
+  *ud = c->cx + c->fx * xd;
+  *vd = c->cy + c->fy * yd;
+}
+
+static bool
+lens_distorts (const GrCamera *c)
+{
+  return c->k1 != 0.0 || c->k2 != 0.0 || c->k3 != 0.0 || c->p1 != 0.0 || c->p2 != 0.0;
+}
+
+bool
+gr_register_set_lens (GrRegister *r, const GrCamera *lens)
+{
+  if (!r)
+    return false;
+  r->has_lens = false;
+  if (!lens || !lens_distorts (lens))
+    return true;
+  const double v[9] = { lens->fx, lens->fy, lens->cx, lens->cy, lens->k1, lens->k2,
+    lens->k3, lens->p1, lens->p2
+  };
+  for (int i = 0; i < 9; i++)
+    if (!isfinite (v[i]))
+      return false;
+  if (!(lens->fx > 0.0) || !(lens->fy > 0.0))
+    return false;
+  r->lens = *lens;
+  r->has_lens = true;
+  return true;
+}
+
+bool
+gr_register_result_apply (const GrRegisterResult *r, double x, double y, double *cx,
+    double *cy)
+{
+  if (!r->has_transform)
+    return false;
+  if (r->undistorted) {
+    /* pixel corners -> OpenCV's pixel centres, undistort, back */
+    double u, v;
+    if (!gr_camera_undistort (&r->lens, x - 0.5, y - 0.5, &u, &v))
+      return false;
+    x = u + 0.5;
+    y = v + 0.5;
+  }
+  return gr_fit_apply (r->h, x, y, cx, cy);
 }
 
 /* ------------------------------------------------------------------ lifecycle */
@@ -460,10 +527,13 @@ typedef struct {
  * pass 2: each keypoint's prediction g (rounded) is pulled back into the frame, and
  * the template is resampled in the control's geometry around g (the refinement, and
  * the first pass from a prior that rotates or shears the frame, where cut templates
- * would not look like the control). */
+ * would not look like the control).  kpu: the keypoints' x y undistorted (as kp
+ * without a lens): they are predicted and fitted; templates are cut around kp, or
+ * resampled through the lens. */
 static GrStatus
 match_pass (GrRegister *r, const GrRegisterParams *s, int pass, int W,
-    const GrKeypoint *kp, int nk, const double H[9], Corr *c, char *err, size_t errlen)
+    const GrKeypoint *kp, const double *kpu, int nk, const double H[9], Corr *c,
+    char *err, size_t errlen)
 {
   const int T = s->template_size, T2 = T * T, h2 = T / 2;
   const int fw = r->frame->width;
@@ -493,7 +563,7 @@ match_pass (GrRegister *r, const GrRegisterParams *s, int pass, int W,
   }
   for (int k = 0; k < nk; k++) {
     double X, Y;
-    if (!gr_fit_apply (H, kp[k].x, kp[k].y, &X, &Y))
+    if (!gr_fit_apply (H, kpu[2 * k], kpu[2 * k + 1], &X, &Y))
       continue;
     q[nq].x = clamp_query (X);
     q[nq].y = clamp_query (Y);
@@ -512,8 +582,8 @@ match_pass (GrRegister *r, const GrRegisterParams *s, int pass, int W,
             tm[j * T + i] = 1;  /* keypoints keep their template valid (margin) */
           }
       }
-      fx[2 * nq] = kp[k].x;
-      fx[2 * nq + 1] = kp[k].y;
+      fx[2 * nq] = kpu[2 * k];
+      fx[2 * nq + 1] = kpu[2 * k + 1];
     } else {
       double u, v;
       if (!gr_fit_apply (Hi, q[nq].x, q[nq].y, &u, &v))
@@ -530,8 +600,10 @@ match_pass (GrRegister *r, const GrRegisterParams *s, int pass, int W,
         for (int j = 0; j < T; j++)
           for (int i = 0; i < T; i++) {
             double su, sv, val;
-            const bool okp = gr_fit_apply (Hi, q[nq].x - h2 + i, q[nq].y - h2 + j, &su,
-                &sv) && sample_bilinear (r->frame, su, sv, &val);
+            bool okp = gr_fit_apply (Hi, q[nq].x - h2 + i, q[nq].y - h2 + j, &su, &sv);
+            if (okp && r->has_lens)
+              lens_distort (&r->lens, su, sv, &su, &sv);
+            okp = okp && sample_bilinear (r->frame, su, sv, &val);
             t[j * T + i] = okp ? to_level (val, r->fa, r->fb, r->levels) : 0;
             tm[j * T + i] = okp;
             nv += okp;
@@ -561,8 +633,11 @@ match_pass (GrRegister *r, const GrRegisterParams *s, int pass, int W,
 #if GR_HAVE_CUDA
     /* the candidates' templates, then those with a valid pixel, in order (the host
      * path's selection) */
-    st = gr_register_cuda_resample (r->rc, r->frame, Hi, xy, nq, T, r->fa, r->fb,
-        r->levels, nvalid, err, errlen);
+    const double lens[9] = { r->lens.fx, r->lens.fy, r->lens.cx, r->lens.cy, r->lens.k1,
+      r->lens.k2, r->lens.k3, r->lens.p1, r->lens.p2
+    };
+    st = gr_register_cuda_resample (r->rc, r->frame, Hi, r->has_lens ? lens : NULL, xy,
+        nq, T, r->fa, r->fb, r->levels, nvalid, err, errlen);
     int nkeep = 0;
     for (int k = 0; st == GR_OK && k < nq; k++) {
       if (nvalid[k] < T2)
@@ -644,7 +719,8 @@ model_minimum (GrModel m)
  * fields are the caller's).  An error status only when an engine failed. */
 static GrStatus
 register_from_prior (GrRegister *r, const GrRegisterParams *s, const GrKeypoint *kp,
-    int nk, const double H0[9], GrRegisterResult *res, char *err, size_t errlen)
+    const double *kpu, int nk, const double H0[9], GrRegisterResult *res, char *err,
+    size_t errlen)
 {
   const int mmin = model_minimum (s->model);
   const int fw = r->frame->width, fh = r->frame->height;
@@ -670,7 +746,7 @@ register_from_prior (GrRegister *r, const GrRegisterParams *s, const GrKeypoint 
    * shears or tilts the frame: resampled into the control's geometry */
   const bool axis_aligned = H0[1] == 0.0 && H0[3] == 0.0 && H0[6] == 0.0 &&
       H0[7] == 0.0;
-  st = match_pass (r, s, axis_aligned ? 1 : 2, s->window_size, kp, nk, H0, &c, err,
+  st = match_pass (r, s, axis_aligned ? 1 : 2, s->window_size, kp, kpu, nk, H0, &c, err,
       errlen);
   if (st != GR_OK)
     goto out;
@@ -702,7 +778,7 @@ register_from_prior (GrRegister *r, const GrRegisterParams *s, const GrKeypoint 
     memcpy (H1, fit.h, sizeof H1);
     GrFit fit2;
     fp.threshold = s->ransac_threshold;
-    st = match_pass (r, s, 2, s->refine_window, kp, nk, H1, &c2, err, errlen);
+    st = match_pass (r, s, 2, s->refine_window, kp, kpu, nk, H1, &c2, err, errlen);
     if (st != GR_OK)
       goto out;
     GrFitResult fr2 = c2.n >= mmin + 1 ? gr_fit_robust (c2.src, c2.dst, c2.w, c2.n, &fp,
@@ -747,6 +823,11 @@ out:
    * see: none are kept */
   if (st == GR_OK && s->keep_matches && (matches_fit || !res->has_transform)) {
     res->n_matches = c.n;
+    if (r->has_lens)
+      /* the overlay draws them on the frame as delivered */
+      for (int i = 0; i < c.n; i++)
+        lens_distort (&r->lens, c.src[2 * i], c.src[2 * i + 1], &c.src[2 * i],
+            &c.src[2 * i + 1]);
     res->match_frame = c.src;
     res->match_control = c.dst;
     c.src = c.dst = NULL;
@@ -779,14 +860,37 @@ offset_prior (double x, double y, double k, double h[9])
 /* The registration from `prior_h` (pixel corners) as a result of its own: keypoints
  * are the caller's, the result's flags and counts are this attempt's. */
 static GrStatus
-attempt (GrRegister *r, const GrRegisterParams *s, const GrKeypoint *kp, int nk,
-    const double prior_h[9], GrRegisterResult *res, char *err, size_t errlen)
+attempt (GrRegister *r, const GrRegisterParams *s, const GrKeypoint *kp,
+    const double *kpu, int nk, const double prior_h[9], GrRegisterResult *res,
+    char *err, size_t errlen)
 {
   double H0[9];
   shift_homography (prior_h, -0.5, H0);
   res->has_prior = true;
   memcpy (res->prior, prior_h, sizeof res->prior);
-  return register_from_prior (r, s, kp, nk, H0, res, err, errlen);
+  res->undistorted = r->has_lens;
+  if (r->has_lens)
+    res->lens = r->lens;
+  return register_from_prior (r, s, kp, kpu, nk, H0, res, err, errlen);
+}
+
+/* The keypoints' x y (2 nk doubles; NULL after a failed allocation), undistorted
+ * through the frame's lens when it has one.  A keypoint the lens model cannot invert
+ * (far outside its valid field) gets a non-finite position and is never predicted. */
+static double *
+keypoint_positions (const GrRegister *r, const GrKeypoint *kp, int nk)
+{
+  double *u = malloc (2 * (size_t) (nk > 0 ? nk : 1) * sizeof *u);
+  if (!u)
+    return NULL;
+  for (int k = 0; k < nk; k++) {
+    u[2 * k] = kp[k].x;
+    u[2 * k + 1] = kp[k].y;
+    if (r->has_lens && !gr_camera_undistort (&r->lens, kp[k].x, kp[k].y, &u[2 * k],
+            &u[2 * k + 1]))
+      u[2 * k] = u[2 * k + 1] = NAN;
+  }
+  return u;
 }
 
 GrStatus
@@ -840,6 +944,11 @@ gr_register_run (GrRegister *r, const GrRegisterParams *s, const GrRegisterPrior
   const int nkp = nk;
   const double kms = res->keypoints_ms;
   GrStatus st = GR_OK;
+  double *kpu = keypoint_positions (r, kp, nk);
+  if (!kpu) {
+    free (kp);
+    return GR_ERR_NOMEM;
+  }
   if (nk < model_minimum (s->model) + 1) {
     res->flags |= GR_REGISTER_TOO_FEW_KEYPOINTS;
     res->has_prior = true;
@@ -847,7 +956,7 @@ gr_register_run (GrRegister *r, const GrRegisterParams *s, const GrRegisterPrior
   } else {
     const unsigned search_flags = res->flags;
     const bool searched = res->searched;
-    st = attempt (r, s, kp, nk, prior_h, res, err, errlen);
+    st = attempt (r, s, kp, kpu, nk, prior_h, res, err, errlen);
     res->flags |= search_flags;
     res->searched = searched;
     /* a doubtful prior that did not register: a second opinion from the full search */
@@ -857,7 +966,7 @@ gr_register_run (GrRegister *r, const GrRegisterParams *s, const GrRegisterPrior
       if (full_search (r, prior->search_scale, &qx, &qy)) {
         GrRegisterResult res2 = { 0 };
         offset_prior (qx, qy, prior->search_scale, qh);
-        st = attempt (r, s, kp, nk, qh, &res2, err, errlen);
+        st = attempt (r, s, kp, kpu, nk, qh, &res2, err, errlen);
         if (st == GR_OK && res2.has_transform && (!res->has_transform ||
                 res2.inliers > res->inliers)) {
           const unsigned keep = res->flags & ~(GR_REGISTER_TOO_FEW_MATCHES |
@@ -873,6 +982,7 @@ gr_register_run (GrRegister *r, const GrRegisterParams *s, const GrRegisterPrior
       }
     }
   }
+  free (kpu);
   res->keypoints = nkp;
   res->keypoints_ms = kms;
   if (st != GR_OK) {

@@ -27,6 +27,7 @@
 #define GR_REGISTER_H
 
 #include "gr_common.h"
+#include "camera.h"
 #include "fit.h"
 #include "image.h"
 #include "keypoints.h"
@@ -97,6 +98,11 @@ typedef struct {
   double *match_frame, *match_control;
   uint8_t *inlier;
   int n_matches;
+  /* the frame's lens was set (gr_register_set_lens): h and h_index take undistorted
+   * frame pixels, the frame's as delivered go through lens first
+   * (gr_register_result_apply); match_frame stays in the delivered frame's pixels */
+  bool undistorted;
+  GrCamera lens;
 } GrRegisterResult;
 
 void gr_register_result_clear (GrRegisterResult *r);
@@ -137,6 +143,22 @@ GrStatus gr_register_set_frame (GrRegister *r, const GrRegisterParams *params,
 GrStatus gr_register_run (GrRegister *r, const GrRegisterParams *params,
     const GrRegisterPrior *prior, GrRegisterResult *result, char *errbuf,
     size_t errlen);
+
+/* The frame's lens (kernels/camera.h: OpenCV's pixel-centre convention, intrinsics
+ * for the frame's own size), or NULL (or no distortion coefficient set): none.  Kept
+ * for the following runs until changed.  With a lens the keypoints are undistorted
+ * before the prediction and the fit, the refinement's templates are resampled
+ * through the lens (host and device alike), and the transform maps undistorted frame
+ * pixels: frame -> control is h (undistort (x)).  Applying the lens to keypoint
+ * coordinates costs nothing next to warping whole frames.  false (lens cleared) for
+ * intrinsics that are not finite or a focal length <= 0. */
+bool gr_register_set_lens (GrRegister *r, const GrCamera *lens);
+
+/* A frame position as delivered (pixel corners) -> control pixel corners through the
+ * result's full mapping (undistortion, then h); false when it has no transform or the
+ * point cannot be undistorted or maps to infinity. */
+bool gr_register_result_apply (const GrRegisterResult *r, double x, double y,
+    double *cx, double *cy);
 
 /* A result worth keeping without a second opinion. */
 bool gr_register_result_sound (const GrRegisterResult *r);

@@ -175,12 +175,34 @@ levels_kernel (const float *__restrict__ d, size_t stride, const uint8_t *__rest
   }
 }
 
+/* register.c's lens_distort, operation by operation in round-to-nearest (no
+ * contraction into fused multiply-adds): the host's bytes.  L: fx fy cx cy k1 k2 k3
+ * p1 p2 */
+__device__ static void
+lens_distort_dev (const Hmat &L, double u, double v, double *ud, double *vd)
+{
+  const double x = __ddiv_rn (__dsub_rn (u, L.h[2]), L.h[0]);
+  const double y = __ddiv_rn (__dsub_rn (v, L.h[3]), L.h[1]);
+  const double xx = __dmul_rn (x, x), yy = __dmul_rn (y, y), xy = __dmul_rn (x, y);
+  const double r2 = __dadd_rn (xx, yy);
+  const double rad = __dadd_rn (1.0, __dmul_rn (r2, __dadd_rn (L.h[4], __dmul_rn (r2,
+                  __dadd_rn (L.h[5], __dmul_rn (r2, L.h[6]))))));
+  const double xd = __dadd_rn (__dadd_rn (__dmul_rn (x, rad),
+          __dmul_rn (__dmul_rn (2.0, L.h[7]), xy)),
+      __dmul_rn (L.h[8], __dadd_rn (r2, __dmul_rn (2.0, xx))));
+  const double yd = __dadd_rn (__dadd_rn (__dmul_rn (y, rad),
+          __dmul_rn (L.h[7], __dadd_rn (r2, __dmul_rn (2.0, yy)))),
+      __dmul_rn (__dmul_rn (2.0, L.h[8]), xy));
+  *ud = __dadd_rn (L.h[2], __dmul_rn (L.h[0], xd));
+  *vd = __dadd_rn (L.h[3], __dmul_rn (L.h[1], yd));
+}
+
 /* one block per template: register.c's second-pass template of centre k */
 __global__ void
 resample_kernel (const float *__restrict__ d, size_t stride, const uint8_t *__restrict__ m,
-    int w, int h, Hmat Hi, const int32_t *__restrict__ qxy, int T, double a, double b,
-    int levels, uint8_t *__restrict__ tpl, uint8_t *__restrict__ tmk,
-    int *__restrict__ nvalid)
+    int w, int h, Hmat Hi, bool has_lens, Hmat lens, const int32_t *__restrict__ qxy,
+    int T, double a, double b, int levels, uint8_t *__restrict__ tpl,
+    uint8_t *__restrict__ tmk, int *__restrict__ nvalid)
 {
   const int k = blockIdx.x, T2 = T * T, h2 = T / 2;
   const int t = threadIdx.x;
@@ -189,7 +211,10 @@ resample_kernel (const float *__restrict__ d, size_t stride, const uint8_t *__re
     const int i = t % T, j = t / T;
     double su, sv, val = 0.0;
     ok = fit_apply_dev (Hi, (double) (qxy[2 * k] - h2 + i), (double) (qxy[2 * k + 1] - h2 + j),
-        &su, &sv) && sample_dev (d, stride, m, w, h, su, sv, &val);
+        &su, &sv);
+    if (ok && has_lens)
+      lens_distort_dev (lens, su, sv, &su, &sv);
+    ok = ok && sample_dev (d, stride, m, w, h, su, sv, &val);
     tpl[(size_t) k * T2 + t] = ok ? to_level_dev (val, a, b, levels) : 0;
     tmk[(size_t) k * T2 + t] = ok;
   }
@@ -351,8 +376,8 @@ gr_register_cuda_levels (GrRegisterCuda *rc, const GrPlaneF *dev, double a, doub
 
 extern "C" GrStatus
 gr_register_cuda_resample (GrRegisterCuda *rc, const GrPlaneF *dev, const double Hi[9],
-    const int32_t *qxy, int n, int T, double a, double b, int levels, int *nvalid,
-    char *errbuf, size_t errlen)
+    const double lens[9], const int32_t *qxy, int n, int T, double a, double b,
+    int levels, int *nvalid, char *errbuf, size_t errlen)
 {
   if (!rc || !plane_ok (dev) || !Hi || n < 0 || (n > 0 && (!qxy || !nvalid)) || T < 1 ||
       T > 15 || !(T & 1) || levels < 2 || levels > 256) {
@@ -378,11 +403,14 @@ gr_register_cuda_resample (GrRegisterCuda *rc, const GrPlaneF *dev, const double
   cudaStream_t s = rc->stream;
   CK (cudaMemcpyAsync (rc->d_q, qxy, sizeof (int32_t) * 2 * n, cudaMemcpyHostToDevice, s),
       "centre upload");
-  Hmat H;
+  Hmat H, L;
   memcpy (H.h, Hi, sizeof H.h);
+  memset (L.h, 0, sizeof L.h);
+  if (lens)
+    memcpy (L.h, lens, sizeof L.h);
   resample_kernel<<<(unsigned) n, 256, 0, s>>> (dev->data, dev->stride, dev->mask,
-      dev->width, dev->height, H, rc->d_q, T, a, b, levels, rc->d_tpl, rc->d_tmk,
-      rc->d_nvalid);
+      dev->width, dev->height, H, lens != NULL, L, rc->d_q, T, a, b, levels, rc->d_tpl,
+      rc->d_tmk, rc->d_nvalid);
   CK (cudaGetLastError (), "template kernel");
   CK (cudaMemcpyAsync (nvalid, rc->d_nvalid, sizeof (int) * n, cudaMemcpyDeviceToHost, s),
       "count download");

@@ -44,10 +44,12 @@ GrStatus gr_register_cuda_levels (GrRegisterCuda *rc, const GrPlaneF *dev, doubl
  * when Hi is singular there, outside the plane, or where a neighbour with a nonzero
  * weight is masked), in grey levels as gr_register_cuda_levels; invalid pixels are 0
  * with mask 0.  nvalid[k] (host) receives the valid pixels of template k.  The
- * templates stay in rc for gr_register_cuda_gather. */
+ * templates stay in rc for gr_register_cuda_gather.  lens (NULL: none): fx fy cx cy
+ * k1 k2 k3 p1 p2 of the frame's lens; Hi then gives undistorted positions, which go
+ * through the lens (register.c's lens_distort, the same bytes) before sampling. */
 GrStatus gr_register_cuda_resample (GrRegisterCuda *rc, const GrPlaneF *dev,
-    const double Hi[9], const int32_t *qxy, int n, int T, double a, double b, int levels,
-    int *nvalid, char *errbuf, size_t errlen);
+    const double Hi[9], const double lens[9], const int32_t *qxy, int n, int T, double a,
+    double b, int levels, int *nvalid, char *errbuf, size_t errlen);
 
 /* The templates keep[0 .. nkeep) of the last resample, in that order, with their
  * masks, for gr_nmi_sparse_run_device: *d_tpl and *d_tmk are buffers of rc (valid

@@ -89,6 +89,71 @@ flight_cut_on_control (const GrPlaneF *src, const GrSynthCamera *cam, int w, int
   return true;
 }
 
+/* A frame beside the control's edge or its no-data: wholly on valid control, but the
+ * same camera with a field grown by `grow` (1.3: 15% more on each side) sees invalid
+ * control, so the search window of a prior reaches over it.  false (nothing to free)
+ * when the frame is not so placed. */
+static inline bool
+flight_cut_beside_edge (const GrPlaneF *src, const GrSynthCamera *cam, int w, int h,
+    double grow, GrPlaneF *cut)
+{
+  GrPlaneF big;
+  const int bw = (int) (w * grow), bh = (int) (h * grow);
+  if (gr_synth_cut_camera (src, cam, bw, bh, 1, &big) != GR_OK)
+    return false;
+  bool beside = false;
+  for (int i = 0; i < bw * bh && !beside; i++)
+    beside = !big.mask[i];
+  gr_synth_plane_free (&big);
+  return beside && flight_cut_on_control (src, cam, w, h, cut);
+}
+
+#ifdef GR_CAMERA_H
+/* Error over every pixel centre of a w x h frame cut through camera `cam` (its lens
+ * included) of an estimate est (pixel corners) that takes undistorted frame pixels
+ * through `lens` (fx fy cx cy k1 k2 k3 p1 p2, OpenCV's convention) when it is not
+ * NULL, delivered pixels otherwise: |truth^-1 (est (p')) - u (p)| with u the true
+ * undistortion, p' the estimate's; frame pixels.  truth: the pinhole homography
+ * (pixel corners).  INFINITY when a point fails. */
+static inline void
+frame_error_lens (const double est[9], const double *lens, const GrSynthCamera *cam,
+    const double truth[9], int w, int h, double *rms, double *max)
+{
+  double tinv[9];
+  *rms = *max = INFINITY;
+  if (!gr_mat3_inverse (truth, tinv))
+    return;
+  GrCamera ec;
+  memset (&ec, 0, sizeof ec);
+  if (lens) {
+    ec.fx = lens[0];
+    ec.fy = lens[1];
+    ec.cx = lens[2];
+    ec.cy = lens[3];
+    ec.k1 = lens[4];
+    ec.k2 = lens[5];
+    ec.k3 = lens[6];
+    ec.p1 = lens[7];
+    ec.p2 = lens[8];
+  }
+  double s2 = 0.0, mx = 0.0;
+  for (int j = 0; j < h; j++)
+    for (int i = 0; i < w; i++) {
+      double tu, tv, eu = i, ev = j, x, y, u, v;
+      if (!gr_synth_lens_undistort (cam, w, h, i, j, &tu, &tv) ||
+          (lens && !gr_camera_undistort (&ec, i, j, &eu, &ev)) ||
+          !gr_fit_apply (est, eu + 0.5, ev + 0.5, &x, &y) ||
+          !gr_fit_apply (tinv, x, y, &u, &v))
+        return;
+      const double e2 = (u - tu - 0.5) * (u - tu - 0.5) + (v - tv - 0.5) * (v - tv - 0.5);
+      s2 += e2;
+      mx = e2 > mx ? e2 : mx;
+    }
+  *rms = sqrt (s2 / ((double) w * h));
+  *max = sqrt (mx);
+}
+#endif
+
 /* Frame k of a flight as another band would show it: one of three tone curves, noise */
 static inline void
 flight_tone_and_noise (GrPlaneF *cut, int k)

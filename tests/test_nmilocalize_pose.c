@@ -13,8 +13,16 @@
  *    run on request (GEOREG_POSE_PRIORS) and in the gpu suite.
  * The error is measured over every pixel of the frame against the true mapping, never
  * by the fit's own residual.  Always required: no result more than 2 px wrong without
- * a flag.  Lens distortion is left out: the elements do not yet undistort frames (the
- * kernels' test_localize_flight covers the lens).
+ * a flag.  Frames carry lens distortion (test_localize_flight's lenses: k1 -0.15 ..
+ * 0.05, k2, p1, p2) and every pose meta the camera's intrinsics with the lens, as
+ * georegtelemetry's calibration-location gives them (frames without a prior: a meta with
+ * the intrinsics only); nmiregister undistorts its keypoints, and the error is taken
+ * through the true lens and the one the result reports (GEOREG_POSE_LENS=0: pinhole).
+ * GEOREG_POSE_PLACE=edge: frames beside the control's edge or its no-data (a no-data
+ * rim on the procedural control): wholly on valid control, but the same camera with a
+ * 30% wider field sees invalid control.  Each kind ends with a FLIGHTACC line (n,
+ * within 0.5 px, flagged, wrong without a flag, median and worst RMS of the unflagged
+ * results, ms per frame) for tools/gpu.sh flightacc.
  *
  * Control: the procedural control (cpu suite), or $GEOREG_DATA/aukerman.png when
  * GEOREG_POSE_CONTROL=aukerman (data suite; skipped without it).  Environment:
@@ -80,6 +88,35 @@ set_value (GstGeoregPoseValue * v, double value, double sigma)
  * synthesizer's).  geo: control pixel corners -> UTM, whose grid north is true north
  * on the central meridian the control sits on. */
 static void
+set_intrinsics (GstGeoregPoseMeta * m, const GrCamera * gc, const GrSynthLens * lens)
+{
+  m->have_intrinsics = TRUE;
+  m->image_width = W;
+  m->image_height = H;
+  m->fx = m->fy = gc->fx;
+  m->cx = gc->cx;
+  m->cy = gc->cy;
+  /* the synthesizer's lens is OpenCV's model on the same normalized coordinates */
+  m->k1 = lens->k1;
+  m->k2 = lens->k2;
+  m->k3 = lens->k3;
+  m->p1 = lens->p1;
+  m->p2 = lens->p2;
+}
+
+/* no prior, but a calibrated camera (georegtelemetry's calibration-location with no
+ * telemetry): a pose meta with the intrinsics only */
+static void
+attach_lens_only (GstBuffer * buf, const GrSynthCamera * cam)
+{
+  GrCamera gc;
+  gr_camera_init_focal (&gc, W, H, cam->focal, W);
+  GstGeoregPoseMeta *m = gst_buffer_add_georeg_pose_meta (buf);
+  m->sources = GST_GEOREG_POSE_SOURCE_CALIBRATION;
+  set_intrinsics (m, &gc, &cam->lens);
+}
+
+static void
 attach_pose (GstBuffer * buf, int kind, const GrSynthCamera * cam, const GrGeoRef * g,
     const double geo[6], double focal, GrSynthRng * rng)
 {
@@ -110,16 +147,22 @@ attach_pose (GstBuffer * buf, int kind, const GrSynthCamera * cam, const GrGeoRe
             720.0, 360.0), 10.0);
     set_value (&m->camera_pitch, cp.pitch_deg + 2.0 * gr_synth_rng_gauss (rng), 2.0);
     set_value (&m->camera_roll, cp.roll_deg + 2.0 * gr_synth_rng_gauss (rng), 2.0);
-    m->have_intrinsics = TRUE;
-    m->image_width = W;
-    m->image_height = H;
-    m->fx = m->fy = gc.fx;
-    m->cx = gc.cx;
-    m->cy = gc.cy;
+    set_intrinsics (m, &gc, &cam->lens);
+  } else if (cam->lens.k1 != 0.0 || cam->lens.k2 != 0.0 || cam->lens.p1 != 0.0 ||
+      cam->lens.p2 != 0.0) {
+    /* a calibrated camera: its intrinsics and lens whatever the attitude source */
+    set_intrinsics (m, &gc, &cam->lens);
   } else {
     /* a focal length the element turns into intrinsics itself */
     set_value (&m->focal_length_35mm, focal / W * 0.8 * 43.27, 0.0);
   }
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  const double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
 }
 
 int
@@ -132,6 +175,10 @@ main (int argc, char **argv)
     printf ("SKIP: GEOREG_TEST_BACKEND=cuda and no usable CUDA device\n");
     return 77;
   }
+  /* GEOREG_POSE_PLACE=edge: frames beside the control's edge or its no-data (a
+   * procedural control with a no-data rim); GEOREG_POSE_LENS=0: pinhole frames */
+  const gboolean beside_edge = !g_strcmp0 (g_getenv ("GEOREG_POSE_PLACE"), "edge");
+  const gboolean with_lens = g_strcmp0 (g_getenv ("GEOREG_POSE_LENS"), "0") != 0;
   const gchar *which = g_getenv ("GEOREG_POSE_CONTROL");
   const gboolean aukerman = which && !strcmp (which, "aukerman");
   char e[512] = "";
@@ -164,6 +211,9 @@ main (int argc, char **argv)
     cp.height = 576;
     cp.seed = 2026;
     cp.depth = 8;
+    /* frames beside no-data need some: an irregular rim */
+    if (beside_edge)
+      cp.nodata_border = 0.12;
     CHECK (gr_synth_control_generate (&cp, &img, e, sizeof e) == GR_OK, "control: %s", e);
     ctl = gr_synth_image_plane (&img, 0);
     src = gr_synth_image_plane (&img, 1);
@@ -221,17 +271,37 @@ main (int argc, char **argv)
     int done = 0, within05 = 0, flagged = 0, wrong_unflagged = 0, prior_used = 0;
     int recovered = 0;          /* wrongyaw: right (<= 0.5 px) and IMPLAUSIBLE */
     double worst = 0.0, ms = 0.0;
+    /* the error of every unflagged result, for the median and the worst */
+    double *good_rms = g_new0 (double, frames > 0 ? frames : 1);
+    int ngood = 0;
+    /* GEOREG_POSE_BUDGET_S: no new frame after that many seconds of this kind (the
+     * GPU step's bound); the figures then cover the frames done, and say so */
+    const double budget_s = env_double ("GEOREG_POSE_BUDGET_S", 0.0);
+    const gint64 kind_t0 = g_get_monotonic_time ();
+    gboolean out_of_time = FALSE;
     for (int tries = 0; done < frames && tries < 200 * frames; tries++) {
+      if (budget_s > 0 && (g_get_monotonic_time () - kind_t0) / 1e6 > budget_s) {
+        out_of_time = TRUE;
+        break;
+      }
       GrSynthCamera cam = { 0 };
       cam.heading_deg = gr_synth_rng_range (&rng, 0, 360);
       cam.scale = exp (gr_synth_rng_range (&rng, log (smin), log (smax)));
       cam.pitch_deg = gr_synth_rng_range (&rng, -15, 15);
       cam.roll_deg = gr_synth_rng_range (&rng, -15, 15);
       cam.focal = gr_synth_rng_range (&rng, 0.9, 1.4) * W;
+      if (with_lens) {
+        /* the lenses of test_localize_flight: barrel to mild pincushion */
+        cam.lens.k1 = gr_synth_rng_range (&rng, -0.15, 0.05);
+        cam.lens.k2 = gr_synth_rng_range (&rng, -0.02, 0.02);
+        cam.lens.p1 = gr_synth_rng_range (&rng, -0.002, 0.002);
+        cam.lens.p2 = gr_synth_rng_range (&rng, -0.002, 0.002);
+      }
       cam.aim_x = gr_synth_rng_range (&rng, 0, ctl.width);
       cam.aim_y = gr_synth_rng_range (&rng, 0, ctl.height);
       GrPlaneF cut;
-      if (!flight_cut_on_control (&src, &cam, W, H, &cut))
+      if (beside_edge ? !flight_cut_beside_edge (&src, &cam, W, H, 1.3, &cut) :
+          !flight_cut_on_control (&src, &cam, W, H, &cut))
         continue;
       flight_tone_and_noise (&cut, done);
       double hp[9], truth[9];
@@ -241,6 +311,8 @@ main (int argc, char **argv)
       gr_synth_plane_free (&cut);
       if (kind != PRIOR_NONE)
         attach_pose (in, kind, &cam, g, geo, cam.focal, &rng);
+      else if (with_lens)
+        attach_lens_only (in, &cam);
 
       const gint64 t0 = g_get_monotonic_time ();
       GstBuffer *out = gst_harness_push_and_pull (h, in);
@@ -253,10 +325,17 @@ main (int argc, char **argv)
       GstNmiRegisterMeta *rm = gst_buffer_get_nmi_register_meta (out);
       CHECK (lm && rm, "metas");
       if (lm && rm) {
-        const double rms = rm->has_transform ? frame_rms_wh (rm->frame_to_control, truth, W, H) :
-            INFINITY;
-        const double coarse = lm->has_prior_transform ?
-            frame_rms_wh (lm->frame_to_control, truth, W, H) : INFINITY;
+        /* over every pixel through the true lens; the estimate through the lens it
+         * reports (undistorted) */
+        double rms = INFINITY, coarse = INFINITY, mx;
+        if (rm->has_transform)
+          frame_error_lens (rm->frame_to_control, rm->undistorted ? rm->lens : NULL, &cam,
+              truth, W, H, &rms, &mx);
+        if (lm->has_prior_transform)
+          frame_error_lens (lm->frame_to_control, NULL, &cam, truth, W, H, &coarse, &mx);
+        CHECK (rm->undistorted == (with_lens && rm->has_transform), "%s %d: "
+            "undistorted %d with the lens %s", prior_names[kind], done, rm->undistorted,
+            with_lens ? "on" : "off");
         const gboolean bad = (lm->flags & bad_loc) || (rm->flags & bad_reg) ||
             !rm->has_transform;
         within05 += rms <= 0.5 && !bad;
@@ -264,6 +343,8 @@ main (int argc, char **argv)
         prior_used += (lm->flags & GST_NMI_LOCALIZE_FLAG_PRIOR_USED) != 0;
         recovered += rms <= 0.5 && (lm->flags & GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE) &&
             (lm->flags & GST_NMI_LOCALIZE_FLAG_HEADING_SEARCHED);
+        if (!bad)
+          good_rms[ngood++] = rms;
         if (rms > 2.0 && !bad) {
           wrong_unflagged++;
           worst = fmax (worst, rms);
@@ -281,12 +362,29 @@ main (int argc, char **argv)
       }
       gst_buffer_unref (out);
     }
-    printf ("%s prior, %s control, scale %.2f-%.2f, %s: %d frames: %d registered within "
-        "0.5 px RMS, %d flagged, %d more than 2 px wrong without a flag (prior used on "
-        "%d); %.0f ms per frame\n", prior_names[kind], aukerman ? "aukerman" :
-        "procedural", smin, smax, be, done, within05, flagged, wrong_unflagged,
-        prior_used, done ? ms / done : 0.0);
-    CHECK (done == frames, "%s: placed %d of %d frames", prior_names[kind], done, frames);
+    qsort (good_rms, ngood, sizeof *good_rms, cmp_double);
+    const double median = !ngood ? NAN : ngood % 2 ? good_rms[ngood / 2] :
+        0.5 * (good_rms[ngood / 2 - 1] + good_rms[ngood / 2]);
+    const double worst_good = ngood ? good_rms[ngood - 1] : NAN;
+    g_free (good_rms);
+    printf ("%s prior, %s control, %s, %s, scale %.2f-%.2f, %s: %d frames: %d registered "
+        "within 0.5 px RMS, %d flagged, %d more than 2 px wrong without a flag (prior "
+        "used on %d); unflagged RMS median %.3f worst %.3f px; %.0f ms per frame\n",
+        prior_names[kind], aukerman ? "aukerman" : "procedural", beside_edge ?
+        "beside the edge and no-data" : "inside", with_lens ? "lens" : "pinhole", smin,
+        smax, be, done, within05, flagged, wrong_unflagged, prior_used, median,
+        worst_good, done ? ms / done : 0.0);
+    /* one line for tools/gpu.sh flightacc's table */
+    printf ("FLIGHTACC backend=%s prior=%s place=%s n=%d within=%d flagged=%d "
+        "wrong_unflagged=%d median=%.3f worst=%.3f ms=%.0f\n", be, prior_names[kind],
+        beside_edge ? "edge" : "inside", done, within05, flagged, wrong_unflagged,
+        median, worst_good, done ? ms / done : 0.0);
+    if (out_of_time)
+      printf ("%s: stopped after %d of %d frames at GEOREG_POSE_BUDGET_S=%g\n",
+          prior_names[kind], done, frames, budget_s);
+    else
+      CHECK (done == frames, "%s: placed %d of %d frames", prior_names[kind], done,
+          frames);
     CHECK (wrong_unflagged == 0, "%s: %d results more than 2 px wrong without a flag "
         "(worst %.2f px)", prior_names[kind], wrong_unflagged, worst);
     if (kind != PRIOR_NONE)

@@ -219,6 +219,48 @@ main (void)
   gr_register_free (fresh);
   gr_register_free (NULL);
 
+  /* a lens (issue 13): keypoints undistorted before the fit, the refinement's
+   * templates resampled through it; the transform takes undistorted pixels and the
+   * full mapping is right over the whole frame, where the pinhole fit of the same
+   * frame is not */
+  {
+    const GrCamera lens = rt_lens ();
+    GrPlaneF df = { 0 };
+    double hd[9];
+    rt_make_distorted_frame (-6.0, 1.1, 220.0, 150.0, 9, &lens, &df, hd);
+    GrRegisterPrior lp;
+    rt_offset_prior (hd, 1.1, 5.0, -4.0, &lp);
+    CHECK (gr_register_set_frame (r, &p, &df, false, GR_BINS_MINMAX, 8, 0, 0, err,
+            sizeof err) == GR_OK, "set_frame (lens): %s", err);
+    double rms_lens, max_lens, rms_pin, max_pin;
+    CHECK (gr_register_set_lens (r, &lens), "set_lens");
+    GrRegisterResult rl = run_ok (r, &p, &lp);
+    rt_truth_error_lens (&rl, &lens, hd, &rms_lens, &max_lens);
+    CHECK (gr_register_set_lens (r, NULL), "clear the lens");
+    GrRegisterResult rp = run_ok (r, &p, &lp);
+    rt_truth_error_lens (&rp, &lens, hd, &rms_pin, &max_pin);
+    printf ("lens: undistorted %d flags 0x%03x inliers %d truth rms %.3f max %.3f; "
+        "pinhole fit: flags 0x%03x truth rms %.3f max %.3f\n", rl.undistorted, rl.flags,
+        rl.inliers, rms_lens, max_lens, rp.flags, rms_pin, max_pin);
+    CHECK (rl.undistorted && !rp.undistorted, "undistorted flags %d %d", rl.undistorted,
+        rp.undistorted);
+    CHECK (gr_register_result_sound (&rl), "lens: not sound (flags 0x%x)", rl.flags);
+    CHECK (rms_lens < 0.3 && max_lens < 0.8, "lens: truth error rms %.3f max %.3f",
+        rms_lens, max_lens);
+    CHECK (max_pin > 2.0 * max_lens, "the lens made no difference (max %.3f vs %.3f)",
+        max_pin, max_lens);
+    /* a lens that is not one is refused and leaves none set */
+    GrCamera bad = lens;
+    bad.fx = 0.0;
+    CHECK (!gr_register_set_lens (r, &bad), "a zero focal length accepted");
+    GrRegisterResult rn = run_ok (r, &p, &lp);
+    CHECK (!rn.undistorted, "a refused lens was used");
+    gr_register_result_clear (&rl);
+    gr_register_result_clear (&rp);
+    gr_register_result_clear (&rn);
+    gr_plane_clear (&df);
+  }
+
   gr_plane_clear (&flat);
   gr_plane_clear (&frame);
   gr_register_free (r);

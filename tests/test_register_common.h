@@ -111,6 +111,80 @@ rt_offset_prior (const double ht[9], double scale, double dx, double dy,
   prior->search_scale = scale;
 }
 
+/* A lens for the RFW x RFH frames: mild pincushion (every distorted pixel's ideal
+ * position lies inside the frame) and tangential terms; about 3 px at the corners. */
+static GrCamera
+rt_lens (void)
+{
+  GrCamera c;
+  memset (&c, 0, sizeof c);
+  c.width = RFW;
+  c.height = RFH;
+  c.fx = c.fy = RFW;
+  c.cx = 0.5 * (RFW - 1);
+  c.cy = 0.5 * (RFH - 1);
+  c.k1 = 0.08;
+  c.k2 = -0.01;
+  c.p1 = 0.001;
+  c.p2 = -0.0015;
+  return c;
+}
+
+/* rt_make_frame's frame as the lens images it: pixel p of the result is the pinhole
+ * frame at undistort (p) (bilinear).  ht: pinhole (undistorted) pixels -> control. */
+static void
+rt_make_distorted_frame (double rot, double scale, double cx, double cy, uint64_t seed,
+    const GrCamera *lens, GrPlaneF *frame, double ht[9])
+{
+  GrPlaneF pin = { 0 };
+  rt_make_frame (rot, scale, cx, cy, seed, &pin, ht);
+  if (!gr_plane_alloc (frame, RFW, RFH, false)) {
+    fprintf (stderr, "out of memory\n");
+    exit (1);
+  }
+  for (int j = 0; j < RFH; j++)
+    for (int i = 0; i < RFW; i++) {
+      double u, v;
+      if (!gr_camera_undistort (lens, i, j, &u, &v))
+        u = i, v = j;
+      u = u < 0 ? 0 : u > RFW - 1 ? RFW - 1 : u;
+      v = v < 0 ? 0 : v > RFH - 1 ? RFH - 1 : v;
+      const int x0 = (int) u < RFW - 1 ? (int) u : RFW - 2;
+      const int y0 = (int) v < RFH - 1 ? (int) v : RFH - 2;
+      const double fx = u - x0, fy = v - y0;
+      const float *a = pin.data + (size_t) y0 * RFW, *b = a + RFW;
+      frame->data[(size_t) j * RFW + i] = (float) floor ((1 - fy) * ((1 - fx) * a[x0] +
+              fx * a[x0 + 1]) + fy * ((1 - fx) * b[x0] + fx * b[x0 + 1]) + 0.5);
+    }
+  gr_plane_clear (&pin);
+}
+
+/* rt_truth_error of a result on a distorted frame: every 4th delivered pixel through
+ * the lens (the estimate's own when it says undistorted, none otherwise) against the
+ * truth at the pixel's true ideal position. */
+static void
+rt_truth_error_lens (const GrRegisterResult *res, const GrCamera *lens, const double ht[9],
+    double *rms, double *worst)
+{
+  double s = 0.0, w = 0.0;
+  int n = 0;
+  *rms = *worst = INFINITY;
+  for (int v = 0; v < RFH; v += 4)
+    for (int u = 0; u < RFW; u += 4) {
+      double x, y, tx, ty, iu, iv;
+      if (!res->has_transform || !gr_camera_undistort (lens, u, v, &iu, &iv) ||
+          !gr_register_result_apply (res, u + 0.5, v + 0.5, &x, &y) ||
+          !gr_synth_homography_apply (ht, iu, iv, &tx, &ty))
+        return;
+      const double d = hypot (x - 0.5 - tx, y - 0.5 - ty);
+      s += d * d;
+      w = d > w ? d : w;
+      n++;
+    }
+  *rms = sqrt (s / n);
+  *worst = w;
+}
+
 /* The engine on `backend` with the control set (min-max range, 16 levels). */
 static GrRegister *
 rt_engine (GrBackend backend)

@@ -41,6 +41,9 @@
 #                                       live: about 8 minutes on an H100 host with 16
 #                                       cores, bounded by GPU_BUDGET_S (default 560 s)
 #                                       so that it ends inside the device tool's 10 min
+#   bash tools/gpu.sh flightacc [BUILD] issue 13's accuracy: test_nmilocalize_pose on
+#                                       CUDA and CPU, 100 frames per prior kind, one
+#                                       table row each (needs a BUILD with GDAL)
 # Environment: OUT (default ./gpu-out), GPU_BUDGET_S, SANITIZER_JOBS (default 6),
 # SANITIZER_TIMEOUT (default 240 s a binary), SANITIZER_TESTS (space list of binaries,
 # e.g. "test_matcher_gpu test_shoot_gpu").  Exit status: 0 when every step passed.
@@ -512,6 +515,73 @@ table () {
   done
 }
 
+# flightacc: issue 13's "Done when" accuracy through `nmilocalize ! nmiregister` at
+# their defaults (tests/test_nmilocalize_pose.c): synthesized frames at any heading,
+# 0.5-2 px/px, pitch and roll to 15 degrees, lens distortion, priors off by 10 m, 10
+# degrees, 10%; error over every frame pixel against the truth.  Every (backend, prior
+# kind, placement) runs as its own process, all at once: CUDA, and the CPU (frames
+# inside the control) with the remaining cores shared out; each stops taking new frames at FLIGHTACC_BUDGET_S (240) and
+# reports the frames it did.  Rows: n, within 0.5 px (unflagged), flagged, more than 2
+# px wrong without a flag, median/worst RMS of the unflagged, ms per frame (wall, under
+# this shared load).  Pass: every process exits 0 (no wrong result without a flag);
+# the 98/95/95 per cent goals are read off the table (FLIGHTACC_REQUIRE=980,950,950
+# makes them a failure).  The pose path needs GDAL: a BUILD without it skips, saying so.
+# FLIGHTACC_FRAMES (100), FLIGHTACC_EDGE_FRAMES (50), FLIGHTACC_KINDS ("full position
+# none"), FLIGHTACC_CPU_EDGE, FLIGHTACC_BUDGET_S, FLIGHTACC_REQUIRE.
+flightacc () {
+  setup_env
+  local exe=$build/tests/test_nmilocalize_pose t0=$SECONDS rc=0
+  mkdir -p "$out/flightacc"
+  rm -f "$out/flightacc.skips"
+  if ! grep -q '^#define GR_HAVE_GDAL 1' "$build/config.h" 2>/dev/null; then
+    note "flightacc" 0 0 "SKIPPED: $build was built without GDAL (the pose priors need it: stage a build with GDAL)"
+    return 0
+  fi
+  [ -x "$exe" ] || { note "flightacc" 1 0 "no $exe"; return 1; }
+  local frames=${FLIGHTACC_FRAMES:-100} edge_frames=${FLIGHTACC_EDGE_FRAMES:-50}
+  local budget=${FLIGHTACC_BUDGET_S:-240} cores
+  cores=$(nproc)
+  # the six CUDA processes need a core each; the CPU's three share the rest (the CPU
+  # runs only the frames inside the control unless FLIGHTACC_CPU_EDGE=1)
+  local cpu_threads=$(( (cores - 6) / 3 > 1 ? (cores - 6) / 3 : 1 ))
+  local be kind place n pids=() logs=()
+  for be in cuda cpu; do
+    for place in inside edge; do
+      [ "$be" = cpu ] && [ "$place" = edge ] && [ -z "${FLIGHTACC_CPU_EDGE:-}" ] && continue
+      for kind in ${FLIGHTACC_KINDS:-full position none}; do
+        n=$frames; [ "$place" = edge ] && n=$edge_frames
+        local log=$out/flightacc/$be-$kind-$place.log
+        ( [ "$be" = cpu ] && export OMP_NUM_THREADS=$cpu_threads
+          [ "$be" = cuda ] && export OMP_NUM_THREADS=1
+          GEOREG_TEST_BACKEND=$be GEOREG_POSE_PRIORS=$kind GEOREG_POSE_FRAMES=$n \
+          GEOREG_POSE_PLACE=$place GEOREG_POSE_BUDGET_S=$budget \
+          GEOREG_POSE_REQUIRE=${FLIGHTACC_REQUIRE:-} \
+          GST_REGISTRY=$out/flightacc/registry-$be-$kind-$place.bin \
+          timeout "$(bounded $(( budget + 60 )))" "$exe" ) > "$log" 2>&1 &
+        pids+=($!); logs+=("$log")
+      done
+    done
+  done
+  local i
+  local r
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"; r=$?
+    # 77: the test skipped (no usable CUDA device): said, not a failure
+    [ "$r" = 77 ] && echo "    skipped: ${logs[$i]##*/} ($(tail -n 1 "${logs[$i]}"))" >> "$out/flightacc.skips"
+    [ "$r" = 0 ] || [ "$r" = 77 ] || { rc=1; echo "    FAIL (rc $r): ${logs[$i]##*/}" >> "$out/flightacc.skips"; }
+  done
+  {
+    printf '| %-7s | %-8s | %-6s | %4s | %10s | %7s | %15s | %8s | %8s | %8s |\n' backend \
+      prior place n "<= 0.5 px" flagged "wrong, no flag" "median" "worst" "ms/frame"
+    cat "$out"/flightacc/*.log | grep -h '^FLIGHTACC ' | sed 's/[a-z_]*=//g' |
+      awk '{printf "| %-7s | %-8s | %-6s | %4d | %10d | %7d | %15d | %8s | %8s | %8s |\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}'
+    grep -h 'stopped after' "$out"/flightacc/*.log | sed 's/^/    /'
+    cat "$out/flightacc.skips" 2>/dev/null
+  } > "$out/flightacc.txt"
+  note "flightacc" "$rc" $((SECONDS - t0)) "table in flightacc.txt; logs flightacc/"
+  return "$rc"
+}
+
 case "$cmd" in
   stage) stage ;;
   restore) restore ;;
@@ -522,6 +592,7 @@ case "$cmd" in
   flight) flight; rc=$?; table; exit "$rc" ;;
   varifold) varifold; rc=$?; table; exit "$rc" ;;
   fits) fits; rc=$?; table; exit "$rc" ;;
+  flightacc) flightacc; rc=$?; table; cat "$out/flightacc.txt" 2>/dev/null; exit "$rc" ;;
   all)
     deadline=$(( SECONDS + ${GPU_BUDGET_S:-560} ))
     setup_env
