@@ -29,7 +29,7 @@ struct GrMatcherNccl {
   int64_t *hoff;
   size_t hoff_cap;
   GrMatch *out;                 /* root: the gathered list */
-  int64_t out_cap;
+  size_t out_cap;                /* bytes */
 };
 
 /* the root's description of the batch, broadcast first */
@@ -341,7 +341,7 @@ gather (GrMatcherNccl *mn, int root, const GrMatch *local, int64_t lc, int64_t *
       (size_t) lc * es;
   st = dbuf_need (mn, need ? need : 1, errbuf, errlen);
   if (st == GR_OK && mn->rank == root &&
-      grow_host ((void **) &mn->out, (size_t *) &mn->out_cap, (size_t) (all ? all : 1)
+      grow_host ((void **) &mn->out, &mn->out_cap, (size_t) (all ? all : 1)
           * es) != GR_OK)
     st = GR_ERR_NOMEM;
   /* every rank goes through the group (a rank that failed here still posts its
@@ -438,7 +438,7 @@ gr_matcher_nccl_match_all_sparse (GrMatcherNccl *mn, int root, const float *desc
   if (mn->rank != root) {
     if (grow_host ((void **) &mn->hoff, &mn->hoff_cap, sizeof (int64_t) * (size_t)
             (h.m + 1)) != GR_OK || grow_host ((void **) &mn->hdesc, &mn->hdesc_cap,
-            sizeof (float) * (size_t) (h.n * h.k ? h.n * h.k : 1)) != GR_OK)
+            sizeof (float) * (size_t) (h.n * h.k > 0 ? h.n * h.k : 1)) != GR_OK)
       h.status = GR_ERR_NOMEM;
   }
   /* every rank must take part in the broadcasts: agree on having room first */
