@@ -41,7 +41,8 @@ gst_georeg_placement_pick (gint n, const guint * load, const guint64 * free_byte
   gint best = -1;
   for (gint d = 0; d < n; d++) {
     if (best < 0 || load[d] < load[best] ||
-        (load[d] == load[best] && free_bytes && free_bytes[d] > free_bytes[best]))
+        (load[d] == load[best] && free_bytes &&
+            free_bytes[d] > free_bytes[best] + GST_GEOREG_PLACEMENT_FREE_MARGIN))
       best = d;
   }
   return best;

@@ -7,9 +7,12 @@
  *      top-level bin placed first), so that all elements of one pipeline share one
  *      device and one context;
  *   2. else the least-loaded device: the one with the fewest georeg pipelines placed
- *      on it in this process right now; ties go to the device with the most free
- *      memory (cudaMemGetInfo, asked only when there is a tie; it makes the runtime's
- *      primary context on the devices compared), then to the lowest index.
+ *      on it in this process right now; ties go to the device with clearly more free
+ *      memory (more than GST_GEOREG_PLACEMENT_FREE_MARGIN above the others':
+ *      cudaMemGetInfo, asked only when there is a tie; it makes the runtime's primary
+ *      context on the devices compared), else to the lowest index.  The margin keeps
+ *      the few hundred MB of a context from moving a lone pipeline off device 0, where
+ *      nvh264dec (nvcodec's decoder of device 0) decodes.
  * A pipeline counts on a device while at least one of its georeg elements holds a CUDA
  * context there (NULL -> READY until READY -> NULL), whatever gave it the device (an
  * explicit cuda-device-id, a shared context, or this policy), so explicit placements
@@ -25,6 +28,8 @@
 #include <gst/gst.h>
 
 G_BEGIN_DECLS
+
+#define GST_GEOREG_PLACEMENT_FREE_MARGIN ((guint64) 1 << 30)  /* 1 GiB */
 
 /* The policy alone: of n devices with load[d] pipelines each and free_bytes[d] free
  * memory (NULL: unknown, ties then go to the lowest index), the chosen index; -1 when

@@ -49,14 +49,20 @@ main (int argc, char **argv)
   gst_init (&argc, &argv);
 
   /* the policy alone */
+  const guint64 G = (guint64) 1 << 30;
   const guint load[4] = { 2, 1, 1, 3 };
-  const guint64 freeb[4] = { 90, 10, 50, 99 };
+  const guint64 freeb[4] = { 90 * G, 10 * G, 50 * G, 99 * G };
   CHECK (gst_georeg_placement_pick (4, load, freeb) == 2, "ties on load go to free memory");
   CHECK (gst_georeg_placement_pick (4, load, NULL) == 1, "ties without memory: lowest");
   CHECK (gst_georeg_placement_pick (0, load, NULL) == -1, "no device");
   const guint load2[2] = { 0, 0 };
-  const guint64 free2[2] = { 5, 5 };
+  const guint64 free2[2] = { 5 * G, 5 * G };
   CHECK (gst_georeg_placement_pick (2, load2, free2) == 0, "full tie: lowest index");
+  /* less than the margin more: a context's worth, not a reason to move */
+  const guint64 free2b[2] = { 70 * G, 70 * G + G / 2 };
+  CHECK (gst_georeg_placement_pick (2, load2, free2b) == 0, "within the margin: lowest");
+  const guint64 free2c[2] = { 70 * G, 72 * G };
+  CHECK (gst_georeg_placement_pick (2, load2, free2c) == 1, "beyond the margin: freer");
 
   /* two devices: pipelines alternate, both elements of one pipeline together */
   gst_georeg_placement_set_fake_devices (2, NULL);
@@ -102,7 +108,7 @@ main (int argc, char **argv)
    * with device 1 the freest: 2 (less loaded); then 2 2 2: the freest, device 1 */
   for (int i = 0; i < 5; i++)
     pipe_release (&p[i]);
-  const guint64 free3[3] = { 10, 30, 20 };
+  const guint64 free3[3] = { 10 * G, 30 * G, 20 * G };
   gst_georeg_placement_set_fake_devices (3, free3);
   Pipe q[7];
   for (int i = 0; i < 7; i++) {
