@@ -344,12 +344,16 @@ gather (GrMatcherNccl *mn, int root, const GrMatch *local, int64_t lc, int64_t *
       grow_host ((void **) &mn->out, &mn->out_cap, (size_t) (all ? all : 1)
           * es) != GR_OK)
     st = GR_ERR_NOMEM;
-  /* every rank goes through the group (a rank that failed here still posts its
-   * operations, with no data: the others never wait for it) */
-  if (st != GR_OK) {
+  /* a rank without room must not leave the others waiting in the exchange below:
+   * all agree first, and all give up together */
+  int64_t worst = st;
+  GrStatus ast = agree (mn, &worst, errbuf, errlen);
+  if (ast != GR_OK || worst != GR_OK) {
     free (counts);
-    gr_set_err (errbuf, errlen, "out of memory gathering %lld entries", (long long) all);
-    return st;
+    if (ast == GR_OK)
+      gr_set_err (errbuf, errlen, "out of memory gathering %lld entries on %s",
+          (long long) all, st != GR_OK ? "this rank" : "another rank");
+    return ast != GR_OK ? ast : (GrStatus) worst;
   }
   if (mn->rank != root && lc > 0)
     cudaMemcpyAsync (mn->dbuf, local, (size_t) lc * es, cudaMemcpyHostToDevice,
