@@ -14,8 +14,8 @@
  * --decoder nvh264dec: each description holds two unlinked chains, one ending in an
  * element named "parse" (e.g. filesrc ! h264parse name=parse) and one starting with an
  * element named "decout" (e.g. capsfilter name=decout caps=...); once the pipeline's
- * device d is known, the decoder of that device (FACTORY on device 0, nvh264device<d>dec
- * on device d, as gst-plugins-bad's nvcodec names them) is put between them and adopts
+ * device d is known, the decoder of that device (FACTORY or one of nvcodec's
+ * nvh264device<i>dec, the one whose cuda-device-id is d) is put between them and adopts
  * the georeg elements' context: the frames are decoded on the device that analyses
  * them (zero copy).  A device without its own decoder element gets FACTORY (frames
  * then cross through the host).
@@ -95,9 +95,23 @@ insert_decoder (Stream * s, const gchar * factory)
   GstElement *decout = gst_bin_get_by_name (GST_BIN (s->pipe), "decout");
   gboolean ok = FALSE;
   if (parse && decout) {
-    gchar *name = s->device > 0 ? g_strdup_printf ("nvh264device%ddec", s->device) :
-        g_strdup (factory);
-    GstElement *dec = gst_element_factory_make (name, NULL);
+    /* nvcodec registers FACTORY for its first device and nvh264device<i>dec for the
+     * i-th next one; each says its device in the read-only "cuda-device-id" */
+    GstElement *dec = NULL;
+    for (gint i = 0; i < 64 && !dec && s->device >= 0; i++) {
+      gchar *name = i ? g_strdup_printf ("nvh264device%ddec", i) : g_strdup (factory);
+      GstElement *e = gst_element_factory_make (name, NULL);
+      g_free (name);
+      if (!e)
+        continue;
+      guint dev = 0;
+      if (g_object_class_find_property (G_OBJECT_GET_CLASS (e), "cuda-device-id"))
+        g_object_get (e, "cuda-device-id", &dev, NULL);
+      if ((gint) dev == s->device)
+        dec = e;
+      else
+        gst_object_unref (gst_object_ref_sink (e));
+    }
     if (!dec)
       dec = gst_element_factory_make (factory, NULL);
     if (dec) {
@@ -106,7 +120,6 @@ insert_decoder (Stream * s, const gchar * factory)
           gst_element_sync_state_with_parent (dec);
       printf ("        decoder %s\n", GST_OBJECT_NAME (gst_element_get_factory (dec)));
     }
-    g_free (name);
   }
   g_clear_object (&parse);
   g_clear_object (&decout);
