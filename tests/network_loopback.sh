@@ -10,18 +10,24 @@
 # once the sender is done.
 # Arguments: BACKEND (cpu|cuda, default cpu: cuda decodes with nvh264dec into CUDA
 # memory).  GEOREG_LOOPBACK_4K=1: 3840 x 2160 frames.  Needs x264enc, an H.264
-# decoder, rtpmp2tpay: skipped (77) without; the KLV needs GDAL (georegklvenc), else
-# the video alone is compared.
+# decoder, Matroska, RTP: skipped (77) without; the KLV needs GDAL (georegklvenc) and
+# the MPEG-TS elements, else the video alone goes, recorded in Matroska and sent as
+# RTP H.264 (rtph264pay), and its results are compared.
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -uo pipefail
 backend=${1:-cpu}
 B=${GEOREG_BUILD_ROOT:?}
-for e in x264enc rtpmp2tpay rtpmp2tdepay udpsrc tsdemux mpegtsmux decodebin; do
+for e in x264enc rtph264pay rtph264depay udpsrc decodebin matroskamux matroskademux; do
   gst-inspect-1.0 "$e" > /dev/null 2>&1 || { echo "SKIP: no $e element"; exit 77; }
 done
-# KLV where georegklvenc exists (builds with GDAL; the GPU machine's build has none)
-klv=0
-gst-inspect-1.0 georegklvenc > /dev/null 2>&1 && klv=1
+have () { gst-inspect-1.0 "$1" > /dev/null 2>&1; }
+# MPEG-TS with KLV where the elements exist (georegklvenc: builds with GDAL); else
+# (the GPU machine: no GDAL, no MPEG-TS plugins in its GStreamer runtime) the video
+# alone, recorded in Matroska and sent as RTP H.264
+ts=0; klv=0
+have mpegtsmux && have tsdemux && have tsparse && have rtpmp2tpay && ts=1
+[ "${GEOREG_LOOPBACK_TRANSPORT:-}" = h264 ] && ts=0     # the other path, on demand
+[ $ts = 1 ] && have georegklvenc && klv=1
 [ "$backend" = cuda ] && ! gst-inspect-1.0 nvh264dec > /dev/null 2>&1 &&
   { echo "SKIP: no nvh264dec"; exit 77; }
 d=$(mktemp -d)
@@ -44,13 +50,14 @@ kbranch=""
 [ $klv = 1 ] && kbranch="t. ! queue ! videoconvert ! video/x-raw,format=GRAY8 \
   ! nmilocalize $CTL frame-scale=$scale control-scale=$scale backend=cpu \
   ! georegklvenc $CTL crs=EPSG:32617 ! mux."
+mux="mpegtsmux name=mux"; rec=$d/flight.ts
+[ $ts = 1 ] || { mux="matroskamux name=mux"; rec=$d/flight.mkv; }
 # shellcheck disable=SC2086
 timeout 120 gst-launch-1.0 -q multifilesrc location="$d/f/frame_%04d.png" index=0 \
   stop-index=$((frames - 1)) caps=image/png,framerate=5/1 ! pngdec ! videoconvert \
   ! video/x-raw,format=I420 ! tee name=t \
   t. ! queue ! x264enc speed-preset=veryfast key-int-max=5 tune=zerolatency ! h264parse ! mux. \
-  $kbranch mpegtsmux name=mux ! filesink location="$d/flight.ts" ||
-  { echo "recording failed"; exit 1; }
+  $kbranch $mux ! filesink location="$rec" || { echo "recording failed"; exit 1; }
 # decoded on the CPU, or by nvh264dec into CUDA memory that the georeg elements read
 # in place (a GPU pipeline)
 dec="decodebin ! videoconvert ! video/x-raw,format=GRAY8"
@@ -73,7 +80,8 @@ results () {
     sed -E 's/timestamp=\(guint64\)[0-9]+, //; s/[a-z-]+-ms=\(double\)[-0-9.e+]+, //g'
 }
 t0=$SECONDS
-local="filesrc location=$d/flight.ts ! tsdemux name=dm dm. ! $(chain local)"
+local="filesrc location=$rec ! tsdemux name=dm dm. ! $(chain local)"
+[ $ts = 1 ] || local="filesrc location=$rec ! matroskademux ! $(chain local)"
 # shellcheck disable=SC2086
 timeout 120 gst-launch-1.0 -m $local > "$d/local.log" 2>&1 ||
   { tail -n 20 "$d/local.log"; echo "local pipeline failed"; exit 1; }
@@ -84,6 +92,12 @@ t0=$SECONDS
 recv="udpsrc address=127.0.0.1 port=$port buffer-size=8388608 \
   caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=MP2T,payload=33 \
   ! rtpmp2tdepay ! tsdemux name=dm dm. ! $(chain remote)"
+[ $ts = 1 ] || recv="udpsrc address=127.0.0.1 port=$port buffer-size=8388608 \
+  caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96 \
+  ! rtph264depay ! $(chain remote)"
+send="filesrc location=$rec ! tsparse set-timestamps=true ! rtpmp2tpay"
+[ $ts = 1 ] || send="filesrc location=$rec ! matroskademux ! h264parse \
+  ! rtph264pay config-interval=-1"
 # (no eval, no subshell: $rpid is gst-launch itself, which the SIGINT must reach)
 # shellcheck disable=SC2086
 env --default-signal=INT stdbuf -oL gst-launch-1.0 -m -e $recv > "$d/receiver.log" 2>&1 &
@@ -95,8 +109,8 @@ for ((i = 0; i < 600; i++)); do
   sleep 0.1
 done
 sleep 0.5
-timeout 60 gst-launch-1.0 -q filesrc location="$d/flight.ts" ! tsparse set-timestamps=true \
-  ! rtpmp2tpay ! udpsink host=127.0.0.1 port=$port sync=true ||
+# shellcheck disable=SC2086
+timeout 60 gst-launch-1.0 -q $send ! udpsink host=127.0.0.1 port=$port sync=true ||
   { echo "sender failed"; exit 1; }
 # the receiver ends with an EOS (gst-launch -e on SIGINT: a background job of a
 # script starts with SIGINT ignored, hence env --default-signal) once results flow and
@@ -137,6 +151,7 @@ if [ $klv = 1 ]; then
   fi
   kb=$(stat -c %s "$d/remote.klv")
 fi
-[ $fail = 0 ] && echo "loopback RTP ($backend): $nr frames of ${fw}x$fh, results and $kb" \
-  "bytes of KLV identical to the local pipeline's"
+[ $fail = 0 ] && echo "loopback RTP ($backend, $([ $ts = 1 ] && echo MPEG-TS ||
+  echo H.264)): $nr frames of ${fw}x$fh, results and $kb bytes of KLV identical to" \
+  "the local pipeline's"
 exit $fail
