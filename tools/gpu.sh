@@ -105,6 +105,7 @@ setup_env () {
   export GST_PLUGIN_SYSTEM_PATH_1_0=
   export GST_PLUGIN_PATH_1_0=$root/$build/gst${GST_PLUGIN_SYSTEM_PATH:+:$GST_PLUGIN_SYSTEM_PATH}
   export GST_REGISTRY=$out/registry.bin CK_FORK=no
+  nccl_path                    # the NCCL matcher's test in the gpu suite needs it too
   [ -f "$out/device.txt" ] || { nvidia-smi --query-gpu=name,driver_version,memory.total \
       --format=csv,noheader 2>&1 | head -n 1; echo "cores: $(nproc)  $(date -u +%FT%TZ)"; } \
       > "$out/device.txt"
@@ -283,24 +284,33 @@ multistream () {
 # benchmark (m = 4000 x 500, k = 64, sparse: 1 GPU vs all); bounded 150 s.  libnccl.so.2
 # is not carried (218 MB): the GPU machine's own copy (its CUDA toolkit's, or the
 # nvidia-nccl wheel beside PyTorch) is put on LD_LIBRARY_PATH
+# the machine's libnccl.so.2 on LD_LIBRARY_PATH: its CUDA toolkit's, or the
+# nvidia-nccl wheel beside PyTorch (NCCL_LIB says which, "" = none found)
+nccl_path () {
+  [ -n "${NCCL_LIB+x}" ] && return 0
+  local d
+  NCCL_LIB=""
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib \
+      "$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)"; do
+    [ -n "$d" ] && [ -f "$d/libnccl.so.2" ] && { NCCL_LIB=$d; break; }
+  done
+  [ -z "$NCCL_LIB" ] && ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 ' && NCCL_LIB=system
+  [ -n "$NCCL_LIB" ] && [ "$NCCL_LIB" != system ] &&
+    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$NCCL_LIB
+  export NCCL_LIB NCCL_NVLS_ENABLE=0    # never NVLink multicast on the shared hosts
+}
+
 nccl () {
   setup_env
-  local t=$build/tests lib="" d
+  local t=$build/tests lib=$NCCL_LIB
   if [ ! -x "$t/test_matcher_nccl_gpu" ]; then
     note "nccl" 1 0 "no $t/test_matcher_nccl_gpu (build without NCCL?)"
     return 1
   fi
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib \
-      "$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)"; do
-    [ -n "$d" ] && [ -f "$d/libnccl.so.2" ] && { lib=$d; break; }
-  done
-  [ -z "$lib" ] && ldconfig -p | grep -q 'libnccl.so.2 ' && lib=system
   if [ -z "$lib" ]; then
     note "nccl" 1 0 "libnccl.so.2 not found on this machine"
     return 1
   fi
-  [ "$lib" != system ] && export LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH
-  export NCCL_NVLS_ENABLE=0    # never NVLink multicast on the shared hosts
   mkdir -p "$out/bench"
   local t0=$SECONDS rc=0
   timeout "$(bounded 60)" "$t/test_matcher_nccl_gpu" > "$out/nccl-test.txt" 2>&1 || rc=1
