@@ -89,12 +89,15 @@ echo "local pipeline: $((SECONDS - t0)) s"
 # the receiver first (it binds the port), then the sender, paced at the stream's rate
 port=$((20000 + RANDOM % 20000))
 t0=$SECONDS
+# the socket's reader only queues (unbounded): a streaming thread busy plugging the
+# decoder or analysing would leave datagrams to the kernel, which drops them
+uq="queue max-size-buffers=0 max-size-bytes=0 max-size-time=0"
 recv="udpsrc address=127.0.0.1 port=$port buffer-size=8388608 \
   caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=MP2T,payload=33 \
-  ! rtpmp2tdepay ! tsdemux name=dm dm. ! $(chain remote)"
+  ! $uq ! rtpmp2tdepay ! tsdemux name=dm dm. ! $(chain remote)"
 [ $ts = 1 ] || recv="udpsrc address=127.0.0.1 port=$port buffer-size=8388608 \
   caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96 \
-  ! rtph264depay ! $(chain remote)"
+  ! $uq ! rtph264depay ! $(chain remote)"
 send="filesrc location=$rec ! tsparse set-timestamps=true ! rtpmp2tpay"
 [ $ts = 1 ] || send="filesrc location=$rec ! matroskademux ! h264parse \
   ! rtph264pay config-interval=-1"
