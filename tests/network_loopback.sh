@@ -10,23 +10,24 @@
 # once the sender is done.
 # Arguments: BACKEND (cpu|cuda, default cpu: cuda decodes with nvh264dec into CUDA
 # memory).  GEOREG_LOOPBACK_4K=1: 3840 x 2160 frames.  Needs x264enc, an H.264
-# decoder, Matroska, RTP: skipped (77) without; the KLV needs GDAL (georegklvenc) and
-# the MPEG-TS elements, else the video alone goes, recorded in Matroska and sent as
-# RTP H.264 (rtph264pay), and its results are compared.
+# decoder, Matroska, the udp and tcp elements: skipped (77) without; the KLV needs
+# GDAL (georegklvenc) and the MPEG-TS elements, else the video alone goes, recorded in
+# Matroska and sent over TCP, and its results are compared.
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -uo pipefail
 backend=${1:-cpu}
 B=${GEOREG_BUILD_ROOT:?}
-for e in x264enc rtph264pay rtph264depay udpsrc matroskamux matroskademux; do
+for e in x264enc udpsrc tcpserversrc tcpclientsink matroskamux matroskademux; do
   gst-inspect-1.0 "$e" > /dev/null 2>&1 || { echo "SKIP: no $e element"; exit 77; }
 done
 have () { gst-inspect-1.0 "$1" > /dev/null 2>&1; }
-# MPEG-TS with KLV where the elements exist (georegklvenc: builds with GDAL); else
-# (the GPU machine: no GDAL, no MPEG-TS plugins in its GStreamer runtime) the video
-# alone, recorded in Matroska and sent as RTP H.264
+# MPEG-TS with KLV as RTP over UDP where the elements exist (georegklvenc: builds with
+# GDAL); else (the GPU machine: no GDAL, no MPEG-TS plugins in its GStreamer runtime)
+# the video alone, recorded in Matroska and sent over TCP (tcpclientsink to the
+# receiver's tcpserversrc: reliable, and the receiver ends when the sender closes)
 ts=0; klv=0
 have mpegtsmux && have tsdemux && have tsparse && have rtpmp2tpay && ts=1
-[ "${GEOREG_LOOPBACK_TRANSPORT:-}" = h264 ] && ts=0     # the other path, on demand
+[ "${GEOREG_LOOPBACK_TRANSPORT:-}" = tcp ] && ts=0     # the other path, on demand
 [ $ts = 1 ] && have georegklvenc && klv=1
 [ "$backend" = cuda ] && ! gst-inspect-1.0 nvh264dec > /dev/null 2>&1 &&
   { echo "SKIP: no nvh264dec"; exit 77; }
@@ -100,39 +101,47 @@ uq="queue max-size-buffers=0 max-size-bytes=0 max-size-time=0"
 recv="udpsrc address=127.0.0.1 port=$port buffer-size=8388608 \
   caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=MP2T,payload=33 \
   ! $uq ! rtpmp2tdepay ! tsdemux name=dm dm. ! $(chain remote)"
-[ $ts = 1 ] || recv="udpsrc address=127.0.0.1 port=$port buffer-size=8388608 \
-  caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96 \
-  ! $uq ! rtph264depay ! $(chain remote)"
-send="filesrc location=$rec ! tsparse set-timestamps=true ! rtpmp2tpay"
-[ $ts = 1 ] || send="filesrc location=$rec ! matroskademux ! h264parse \
-  ! rtph264pay config-interval=-1"
+[ $ts = 1 ] || recv="tcpserversrc host=127.0.0.1 port=$port ! $uq ! matroskademux \
+  ! $(chain remote)"
+send="filesrc location=$rec ! tsparse set-timestamps=true ! rtpmp2tpay ! udpsink \
+  host=127.0.0.1 port=$port sync=true"
+[ $ts = 1 ] || send="filesrc location=$rec ! tcpclientsink host=127.0.0.1 port=$port"
 # (no eval, no subshell: $rpid is gst-launch itself, which the SIGINT must reach)
 # shellcheck disable=SC2086
 env --default-signal=INT stdbuf -oL gst-launch-1.0 -m -e $recv > "$d/receiver.log" 2>&1 &
 rpid=$!
-# the socket is bound once the receiver is PLAYING: datagrams sent before are lost
+# the UDP socket is bound once the receiver is PLAYING (datagrams sent before are
+# lost); the TCP one listens from PAUSED on (its preroll waits for the sender)
+ready="Setting pipeline to PLAYING"
+[ $ts = 1 ] || ready="Setting pipeline to PAUSED"
 for ((i = 0; i < 600; i++)); do
-  grep -q "Setting pipeline to PLAYING" "$d/receiver.log" 2> /dev/null && break
+  grep -q "$ready" "$d/receiver.log" 2> /dev/null && break
   kill -0 "$rpid" 2> /dev/null || break
   sleep 0.1
 done
 sleep 0.5
-# shellcheck disable=SC2086
-timeout 60 gst-launch-1.0 -q $send ! udpsink host=127.0.0.1 port=$port sync=true ||
-  { echo "sender failed"; exit 1; }
+# (a few tries: over TCP the receiver's socket may not listen yet)
+for ((try = 0; try < 10; try++)); do
+  # shellcheck disable=SC2086
+  timeout 60 gst-launch-1.0 -q $send > "$d/sender.log" 2>&1 && break
+  sleep 1
+done
+[ $try -lt 10 ] || { cat "$d/sender.log"; echo "sender failed"; exit 1; }
 # the receiver ends with an EOS (gst-launch -e on SIGINT: a background job of a
 # script starts with SIGINT ignored, hence env --default-signal) once results flow and
 # no new one came for 3 s (the decoder holds the last frames until the EOS; an EOS
 # before tsdemux has exposed its pads would never reach the sinks; frames still
 # in flight are processed before the EOS, which follows them), or after 90 s
+# (over TCP the receiver ends by itself when the sender closes)
 last=-1; still=0
 for ((i = 0; i < 900 && still < 30; i++)); do
+  kill -0 "$rpid" 2> /dev/null || break
   n=$(grep -ac "(element): nmiregister, " "$d/receiver.log")
   if [ "$n" -ge 1 ] && [ "$n" = "$last" ]; then still=$((still + 1)); else still=0; fi
   last=$n
   sleep 0.1
 done
-kill -INT "$rpid"
+kill -INT "$rpid" 2> /dev/null
 for ((i = 0; i < 30; i++)); do kill -0 "$rpid" 2> /dev/null || break; sleep 1; done
 kill -0 "$rpid" 2> /dev/null && { echo "receiver did not stop: killed"; kill -9 "$rpid";
   tail -n 20 "$d/receiver.log"; }
@@ -159,7 +168,7 @@ if [ $klv = 1 ]; then
   fi
   kb=$(stat -c %s "$d/remote.klv")
 fi
-[ $fail = 0 ] && echo "loopback RTP ($backend, $([ $ts = 1 ] && echo MPEG-TS ||
-  echo H.264)): $nr frames of ${fw}x$fh, results and $kb bytes of KLV identical to" \
+[ $fail = 0 ] && echo "loopback ($backend, $([ $ts = 1 ] && echo MPEG-TS, RTP/UDP ||
+  echo Matroska, TCP)): $nr frames of ${fw}x$fh, results and $kb bytes of KLV identical to" \
   "the local pipeline's"
 exit $fail
