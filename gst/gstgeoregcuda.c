@@ -8,6 +8,7 @@
 #include "gstgeoregcuda.h"
 #include "gstgeoregutils.h"
 #include "georeg-frame-meta.h"
+#include "gstgeoregplacement.h"
 #include "image.h"
 
 #if GR_HAVE_GST_CUDA
@@ -53,6 +54,7 @@ gst_georeg_cuda_init (GstGeoregCuda * c)
 {
   memset (c, 0, sizeof *c);
   c->device = -1;
+  c->place_device = -1;
 }
 
 gint
@@ -321,6 +323,9 @@ gst_georeg_cuda_close (GstGeoregCuda * c)
   c->zero_copy = FALSE;
   c->warned = FALSE;
   c->frame_mask = FALSE;
+  gst_georeg_placement_release (c->place_key, c->place_device);
+  c->place_device = -1;
+  c->place_key = NULL;
   pool_release (c);
 }
 
@@ -434,13 +439,19 @@ gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend
     }
   }
   if (!ctx) {
-    const gint dev = device_id < 0 ? 0 : device_id;
-    CUcontext prim = primary_handle (dev);
+    /* -1: the pipeline's device, else the least-loaded one (gstgeoregplacement.h);
+     * registered now, under the placement's lock, so that pipelines starting at the
+     * same time spread too */
+    const gint dev = gst_georeg_placement_place (element, device_id, &c->place_key);
+    c->place_device = dev;
+    CUcontext prim = dev >= 0 ? primary_handle (dev) : NULL;
     CUdevice cudev;
     if (prim && CuDeviceGet (&cudev, dev) == CUDA_SUCCESS)
       ctx = gst_cuda_context_new_wrapped (prim, cudev);
     if (!ctx) {
       GST_WARNING_OBJECT (element, "could not make a CUDA context on device %d", dev);
+      gst_georeg_placement_release (c->place_key, c->place_device);
+      c->place_device = -1;
       return;
     }
     GstContext *gc = gst_context_new_cuda_context (ctx);
@@ -448,6 +459,9 @@ gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend
         gst_message_new_have_context (GST_OBJECT (element), gc));
   }
   adopt (c, element, ctx);
+  /* a context shared from elsewhere: the pipeline counts on its device too */
+  if (c->place_device < 0)
+    c->place_device = gst_georeg_placement_place (element, c->device, &c->place_key);
 }
 
 

@@ -57,6 +57,8 @@ typedef struct {
                            * this element's own, never shared) */
   guint64 conversions;    /* frames this element converted (not reused) */
   gboolean pool_user;     /* counted among the users of the shared frames' pool */
+  gpointer place_key;     /* its pipeline in the placement (gstgeoregplacement.h) */
+  gint place_device;      /* the device it counts on there, -1 = not placed */
 } GstGeoregCuda;
 
 /* The wiring is owned by GstGeoregBase (gstgeoregbase.c), which calls these from its
@@ -65,7 +67,8 @@ void gst_georeg_cuda_init (GstGeoregCuda * c);
 
 /* NULL -> READY: unless backend is CPU or no device is usable, finds a GstCudaContext
  * (set by the application, a neighbour's, or a new one over the primary context of
- * device_id, -1 = 0) for the element.  Never fails: without one, frames in CUDA memory
+ * device_id; -1 = the device of the pipeline's other georeg elements, else the
+ * least-loaded device: gstgeoregplacement.h) for the element.  Never fails: without one, frames in CUDA memory
  * are read through the host. */
 void gst_georeg_cuda_open (GstGeoregCuda * c, GstElement * element, GrBackend backend,
     gint device_id);

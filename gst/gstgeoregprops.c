@@ -30,7 +30,8 @@ gst_georeg_param_spec_cuda_device_id (GParamFlags flags)
 {
   return g_param_spec_int ("cuda-device-id", "CUDA device id",
       "CUDA device (index) to use; -1 = the device of a shared CUDA context, else "
-      "device 0", -1, G_MAXINT, GST_GEOREG_DEFAULT_CUDA_DEVICE_ID, flags | SHARED_FLAGS);
+      "that of the pipeline's other georeg elements, else the device with the fewest "
+      "georeg pipelines of this process (ties: the most free memory)", -1, G_MAXINT, GST_GEOREG_DEFAULT_CUDA_DEVICE_ID, flags | SHARED_FLAGS);
 }
 
 GParamSpec *

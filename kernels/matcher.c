@@ -764,15 +764,19 @@ done:
  * parallel (tasks of SPARSE_CHUNK queries of one image: counted, offsets by a prefix
  * sum, then filled, so the order is the matrix's whatever the threads). */
 static GrStatus
-cpu_sparse (GrMatcher *mt, int m, int64_t n, double rr, int64_t *count,
+cpu_sparse (GrMatcher *mt, int row0, int row1, int64_t n, double rr, int64_t *count,
     GrMatchStats *s, char *errbuf, size_t errlen)
 {
   const CpuDb *db = &mt->batch;
   const int k = db->k;
+  const int m = row1;           /* the slabs end there */
   int64_t srows64 = CPU_SLAB_ENTRIES / n > 0 ? CPU_SLAB_ENTRIES / n : 1;
   if (mt->debug & GR_MATCHER_DEBUG_SMALL_SLAB)
     srows64 = 3;
-  const int srows = srows64 < m ? (int) srows64 : m;
+  const int srows = srows64 < row1 - row0 ? (int) srows64 : row1 - row0;
+  *count = 0;
+  if (srows <= 0)
+    return GR_OK;
   const int64_t chunks = (n + SPARSE_CHUNK - 1) / SPARSE_CHUNK;
   const int64_t ntask = chunks * srows;
   if (mt->slab_cap < (int64_t) srows * n) {
@@ -789,7 +793,7 @@ cpu_sparse (GrMatcher *mt, int m, int64_t n, double rr, int64_t *count,
   const int threads = mt->threads > 0 ? mt->threads : omp_get_max_threads ();
   const int64_t qrow0 = db->imgs[0].row;
   int64_t total = 0;
-  for (int i0 = 0; i0 < m; i0 += srows) {
+  for (int i0 = row0; i0 < m; i0 += srows) {
     const int i1 = i0 + srows < m ? i0 + srows : m;
     CpuJob J = { db, i0, i1, qrow0, n, mt->qimg, mt->slab, n, rr,
       (mt->debug & GR_MATCHER_DEBUG_FORCE_EXACT) != 0, mt->threads
@@ -860,6 +864,16 @@ gr_matcher_match_all_sparse (GrMatcher *mt, const float *desc, int k,
     const int64_t *offsets, int m, float ratio, const GrMatch **matches, int64_t *count,
     GrMatchStats *stats, char *errbuf, size_t errlen)
 {
+  return gr_matcher_match_rows_sparse (mt, desc, k, offsets, m, 0, m, ratio, matches,
+      count, stats, errbuf, errlen);
+}
+
+GrStatus
+gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
+    const int64_t *offsets, int m, int row0, int row1, float ratio,
+    const GrMatch **matches, int64_t *count, GrMatchStats *stats, char *errbuf,
+    size_t errlen)
+{
   const double t0 = now_ms ();
   GrStatus st = batch_check (mt, desc, k, offsets, m, ratio, matches && count, errbuf,
       errlen);
@@ -869,10 +883,14 @@ gr_matcher_match_all_sparse (GrMatcher *mt, const float *desc, int k,
     gr_set_err (errbuf, errlen, "no output pointers");
     return GR_ERR_INVALID;
   }
+  if (row0 < 0 || row1 < row0 || row1 > m) {
+    gr_set_err (errbuf, errlen, "bad image range [%d, %d) of %d images", row0, row1, m);
+    return GR_ERR_INVALID;
+  }
   const int64_t n = offsets[m];
   const double rr = (double) ratio * (double) ratio;
   GrMatchStats s = { 0 };
-  s.pairs = (int64_t) m * n;
+  s.pairs = (int64_t) (row1 - row0) * n;
   *count = 0;
   *matches = NULL;
   int64_t total = 0;
@@ -880,8 +898,8 @@ gr_matcher_match_all_sparse (GrMatcher *mt, const float *desc, int k,
     goto done;
 #if GR_HAVE_CUDA
   if (mt->backend == GR_BACKEND_CUDA) {
-    st = gr_matcher_cuda_match_all_sparse (mt->cuda, desc, k, offsets, m, rr, mt->debug,
-        &mt->sparse, &mt->sparse_cap, &total, &s, errbuf, errlen);
+    st = gr_matcher_cuda_match_all_sparse (mt->cuda, desc, k, offsets, m, row0, row1,
+        rr, mt->debug, &mt->sparse, &mt->sparse_cap, &total, &s, errbuf, errlen);
     if (st != GR_OK)
       return st;
     goto done;
@@ -892,10 +910,10 @@ gr_matcher_match_all_sparse (GrMatcher *mt, const float *desc, int k,
     if (st != GR_OK)
       return st;
     const double t1 = now_ms ();
-    st = cpu_sparse (mt, m, n, rr, &total, &s, errbuf, errlen);
+    st = cpu_sparse (mt, row0, row1, n, rr, &total, &s, errbuf, errlen);
     if (st != GR_OK)
       return st;
-    for (int i = 0; i < m; i++)
+    for (int i = row0; i < row1; i++)
       s.candidates += (int64_t) mt->batch.imgs[i].pn * n;
     s.kernel_ms = now_ms () - t1;
   }
@@ -906,6 +924,22 @@ done:
   if (stats)
     *stats = s;
   return GR_OK;
+}
+
+void
+gr_matcher_split_rows (const int64_t *offsets, int m, int parts, int *bounds)
+{
+  const int64_t n = offsets[m];
+  int i = 0;
+  bounds[0] = 0;
+  for (int p = 1; p < parts; p++) {
+    /* the first image starting at or after p/parts of the descriptors */
+    const int64_t target = (int64_t) ((double) n * p / parts + 0.5);
+    while (i < m && offsets[i] < target)
+      i++;
+    bounds[p] = i;
+  }
+  bounds[parts] = m;
 }
 
 /* gr_matcher_add (vfwd = vbwd = NULL) and gr_matcher_add_view (fwd = bwd = NULL) */

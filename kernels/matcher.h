@@ -100,6 +100,23 @@ GrStatus gr_matcher_match_all_sparse (GrMatcher *mt, const float *desc, int k,
     const int64_t *offsets, int m, float ratio, const GrMatch **matches, int64_t *count,
     GrMatchStats *stats, char *errbuf, size_t errlen);
 
+/* The rows [row0, row1) of the sparse form (0 <= row0 <= row1 <= m): its entries of
+ * the images row0 .. row1 - 1, every descriptor still a query (so the queries' own
+ * images anywhere in the batch are excluded as before).  The sparse forms of
+ * consecutive ranges, concatenated, are gr_matcher_match_all_sparse's list, entry for
+ * entry: how kernels/matcher_nccl.h spreads the images over devices.  Arguments and
+ * lifetime of *matches as gr_matcher_match_all_sparse's. */
+GrStatus gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
+    const int64_t *offsets, int m, int row0, int row1, float ratio,
+    const GrMatch **matches, int64_t *count, GrMatchStats *stats, char *errbuf,
+    size_t errlen);
+
+/* Splits images 0 .. m-1 into `parts` consecutive ranges of about equal work (the
+ * work of image i is proportional to its descriptor count, each image meeting every
+ * query): bounds[0] = 0 <= bounds[1] <= ... <= bounds[parts] = m, range p = images
+ * bounds[p] .. bounds[p+1]-1.  offsets as above; parts >= 1. */
+void gr_matcher_split_rows (const int64_t *offsets, int m, int parts, int *bounds);
+
 /* ---- Incremental form: the matcher holds images (their descriptors stay resident:
  * in device memory for CUDA) and matches each new image against them, both ways.
  *

@@ -1162,9 +1162,13 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
 
 extern "C" GrStatus
 gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, double rr, unsigned debug, GrMatch **buf,
-    int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf, size_t errlen)
+    const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
+    GrMatch **buf, int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf,
+    size_t errlen)
 {
+  *count = 0;
+  if (row1 <= row0)
+    return GR_OK;
   long long rows;
   int max_pn;
   GrStatus st = batch_setup (c, desc, k, offsets, m, &rows, &max_pn, errbuf, errlen);
@@ -1174,8 +1178,8 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
   long long srows = SLAB_ENTRIES / n > 0 ? SLAB_ENTRIES / n : 1;
   if (debug & GR_MATCHER_DEBUG_SMALL_SLAB)
     srows = 3;
-  if (srows > m)
-    srows = m;
+  if (srows > row1 - row0)
+    srows = row1 - row0;
   cudaStream_t s = c->stream;
   CK (gr_cuda_grow (&c->d_out, &c->out_cap, (size_t) srows * n, 16),
       "cudaMalloc (slab)");
@@ -1201,8 +1205,8 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
   CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
   long long rechecked = 0, total = 0;
   int slabs = 0;
-  for (int i0 = 0; i0 < m; i0 += (int) srows) {
-    const int i1 = i0 + srows < m ? i0 + (int) srows : m;
+  for (int i0 = row0; i0 < row1; i0 += (int) srows) {
+    const int i1 = i0 + srows < row1 ? i0 + (int) srows : row1;
     const int nr = i1 - i0;
     slabs++;
     PHASE (t_setup);

@@ -37,6 +37,11 @@
 #                                       bench_pairfit (4K scene), the live 4K chain paced
 #                                       at 30 fps, 4 streams paced and unpaced, each with
 #                                       featurematch's phases (about 2 minutes)
+#   bash tools/gpu.sh nccl [BUILD]      the NCCL matcher's test and benchmark over every
+#                                       GPU of the host (~150 s; docs/multi-gpu.md)
+#   bash tools/gpu.sh multistream [BUILD]  4 and 8 live 4K streams placed over every GPU
+#                                       (cuda-device-id=-1; ~150 s)
+#   bash tools/gpu.sh multigpu [BUILD]  both (a host with several GPUs: nvidia-h100-x2)
 #   bash tools/gpu.sh all [BUILD]       suite and sanitize side by side, then bench, then
 #                                       live: about 8 minutes on an H100 host with 16
 #                                       cores, bounded by GPU_BUDGET_S (default 560 s)
@@ -198,6 +203,7 @@ setup_env () {
     export PROJ_DATA=$root/$build/gdal-root/share/proj PROJ_LIB=$root/$build/gdal-root/share/proj
     export GDAL_DATA=$root/$build/gdal-root/share/gdal GDAL_CACHEMAX=64
   fi
+  nccl_path                    # the NCCL matcher's test in the gpu suite needs it too
   [ -f "$out/device.txt" ] || { nvidia-smi --query-gpu=name,driver_version,memory.total \
       --format=csv,noheader 2>&1 | head -n 1; echo "cores: $(nproc)  $(date -u +%FT%TZ)"; } \
       > "$out/device.txt"
@@ -504,6 +510,69 @@ fits () {
   return "$rc"
 }
 
+# ---- issue 16 (docs/multi-gpu.md): several GPUs of one host
+# multistream: N = 4 and 8 concurrent live 4K streams, each its own pipeline placed by
+# cuda-device-id=-1 (pipelines/multi-stream.sh), per-stream fps / p99 and the streams
+# per device; bounded 150 s
+multistream () {
+  setup_env
+  if [ ! -d "$build/live-4k" ]; then
+    note "multistream" 0 0 "skipped: no $build/live-4k (tools/gpu.sh stage makes it)"
+    return 0
+  fi
+  mkdir -p "$out/multistream"
+  local t0=$SECONDS
+  BUILD=$build STREAMS="${STREAMS:-4 8}" timeout "$(bounded 150)" \
+    bash pipelines/multi-stream.sh "$build/live-4k" "$out/multistream" \
+    > "$out/multistream.txt" 2> "$out/multistream/err.txt"
+  local rc=$?
+  note "multistream ($(nvidia-smi -L 2>/dev/null | wc -l) GPUs)" "$rc" $((SECONDS - t0)) \
+    "$(grep -E '^[0-9]+ streams' "$out/multistream.txt" | tr '\n' ';')"
+  return "$rc"
+}
+
+# nccl: the NCCL matcher's gpu test (1 rank == one GPU, every GPU == one GPU) and its
+# benchmark (m = 4000 x 500, k = 64, sparse: 1 GPU vs all); bounded 150 s.  libnccl.so.2
+# is not carried (218 MB): the GPU machine's own copy (its CUDA toolkit's, or the
+# nvidia-nccl wheel beside PyTorch) is put on LD_LIBRARY_PATH
+# the machine's libnccl.so.2 on LD_LIBRARY_PATH: its CUDA toolkit's, or the
+# nvidia-nccl wheel beside PyTorch (NCCL_LIB says which, "" = none found)
+nccl_path () {
+  [ -n "${NCCL_LIB+x}" ] && return 0
+  local d
+  NCCL_LIB=""
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib \
+      "$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)"; do
+    [ -n "$d" ] && [ -f "$d/libnccl.so.2" ] && { NCCL_LIB=$d; break; }
+  done
+  [ -z "$NCCL_LIB" ] && ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 ' && NCCL_LIB=system
+  [ -n "$NCCL_LIB" ] && [ "$NCCL_LIB" != system ] &&
+    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$NCCL_LIB
+  export NCCL_LIB NCCL_NVLS_ENABLE=0    # never NVLink multicast on the shared hosts
+}
+
+nccl () {
+  setup_env
+  local t=$build/tests lib=$NCCL_LIB
+  if [ ! -x "$t/test_matcher_nccl_gpu" ]; then
+    note "nccl" 1 0 "no $t/test_matcher_nccl_gpu (build without NCCL?)"
+    return 1
+  fi
+  if [ -z "$lib" ]; then
+    note "nccl" 1 0 "libnccl.so.2 not found on this machine"
+    return 1
+  fi
+  mkdir -p "$out/bench"
+  local t0=$SECONDS rc=0
+  timeout "$(bounded 60)" "$t/test_matcher_nccl_gpu" > "$out/nccl-test.txt" 2>&1 || rc=1
+  note "nccl test (libnccl: $lib)" "$rc" $((SECONDS - t0)) \
+    "$(grep -cE 'identical' "$out/nccl-test.txt") identical, $(tail -n 1 "$out/nccl-test.txt")"
+  bench_step "matcher_nccl 4000x500 k64" 110 matcher_nccl.log "$t/bench_matcher_nccl" \
+    4000 500 64 2 || rc=1
+  grep -E '^(single|NCCL|speed-up)' "$out/bench/matcher_nccl.log" | tee -a "$out/table.txt"
+  return "$rc"
+}
+
 table () {
   echo
   cat "$out/device.txt"
@@ -593,6 +662,10 @@ case "$cmd" in
   varifold) varifold; rc=$?; table; exit "$rc" ;;
   fits) fits; rc=$?; table; exit "$rc" ;;
   flightacc) flightacc; rc=$?; table; cat "$out/flightacc.txt" 2>/dev/null; exit "$rc" ;;
+  multistream) multistream; rc=$?; table; exit "$rc" ;;
+  nccl) nccl; rc=$?; table; exit "$rc" ;;
+  multigpu) deadline=$(( SECONDS + ${GPU_BUDGET_S:-320} )); setup_env; : > "$out/table.txt"
+    nccl; r1=$?; multistream; r2=$?; table; [ $((r1 + r2)) = 0 ]; exit $? ;;
   all)
     deadline=$(( SECONDS + ${GPU_BUDGET_S:-560} ))
     setup_env

@@ -1,0 +1,516 @@
+/* The batch matcher's sparse form over several GPUs through NCCL (matcher_nccl.h).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "matcher_nccl.h"
+
+_Static_assert (sizeof (ncclUniqueId) == GR_NCCL_ID_BYTES, "ncclUniqueId size");
+
+/* descriptors per broadcast block: 64 MB of floats, so that a batch of any size
+ * crosses in blocks through one bounded device buffer per rank */
+#define BLOCK_FLOATS ((size_t) 16 << 20)
+
+struct GrMatcherNccl {
+  ncclComm_t comm;
+  bool own_comm;
+  int rank, size, device;
+  cudaStream_t stream;
+  GrMatcher *mt;                /* this rank's single-GPU matcher */
+  void *dbuf;                   /* device staging (broadcast blocks, gather) */
+  size_t dbuf_cap;
+  float *hdesc;                 /* non-root ranks: the broadcast batch */
+  size_t hdesc_cap;
+  int64_t *hoff;
+  size_t hoff_cap;
+  GrMatch *out;                 /* root: the gathered list */
+  size_t out_cap;                /* bytes */
+};
+
+/* the root's description of the batch, broadcast first */
+typedef struct {
+  int64_t m, k, n;
+  double ratio;
+  int64_t status;               /* GR_OK, or the root's refusal */
+} Header;
+
+static double
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+#define NCK(call, what) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess) { \
+      gr_set_err (errbuf, errlen, "%s: %s", what, ncclGetErrorString (r_)); \
+      return GR_ERR_CUDA; } } while (0)
+#define CCK(call, what) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
+      gr_set_err (errbuf, errlen, "%s: %s", what, cudaGetErrorString (e_)); \
+      return e_ == cudaErrorMemoryAllocation ? GR_ERR_NOMEM : GR_ERR_CUDA; } } while (0)
+
+GrStatus
+gr_nccl_unique_id (unsigned char id[GR_NCCL_ID_BYTES], char *errbuf, size_t errlen)
+{
+  ncclUniqueId u;
+  NCK (ncclGetUniqueId (&u), "ncclGetUniqueId");
+  memcpy (id, u.internal, GR_NCCL_ID_BYTES);
+  return GR_OK;
+}
+
+void
+gr_nccl_id_to_hex (const unsigned char id[GR_NCCL_ID_BYTES],
+    char hex[2 * GR_NCCL_ID_BYTES + 1])
+{
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < GR_NCCL_ID_BYTES; i++) {
+    hex[2 * i] = digits[id[i] >> 4];
+    hex[2 * i + 1] = digits[id[i] & 15];
+  }
+  hex[2 * GR_NCCL_ID_BYTES] = '\0';
+}
+
+static int
+hexval (char c)
+{
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+      c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+bool
+gr_nccl_id_from_hex (const char *hex, unsigned char id[GR_NCCL_ID_BYTES])
+{
+  if (!hex || strlen (hex) != 2 * GR_NCCL_ID_BYTES)
+    return false;
+  for (int i = 0; i < GR_NCCL_ID_BYTES; i++) {
+    const int a = hexval (hex[2 * i]), b = hexval (hex[2 * i + 1]);
+    if (a < 0 || b < 0)
+      return false;
+    id[i] = (unsigned char) (a << 4 | b);
+  }
+  return true;
+}
+
+static GrMatcherNccl *
+finish_new (GrMatcherNccl *mn, GrStatus *status, char *errbuf, size_t errlen)
+{
+  GrStatus st = GR_OK;
+  if (cudaSetDevice (mn->device) != cudaSuccess ||
+      cudaStreamCreateWithFlags (&mn->stream, cudaStreamNonBlocking) != cudaSuccess) {
+    gr_set_err (errbuf, errlen, "CUDA device %d unusable", mn->device);
+    st = GR_ERR_CUDA;
+  } else if (ncclCommUserRank (mn->comm, &mn->rank) != ncclSuccess ||
+      ncclCommCount (mn->comm, &mn->size) != ncclSuccess) {
+    gr_set_err (errbuf, errlen, "NCCL communicator unusable");
+    st = GR_ERR_CUDA;
+  } else {
+    mn->mt = gr_matcher_new (GR_BACKEND_CUDA, mn->device, &st, errbuf, errlen);
+  }
+  if (status)
+    *status = st;
+  if (st != GR_OK) {
+    gr_matcher_nccl_free (mn);
+    return NULL;
+  }
+  return mn;
+}
+
+GrMatcherNccl *
+gr_matcher_nccl_new (int nranks, int rank, const unsigned char id[GR_NCCL_ID_BYTES],
+    int device, GrStatus *status, char *errbuf, size_t errlen)
+{
+  if (nranks < 1 || rank < 0 || rank >= nranks || device < 0 || !id) {
+    gr_set_err (errbuf, errlen, "bad rank %d of %d or device %d", rank, nranks, device);
+    if (status)
+      *status = GR_ERR_INVALID;
+    return NULL;
+  }
+  if (cudaSetDevice (device) != cudaSuccess) {
+    gr_set_err (errbuf, errlen, "CUDA device %d unusable", device);
+    if (status)
+      *status = GR_ERR_NO_CUDA;
+    return NULL;
+  }
+  ncclUniqueId u;
+  memcpy (u.internal, id, GR_NCCL_ID_BYTES);
+  ncclComm_t comm;
+  ncclResult_t r = ncclCommInitRank (&comm, nranks, u, rank);
+  if (r != ncclSuccess) {
+    gr_set_err (errbuf, errlen, "ncclCommInitRank (rank %d of %d): %s", rank, nranks,
+        ncclGetErrorString (r));
+    if (status)
+      *status = GR_ERR_CUDA;
+    return NULL;
+  }
+  GrMatcherNccl *mn = calloc (1, sizeof *mn);
+  if (!mn) {
+    ncclCommDestroy (comm);
+    if (status)
+      *status = GR_ERR_NOMEM;
+    return NULL;
+  }
+  mn->comm = comm;
+  mn->own_comm = true;
+  mn->device = device;
+  return finish_new (mn, status, errbuf, errlen);
+}
+
+GrMatcherNccl *
+gr_matcher_nccl_new_comm (void *comm, int device, GrStatus *status, char *errbuf,
+    size_t errlen)
+{
+  GrMatcherNccl *mn = comm ? calloc (1, sizeof *mn) : NULL;
+  if (!mn) {
+    gr_set_err (errbuf, errlen, comm ? "out of memory" : "no communicator");
+    if (status)
+      *status = comm ? GR_ERR_NOMEM : GR_ERR_INVALID;
+    return NULL;
+  }
+  mn->comm = (ncclComm_t) comm;
+  mn->device = device;
+  return finish_new (mn, status, errbuf, errlen);
+}
+
+void
+gr_matcher_nccl_free (GrMatcherNccl *mn)
+{
+  if (!mn)
+    return;
+  cudaSetDevice (mn->device);
+  gr_matcher_free (mn->mt);
+  if (mn->dbuf)
+    cudaFree (mn->dbuf);
+  if (mn->stream)
+    cudaStreamDestroy (mn->stream);
+  if (mn->own_comm)
+    ncclCommDestroy (mn->comm);
+  free (mn->hdesc);
+  free (mn->hoff);
+  free (mn->out);
+  free (mn);
+}
+
+int
+gr_matcher_nccl_rank (const GrMatcherNccl *mn)
+{
+  return mn->rank;
+}
+
+int
+gr_matcher_nccl_size (const GrMatcherNccl *mn)
+{
+  return mn->size;
+}
+
+static GrStatus
+dbuf_need (GrMatcherNccl *mn, size_t bytes, char *errbuf, size_t errlen)
+{
+  if (bytes <= mn->dbuf_cap)
+    return GR_OK;
+  if (mn->dbuf)
+    cudaFree (mn->dbuf);
+  mn->dbuf = NULL;
+  mn->dbuf_cap = 0;
+  CCK (cudaMalloc (&mn->dbuf, bytes), "cudaMalloc (NCCL staging)");
+  mn->dbuf_cap = bytes;
+  return GR_OK;
+}
+
+/* root -> every rank: `bytes` of host memory at src (root) into dst (others), in
+ * blocks through the device staging buffer */
+static GrStatus
+bcast_host (GrMatcherNccl *mn, int root, const void *src, void *dst, size_t bytes,
+    char *errbuf, size_t errlen)
+{
+  const size_t block = BLOCK_FLOATS * sizeof (float);
+  GrStatus st = dbuf_need (mn, bytes < block ? (bytes ? bytes : 1) : block, errbuf,
+      errlen);
+  if (st != GR_OK)
+    return st;
+  for (size_t o = 0; o < bytes; o += block) {
+    const size_t b = bytes - o < block ? bytes - o : block;
+    if (mn->rank == root)
+      CCK (cudaMemcpyAsync (mn->dbuf, (const char *) src + o, b, cudaMemcpyHostToDevice,
+              mn->stream), "cudaMemcpy (broadcast block)");
+    NCK (ncclBroadcast (mn->dbuf, mn->dbuf, b, ncclUint8, root, mn->comm, mn->stream),
+        "ncclBroadcast");
+    if (mn->rank != root)
+      CCK (cudaMemcpyAsync ((char *) dst + o, mn->dbuf, b, cudaMemcpyDeviceToHost,
+              mn->stream), "cudaMemcpy (broadcast block)");
+    CCK (cudaStreamSynchronize (mn->stream), "broadcast");
+  }
+  return GR_OK;
+}
+
+/* every rank's status -> the worst (max) on every rank */
+static GrStatus
+agree (GrMatcherNccl *mn, int64_t *status, char *errbuf, size_t errlen)
+{
+  GrStatus st = dbuf_need (mn, sizeof (int64_t), errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  CCK (cudaMemcpyAsync (mn->dbuf, status, sizeof *status, cudaMemcpyHostToDevice,
+          mn->stream), "cudaMemcpy (status)");
+  NCK (ncclAllReduce (mn->dbuf, mn->dbuf, 1, ncclInt64, ncclMax, mn->comm, mn->stream),
+      "ncclAllReduce (status)");
+  CCK (cudaMemcpyAsync (status, mn->dbuf, sizeof *status, cudaMemcpyDeviceToHost,
+          mn->stream), "cudaMemcpy (status)");
+  CCK (cudaStreamSynchronize (mn->stream), "status agreement");
+  return GR_OK;
+}
+
+/* the root's argument checks (the values themselves are checked by every rank's
+ * matcher, on the same data, so they agree) */
+static GrStatus
+root_check (const float *desc, int k, const int64_t *offsets, int m, float ratio,
+    char *errbuf, size_t errlen)
+{
+  if (k < 1 || k > GR_MATCHER_MAX_K_CUDA || m < 0 || !offsets || !(ratio > 0.f) ||
+      !isfinite (ratio)) {
+    gr_set_err (errbuf, errlen, "bad k %d, image count %d, offsets or ratio", k, m);
+    return GR_ERR_INVALID;
+  }
+  if (offsets[0] != 0) {
+    gr_set_err (errbuf, errlen, "offsets[0] must be 0");
+    return GR_ERR_INVALID;
+  }
+  for (int i = 0; i < m; i++)
+    if (offsets[i + 1] < offsets[i]) {
+      gr_set_err (errbuf, errlen, "offsets must be nondecreasing (image %d)", i);
+      return GR_ERR_INVALID;
+    }
+  if (offsets[m] > 0 && !desc) {
+    gr_set_err (errbuf, errlen, "no descriptors");
+    return GR_ERR_INVALID;
+  }
+  return GR_OK;
+}
+
+static GrStatus
+grow_host (void **p, size_t *cap, size_t bytes)
+{
+  if (bytes <= *cap)
+    return GR_OK;
+  void *n = realloc (*p, bytes);
+  if (!n)
+    return GR_ERR_NOMEM;
+  *p = n;
+  *cap = bytes;
+  return GR_OK;
+}
+
+/* this rank's entries (local, count lc) -> the root's list in rank order */
+static GrStatus
+gather (GrMatcherNccl *mn, int root, const GrMatch *local, int64_t lc, int64_t *total,
+    char *errbuf, size_t errlen)
+{
+  const int R = mn->size;
+  GrStatus st = dbuf_need (mn, sizeof (int64_t) * (size_t) (R + 1), errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  int64_t *counts = malloc (sizeof (int64_t) * (size_t) R);
+  if (!counts)
+    return GR_ERR_NOMEM;
+  int64_t *d = mn->dbuf;
+  cudaMemcpyAsync (d + R, &lc, sizeof lc, cudaMemcpyHostToDevice, mn->stream);
+  ncclResult_t nr = ncclAllGather (d + R, d, 1, ncclInt64, mn->comm, mn->stream);
+  cudaMemcpyAsync (counts, d, sizeof (int64_t) * (size_t) R, cudaMemcpyDeviceToHost,
+      mn->stream);
+  if (nr != ncclSuccess || cudaStreamSynchronize (mn->stream) != cudaSuccess) {
+    free (counts);
+    gr_set_err (errbuf, errlen, "ncclAllGather (counts): %s", ncclGetErrorString (nr));
+    return GR_ERR_CUDA;
+  }
+  int64_t all = 0, before = 0, biggest = 0;
+  for (int r = 0; r < R; r++) {
+    if (r < root)
+      before += counts[r];
+    all += counts[r];
+    if (counts[r] > biggest)
+      biggest = counts[r];
+  }
+  /* the root receives into one device buffer of the whole list (its own part stays
+   * on the host); a sender stages its part */
+  const size_t es = sizeof (GrMatch);
+  const size_t need = mn->rank == root ? (size_t) (all - counts[root]) * es :
+      (size_t) lc * es;
+  st = dbuf_need (mn, need ? need : 1, errbuf, errlen);
+  if (st == GR_OK && mn->rank == root &&
+      grow_host ((void **) &mn->out, &mn->out_cap, (size_t) (all ? all : 1)
+          * es) != GR_OK)
+    st = GR_ERR_NOMEM;
+  /* a rank without room must not leave the others waiting in the exchange below:
+   * all agree first, and all give up together */
+  int64_t worst = st;
+  GrStatus ast = agree (mn, &worst, errbuf, errlen);
+  if (ast != GR_OK || worst != GR_OK) {
+    free (counts);
+    if (ast == GR_OK)
+      gr_set_err (errbuf, errlen, "out of memory gathering %lld entries on %s",
+          (long long) all, st != GR_OK ? "this rank" : "another rank");
+    return ast != GR_OK ? ast : (GrStatus) worst;
+  }
+  if (mn->rank != root && lc > 0)
+    cudaMemcpyAsync (mn->dbuf, local, (size_t) lc * es, cudaMemcpyHostToDevice,
+        mn->stream);
+  ncclGroupStart ();
+  if (mn->rank == root) {
+    size_t off = 0;
+    for (int r = 0; r < R; r++) {
+      if (r == root || counts[r] == 0)
+        continue;
+      ncclRecv ((char *) mn->dbuf + off, (size_t) counts[r] * es, ncclUint8, r,
+          mn->comm, mn->stream);
+      off += (size_t) counts[r] * es;
+    }
+  } else if (lc > 0) {
+    ncclSend (mn->dbuf, (size_t) lc * es, ncclUint8, root, mn->comm, mn->stream);
+  }
+  nr = ncclGroupEnd ();
+  if (nr == ncclSuccess && mn->rank == root) {
+    /* the ranks before the root, the root's own part, the ranks after it */
+    if (before > 0)
+      cudaMemcpyAsync (mn->out, mn->dbuf, (size_t) before * es, cudaMemcpyDeviceToHost,
+          mn->stream);
+    if (all - before - counts[root] > 0)
+      cudaMemcpyAsync (mn->out + before + counts[root],
+          (char *) mn->dbuf + (size_t) before * es,
+          (size_t) (all - before - counts[root]) * es, cudaMemcpyDeviceToHost,
+          mn->stream);
+    if (lc > 0)
+      memcpy (mn->out + before, local, (size_t) lc * es);
+  }
+  const cudaError_t ce = cudaStreamSynchronize (mn->stream);
+  free (counts);
+  if (nr != ncclSuccess || ce != cudaSuccess) {
+    gr_set_err (errbuf, errlen, "gather: %s", nr != ncclSuccess ?
+        ncclGetErrorString (nr) : cudaGetErrorString (ce));
+    return GR_ERR_CUDA;
+  }
+  *total = all;
+  return GR_OK;
+}
+
+GrStatus
+gr_matcher_nccl_match_all_sparse (GrMatcherNccl *mn, int root, const float *desc,
+    int k, const int64_t *offsets, int m, float ratio, const GrMatch **matches,
+    int64_t *count, GrMatchNcclStats *stats, char *errbuf, size_t errlen)
+{
+  const double t0 = now_ms ();
+  GrMatchNcclStats s;
+  memset (&s, 0, sizeof s);
+  if (!mn || !matches || !count || root < 0 || root >= mn->size) {
+    gr_set_err (errbuf, errlen, "no matcher, output pointers or bad root");
+    return GR_ERR_INVALID;
+  }
+  *matches = NULL;
+  *count = 0;
+  if (cudaSetDevice (mn->device) != cudaSuccess) {
+    gr_set_err (errbuf, errlen, "cudaSetDevice (%d)", mn->device);
+    return GR_ERR_CUDA;
+  }
+  /* 1. the header, then the offsets and the descriptors */
+  Header h;
+  memset (&h, 0, sizeof h);
+  char rerr[256] = "";
+  if (mn->rank == root) {
+    h.status = root_check (desc, k, offsets, m, ratio, rerr, sizeof rerr);
+    if (h.status == GR_OK) {
+      h.m = m;
+      h.k = k;
+      h.n = offsets[m];
+      h.ratio = ratio;
+    }
+  }
+  GrStatus st = bcast_host (mn, root, &h, &h, sizeof h, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  if (h.status != GR_OK) {
+    if (mn->rank == root)
+      gr_set_err (errbuf, errlen, "%s", rerr);
+    else
+      gr_set_err (errbuf, errlen, "the root refused the batch");
+    return (GrStatus) h.status;
+  }
+  const int64_t *off = offsets;
+  const float *dsc = desc;
+  if (mn->rank != root) {
+    if (grow_host ((void **) &mn->hoff, &mn->hoff_cap, sizeof (int64_t) * (size_t)
+            (h.m + 1)) != GR_OK || grow_host ((void **) &mn->hdesc, &mn->hdesc_cap,
+            sizeof (float) * (size_t) (h.n * h.k > 0 ? h.n * h.k : 1)) != GR_OK)
+      h.status = GR_ERR_NOMEM;
+  }
+  /* every rank must take part in the broadcasts: agree on having room first */
+  st = agree (mn, &h.status, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  if (h.status != GR_OK) {
+    gr_set_err (errbuf, errlen, "out of host memory on a rank for %lld descriptors",
+        (long long) h.n);
+    return (GrStatus) h.status;
+  }
+  if (mn->rank != root) {
+    off = mn->hoff;
+    dsc = mn->hdesc;
+  }
+  st = bcast_host (mn, root, offsets, mn->hoff, sizeof (int64_t) * (size_t) (h.m + 1),
+      errbuf, errlen);
+  if (st == GR_OK)
+    st = bcast_host (mn, root, desc, mn->hdesc, sizeof (float) * (size_t) (h.n * h.k),
+        errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  const double t1 = now_ms ();
+  s.bcast_ms = t1 - t0;
+
+  /* 2-3. this rank's images */
+  int *bounds = malloc (sizeof (int) * (size_t) (mn->size + 1));
+  if (!bounds)
+    return GR_ERR_NOMEM;
+  gr_matcher_split_rows (off, (int) h.m, mn->size, bounds);
+  s.row0 = bounds[mn->rank];
+  s.row1 = bounds[mn->rank + 1];
+  free (bounds);
+  const GrMatch *local = NULL;
+  int64_t lc = 0;
+  char lerr[256] = "";
+  int64_t lst = gr_matcher_match_rows_sparse (mn->mt, dsc, (int) h.k, off, (int) h.m,
+      s.row0, s.row1, (float) h.ratio, &local, &lc, NULL, lerr, sizeof lerr);
+  const double t2 = now_ms ();
+  s.match_ms = t2 - t1;
+  s.local_count = lc;
+
+  /* 4. agree, then gather */
+  int64_t worst = lst;
+  st = agree (mn, &worst, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  if (worst != GR_OK) {
+    if (lst != GR_OK)
+      gr_set_err (errbuf, errlen, "rank %d: %s", mn->rank, lerr);
+    else
+      gr_set_err (errbuf, errlen, "another rank failed");
+    return (GrStatus) worst;
+  }
+  int64_t total = 0;
+  st = gather (mn, root, local, lc, &total, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  s.gather_ms = now_ms () - t2;
+  if (mn->rank == root) {
+    *matches = mn->out;
+    *count = total;
+  } else {
+    *matches = local;
+    *count = lc;
+  }
+  s.elapsed_ms = now_ms () - t0;
+  if (stats)
+    *stats = s;
+  return GR_OK;
+}

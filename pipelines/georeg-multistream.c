@@ -1,0 +1,282 @@
+/* georeg-multistream: several live streams, each its own pipeline in this one process,
+ * over the CUDA devices of the host (issue 16; docs/multi-gpu.md).
+ *
+ *   georeg-multistream [--decoder FACTORY] [--json PATH] 'PIPELINE 0' 'PIPELINE 1' ...
+ *
+ * Each description names its first analysis element "first" and its last one "last";
+ * their georeg elements are meant to run with cuda-device-id=-1, so that the
+ * placement (gst/gstgeoregplacement.h) spreads the pipelines over the devices: it
+ * works per process, which is why the streams are pipelines of one process here, not
+ * processes.  The pipelines are brought to READY one after the other (the georeg
+ * elements are placed then), the device of each is read from "first"'s CUDA context,
+ * then all play at once.
+ *
+ * --decoder nvh264dec: each description holds two unlinked chains, one ending in an
+ * element named "parse" (e.g. filesrc ! h264parse name=parse) and one starting with an
+ * element named "decout" (e.g. capsfilter name=decout caps=...); once the pipeline's
+ * device d is known, the decoder of that device (FACTORY or one of nvcodec's
+ * nvh264device<i>dec, the one whose cuda-device-id is d) is put between them and adopts
+ * the georeg elements' context: the frames are decoded on the device that analyses
+ * them (zero copy).  A device without its own decoder element gets FACTORY (frames
+ * then cross through the host).
+ *
+ * Per stream: frames, fps (frames leaving "last" over the wall time from the first in
+ * to the last out), latency p50 / p99 (a frame's arrival at first's sink pad to its
+ * departure from last's src pad), the device; then the slowest fps, the worst p99 and
+ * the streams per device.  Exit 1 on a pipeline error or a timeout (300 s).
+ * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gst/gst.h>
+
+typedef struct {
+  GstElement *pipe, *first, *last;
+  GMutex lock;
+  GQueue in;                    /* arrival times, us: the elements work in place */
+  GArray *lat;                  /* ms */
+  gint64 t_first, t_last;
+  gint device;
+  gboolean eos, error;
+} Stream;
+
+static GstPadProbeReturn
+probe_in (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Stream *s = data;
+  const gint64 now = g_get_monotonic_time ();
+  g_mutex_lock (&s->lock);
+  g_queue_push_tail (&s->in, (gpointer) (gintptr) now);
+  if (!s->t_first)
+    s->t_first = now;
+  g_mutex_unlock (&s->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+probe_out (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Stream *s = data;
+  const gint64 now = g_get_monotonic_time ();
+  g_mutex_lock (&s->lock);
+  if (!g_queue_is_empty (&s->in)) {
+    const double ms = (now - (gint64) (gintptr) g_queue_pop_head (&s->in)) / 1000.0;
+    g_array_append_val (s->lat, ms);
+  }
+  s->t_last = now;
+  g_mutex_unlock (&s->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* the device of the CUDA context the element answers with, -1 = none */
+static gint
+device_of (GstElement * e)
+{
+  GstPad *pad = gst_element_get_static_pad (e, "sink");
+  GstQuery *q = gst_query_new_context ("gst.cuda.context");
+  guint d = 0;
+  gint dev = -1;
+  if (pad && gst_pad_query (pad, q)) {
+    GstContext *c = NULL;
+    gst_query_parse_context (q, &c);
+    if (c && gst_structure_get_uint (gst_context_get_structure (c), "cuda-device-id", &d))
+      dev = (gint) d;
+  }
+  gst_query_unref (q);
+  if (pad)
+    gst_object_unref (pad);
+  return dev;
+}
+
+static gboolean
+insert_decoder (Stream * s, const gchar * factory)
+{
+  GstElement *parse = gst_bin_get_by_name (GST_BIN (s->pipe), "parse");
+  GstElement *decout = gst_bin_get_by_name (GST_BIN (s->pipe), "decout");
+  gboolean ok = FALSE;
+  if (parse && decout) {
+    /* nvcodec registers FACTORY for its first device and nvh264device<i>dec for the
+     * i-th next one; each says its device in the read-only "cuda-device-id" */
+    GstElement *dec = NULL;
+    for (gint i = 0; i < 64 && !dec && s->device >= 0; i++) {
+      gchar *name = i ? g_strdup_printf ("nvh264device%ddec", i) : g_strdup (factory);
+      GstElement *e = gst_element_factory_make (name, NULL);
+      g_free (name);
+      if (!e)
+        continue;
+      guint dev = 0;
+      if (g_object_class_find_property (G_OBJECT_GET_CLASS (e), "cuda-device-id"))
+        g_object_get (e, "cuda-device-id", &dev, NULL);
+      if ((gint) dev == s->device)
+        dec = e;
+      else
+        gst_object_unref (gst_object_ref_sink (e));
+    }
+    if (!dec)
+      dec = gst_element_factory_make (factory, NULL);
+    if (dec) {
+      gst_bin_add (GST_BIN (s->pipe), dec);
+      ok = gst_element_link_many (parse, dec, decout, NULL) &&
+          gst_element_sync_state_with_parent (dec);
+      printf ("        decoder %s\n", GST_OBJECT_NAME (gst_element_get_factory (dec)));
+    }
+  }
+  g_clear_object (&parse);
+  g_clear_object (&decout);
+  return ok;
+}
+
+static int
+cmp_d (const void *a, const void *b)
+{
+  const double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+static double
+pct (GArray * a, double p)
+{
+  return a->len ? g_array_index (a, double, (guint) (p / 100.0 * (a->len - 1) + 0.5)) : 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *decoder = NULL, *json = NULL;
+  GPtrArray *descs = g_ptr_array_new ();
+  gst_init (&argc, &argv);
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp (argv[i], "--decoder") && i + 1 < argc)
+      decoder = argv[++i];
+    else if (!strcmp (argv[i], "--json") && i + 1 < argc)
+      json = argv[++i];
+    else
+      g_ptr_array_add (descs, argv[i]);
+  }
+  const guint ns = descs->len;
+  if (ns == 0) {
+    fprintf (stderr, "usage: georeg-multistream [--decoder FACTORY] [--json PATH] "
+        "'PIPELINE' ...\n");
+    return 2;
+  }
+  Stream *st = g_new0 (Stream, ns);
+  for (guint i = 0; i < ns; i++) {
+    Stream *s = &st[i];
+    GError *err = NULL;
+    s->pipe = gst_parse_launch (g_ptr_array_index (descs, i), &err);
+    if (!s->pipe || err) {
+      fprintf (stderr, "stream %u: %s\n", i, err ? err->message : "parse error");
+      return 1;
+    }
+    s->first = gst_bin_get_by_name (GST_BIN (s->pipe), "first");
+    s->last = gst_bin_get_by_name (GST_BIN (s->pipe), "last");
+    if (!s->first || !s->last) {
+      fprintf (stderr, "stream %u: name the elements first and last\n", i);
+      return 2;
+    }
+    g_mutex_init (&s->lock);
+    g_queue_init (&s->in);
+    s->lat = g_array_new (FALSE, FALSE, sizeof (double));
+    GstPad *p = gst_element_get_static_pad (s->first, "sink");
+    gst_pad_add_probe (p, GST_PAD_PROBE_TYPE_BUFFER, probe_in, s, NULL);
+    gst_object_unref (p);
+    p = gst_element_get_static_pad (s->last, "src");
+    gst_pad_add_probe (p, GST_PAD_PROBE_TYPE_BUFFER, probe_out, s, NULL);
+    gst_object_unref (p);
+    /* placement happens now, one pipeline after the other */
+    if (gst_element_set_state (s->pipe, GST_STATE_READY) == GST_STATE_CHANGE_FAILURE) {
+      fprintf (stderr, "stream %u: could not reach READY\n", i);
+      return 1;
+    }
+    s->device = device_of (s->first);
+    printf ("stream %u: device %d\n", i, s->device);
+    if (decoder && !insert_decoder (s, decoder)) {
+      fprintf (stderr, "stream %u: could not put a decoder between parse and decout\n",
+          i);
+      return 1;
+    }
+  }
+  for (guint i = 0; i < ns; i++)
+    gst_element_set_state (st[i].pipe, GST_STATE_PLAYING);
+  /* every bus until each pipeline ends */
+  int rc = 0;
+  const gint64 deadline = g_get_monotonic_time () + 300 * G_USEC_PER_SEC;
+  guint done = 0;
+  while (done < ns) {
+    if (g_get_monotonic_time () > deadline) {
+      fprintf (stderr, "timeout\n");
+      rc = 1;
+      break;
+    }
+    for (guint i = 0; i < ns; i++) {
+      Stream *s = &st[i];
+      if (s->eos || s->error)
+        continue;
+      GstBus *bus = gst_element_get_bus (s->pipe);
+      GstMessage *m = gst_bus_timed_pop_filtered (bus, 20 * GST_MSECOND,
+          GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+      gst_object_unref (bus);
+      if (!m)
+        continue;
+      if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
+        GError *e = NULL;
+        gst_message_parse_error (m, &e, NULL);
+        fprintf (stderr, "stream %u: error from %s: %s\n", i,
+            GST_OBJECT_NAME (GST_MESSAGE_SRC (m)), e->message);
+        g_clear_error (&e);
+        s->error = TRUE;
+        rc = 1;
+      } else {
+        s->eos = TRUE;
+      }
+      done++;
+      gst_message_unref (m);
+    }
+  }
+  for (guint i = 0; i < ns; i++)
+    gst_element_set_state (st[i].pipe, GST_STATE_NULL);
+
+  double min_fps = 1e300, worst_p99 = 0;
+  GHashTable *per_dev = g_hash_table_new (g_direct_hash, g_direct_equal);
+  GString *js = g_string_new ("{\"streams\": [");
+  for (guint i = 0; i < ns; i++) {
+    Stream *s = &st[i];
+    g_array_sort (s->lat, cmp_d);
+    const double wall = (s->t_last - s->t_first) / 1e6;
+    const double fps = wall > 0 && s->lat->len > 1 ? (s->lat->len - 1) / wall : 0;
+    const double p50 = pct (s->lat, 50), p99 = pct (s->lat, 99);
+    min_fps = MIN (min_fps, fps);
+    worst_p99 = MAX (worst_p99, p99);
+    const gint key = s->device + 2;
+    g_hash_table_insert (per_dev, GINT_TO_POINTER (key), GINT_TO_POINTER
+        (GPOINTER_TO_INT (g_hash_table_lookup (per_dev, GINT_TO_POINTER (key))) + 1));
+    printf ("stream %2u  device %2d  frames %4u  fps %6.1f  latency ms p50 %7.2f  p99 "
+        "%7.2f\n", i, s->device, s->lat->len, fps, p50, p99);
+    g_string_append_printf (js, "%s{\"device\": %d, \"frames\": %u, \"fps\": %.2f, "
+        "\"p50_ms\": %.3f, \"p99_ms\": %.3f}", i ? ", " : "", s->device, s->lat->len,
+        fps, p50, p99);
+  }
+  printf ("%u streams: slowest %.1f fps, worst p99 %.2f ms; streams per device:", ns,
+      min_fps, worst_p99);
+  for (gint d = -1; d < 64; d++) {
+    const gint c = GPOINTER_TO_INT (g_hash_table_lookup (per_dev, GINT_TO_POINTER (d + 2)));
+    if (c)
+      printf (" %d: %d", d, c);
+  }
+  printf ("\n");
+  g_string_append_printf (js, "], \"slowest_fps\": %.2f, \"worst_p99_ms\": %.3f}\n",
+      min_fps, worst_p99);
+  if (json)
+    g_file_set_contents (json, js->str, -1, NULL);
+  g_string_free (js, TRUE);
+  g_hash_table_unref (per_dev);
+  for (guint i = 0; i < ns; i++) {
+    gst_object_unref (st[i].first);
+    gst_object_unref (st[i].last);
+    gst_object_unref (st[i].pipe);
+    g_array_unref (st[i].lat);
+  }
+  g_free (st);
+  g_ptr_array_unref (descs);
+  return rc;
+}
