@@ -7,6 +7,7 @@
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
 #include "featurematch-meta.h"
+#include "georeg-lens-private.h"
 
 GeoregRegistration *
 georeg_registration_copy (const GeoregRegistration * r)
@@ -56,7 +57,28 @@ georeg_buffer_get_registration (GstBuffer * buffer)
   r->center_lon = m->center_lonlat[0];
   r->center_lat = m->center_lonlat[1];
   memcpy (r->footprint_lonlat, m->footprint_lonlat, sizeof r->footprint_lonlat);
+  r->undistorted = m->undistorted;
+  memcpy (r->lens, m->lens, sizeof r->lens);
+  r->doubtful = m->has_transform && gst_nmi_register_meta_doubt (m,
+      gst_buffer_get_nmi_localize_meta (buffer)) != 0;
   return r;
+}
+
+gboolean
+georeg_registration_frame_to_control (const GeoregRegistration * r, gdouble x, gdouble y,
+    gdouble * cx, gdouble * cy)
+{
+  g_return_val_if_fail (r != NULL && cx != NULL && cy != NULL, FALSE);
+  if (!r->has_transform)
+    return FALSE;
+  return georeg_map_frame_point (r->frame_to_control, r->undistorted, r->lens, x, y, cx, cy);
+}
+
+gboolean
+georeg_registration_get_undistorted (const GeoregRegistration * r)
+{
+  g_return_val_if_fail (r != NULL, FALSE);
+  return r->undistorted;
 }
 
 const gdouble *
@@ -262,7 +284,8 @@ georeg_localize_flags_to_string (guint flags)
 {
   /* bit order of GstNmiLocalizeFlags (georeg-meta.h) */
   static const char *const names[] = { "no-valid-pixels", "no-overlap", "at-border",
-    "ambiguous", "no-second-peak"
+    "ambiguous", "no-second-peak", "heading-searched", "scale-searched", "low-overlap",
+    "prior-used", "implausible"
   };
   return flags_to_string (flags, names, G_N_ELEMENTS (names));
 }

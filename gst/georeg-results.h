@@ -33,6 +33,10 @@ G_BEGIN_DECLS
  * @center_map_y: the frame centre in map coordinates
  * @center_lon: the frame centre, WGS84 longitude in degrees (@has_lonlat)
  * @center_lat: the frame centre, WGS84 latitude in degrees
+ * @doubtful: the result has a transform but should not be trusted: nmiregister's own
+ *   LOW_INLIERS, POOR_SPREAD or REFINE_FAILED, or a doubtful coarse result
+ *   (nmilocalize's AMBIGUOUS, AT_BORDER, IMPLAUSIBLE or LOW_OVERLAP) it started from
+ *   (gst_nmi_register_meta_doubt; docs/gis.md)
  *
  * A copy of a frame's nmiregister result.  Pixel-corner coordinates: (0, 0) is the
  * top-left corner of the top-left pixel.  Fields that are not set are NAN.
@@ -66,6 +70,11 @@ typedef struct {
   /*< private >*/
   const gchar *crs;             /* interned, as in the meta */
   gdouble footprint_lonlat[8];
+  /* appended for the lens (issue 13): as in the meta */
+  gboolean undistorted;
+  gdouble lens[9];
+  /*< public >*/
+  gboolean doubtful;
 } GeoregRegistration;
 
 #define GEOREG_TYPE_REGISTRATION (georeg_registration_get_type ())
@@ -90,6 +99,33 @@ GeoregRegistration *georeg_buffer_get_registration (GstBuffer * buffer);
  * transform, row-major (NAN without a transform)
  */
 const gdouble *georeg_registration_get_frame_to_control (const GeoregRegistration * r);
+
+/**
+ * georeg_registration_frame_to_control:
+ * @r: a registration
+ * @x: a frame position as delivered (pixel corners)
+ * @y: the same, vertical
+ * @cx: (out): the control pixel corner it maps to
+ * @cy: (out): the same, vertical
+ *
+ * Maps a frame point the way the result does: through the frame's lens when the
+ * registration is undistorted (georeg_registration_get_undistorted), then
+ * frame_to_control.  Use this rather than applying frame_to_control yourself.
+ *
+ * Returns: %FALSE without a transform, or when the point cannot be undistorted or
+ * maps to infinity or behind the camera
+ */
+gboolean georeg_registration_frame_to_control (const GeoregRegistration * r, gdouble x,
+    gdouble y, gdouble * cx, gdouble * cy);
+
+/**
+ * georeg_registration_get_undistorted:
+ * @r: a registration
+ *
+ * Returns: %TRUE when the frame had a lens: frame_to_control and frame_to_map take
+ * undistorted frame pixels (map points with georeg_registration_frame_to_control)
+ */
+gboolean georeg_registration_get_undistorted (const GeoregRegistration * r);
 
 /**
  * georeg_registration_get_frame_to_map:

@@ -115,7 +115,10 @@ gst_georeg_export_write_frame (GstGeoregExport * self, GstBuffer * buf,
         (NULL));
     return TRUE;
   }
-  GrFrame8 frame = { pix, w, h, channels, (size_t) w * channels };
+  /* with a lens the transform takes undistorted pixels: the warp distorts back */
+  GrCamera lens;
+  const gboolean has_lens = gst_georeg_lens_from_meta (rm, &lens);
+  GrFrame8 frame = { pix, w, h, channels, (size_t) w * channels, has_lens ? &lens : NULL };
   char err[512];
   gboolean ok = TRUE;
   if (self->tiff_dir) {

@@ -13,15 +13,34 @@
 #include "fit.h"
 #include "georeg-results.h"
 
-/* The frame's size from its transform: H maps (w, h) onto the footprint's third
- * corner, so the inverse gives it back (any caps, no video info needed). */
+gboolean
+gst_georeg_lens_from_meta (const GstNmiRegisterMeta * m, GrCamera * cam)
+{
+  if (!m->undistorted)
+    return FALSE;
+  const double *L = m->lens;
+  *cam = (GrCamera) { 0, 0, L[0], L[1], L[2], L[3], L[4], L[5], L[6], L[7], L[8] };
+  return TRUE;
+}
+
+/* The frame's size from its transform: the full mapping takes (w, h) onto the
+ * footprint's third corner, so its inverse (the inverse transform, then the lens's
+ * distortion) gives it back (any caps, no video info needed). */
 static gboolean
 frame_size_from_meta (const GstNmiRegisterMeta * m, double *w, double *h)
 {
   double inv[9];
-  return gr_mat3_inverse (m->frame_to_control, inv)
-      && gr_fit_apply (inv, m->footprint_control[4], m->footprint_control[5], w, h)
-      && *w > 0 && *h > 0;
+  if (!gr_mat3_inverse (m->frame_to_control, inv)
+      || !gr_fit_apply (inv, m->footprint_control[4], m->footprint_control[5], w, h))
+    return FALSE;
+  GrCamera lens;
+  if (gst_georeg_lens_from_meta (m, &lens)) {
+    /* pixel corners <-> OpenCV's pixel centres around the model */
+    gr_camera_distort (&lens, *w - 0.5, *h - 0.5, w, h);
+    *w += 0.5;
+    *h += 0.5;
+  }
+  return *w > 0 && *h > 0;
 }
 
 /* Control pixel corners -> map -> (lon, lat); FALSE when PROJ fails. */
@@ -62,30 +81,43 @@ gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 fr
 
   double w, h;
   if (rm && rm->has_transform && frame_size_from_meta (rm, &w, &h)) {
-    const double *H = rm->frame_to_control;
-    /* every corner in front of the camera (w > 0), or the footprint is no polygon */
+    /* every point through the full mapping (the lens, then the transform), which
+     * also refuses a corner behind the camera: the footprint would be no polygon */
     gboolean ok = TRUE;
     const double cx4[4] = { 0, w, w, 0 }, cy4[4] = { 0, 0, h, h };
+    double x, y;
     for (int i = 0; i < 4; i++)
-      ok = ok && H[6] * cx4[i] + H[7] * cy4[i] + H[8] > 0;
+      ok = ok && gst_nmi_register_meta_frame_to_control (rm, cx4[i], cy4[i], &x, &y);
     for (int i = 0; i < 4 && ok; i++)
       ok = control_to_lonlat (georef, rm->footprint_control[2 * i],
           rm->footprint_control[2 * i + 1], &f->corner_x[i], &f->corner_y[i],
           &f->corner_lon[i], &f->corner_lat[i]);
     double cx, cy, tx, ty, tlon, tlat;
-    ok = ok && gr_fit_apply (H, w / 2, h / 2, &cx, &cy)
+    ok = ok && gst_nmi_register_meta_frame_to_control (rm, w / 2, h / 2, &cx, &cy)
         && control_to_lonlat (georef, cx, cy, &f->centre_x, &f->centre_y,
         &f->centre_lon, &f->centre_lat)
-        && gr_fit_apply (H, w / 2, 0, &tx, &ty)
+        && gst_nmi_register_meta_frame_to_control (rm, w / 2, 0, &tx, &ty)
         && control_to_lonlat (georef, tx, ty, &tx, &ty, &tlon, &tlat);
     if (ok) {
       f->geometry = 2;
       /* the frame's up direction: from its centre to the middle of its top edge */
       f->heading_deg = gr_geo_bearing_deg (f->centre_lon, f->centre_lat, tlon, tlat);
       f->gsd_m = sqrt (gr_geo_area_m2 (f->corner_lon, f->corner_lat, 4) / (w * h));
-      const guint doubt = GST_NMI_REGISTER_FLAG_LOW_INLIERS |
-          GST_NMI_REGISTER_FLAG_POOR_SPREAD | GST_NMI_REGISTER_FLAG_REFINE_FAILED;
-      f->quality = (rm->flags & doubt) ? "doubtful" : "registered";
+      const guint doubt = gst_nmi_register_meta_doubt (rm, lm);
+      f->quality = doubt ? "doubtful" : "registered";
+      if (doubt & GST_NMI_REGISTER_DOUBT_COARSE) {
+        /* say why: the coarse flags, prefixed, after nmiregister's own */
+        gchar *coarse = georeg_localize_flags_to_string (lm->flags &
+            GST_NMI_REGISTER_COARSE_DOUBT);
+        gchar **names = g_strsplit (coarse, ",", -1);
+        GString *all = g_string_new (*flag_names);
+        for (gchar ** n = names; *n; n++)
+          g_string_append_printf (all, "%scoarse-%s", all->len ? "," : "", *n);
+        g_strfreev (names);
+        g_free (coarse);
+        g_free (*flag_names);
+        *flag_names = g_string_free (all, FALSE);
+      }
       return;
     }
   }

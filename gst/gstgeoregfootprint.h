@@ -10,17 +10,26 @@
 
 #include "geo.h"
 #include "geojson.h"
+#include "camera.h"
+#include "nmiregister-meta.h"
 
 G_BEGIN_DECLS
 
 /* Fills f (every field) from buf's metas: geometry 2 (footprint) when the
  * registration has a transform that keeps every corner in front of the camera, 1
- * (centre only) from a localization, else 0; quality "registered", "doubtful" (low
- * inliers, poor spread, refinement failed), "coarse" or "failed".  *flag_names is
+ * (centre only) from a localization, else 0; quality "registered", "doubtful"
+ * (gst_nmi_register_meta_doubt: low inliers, poor spread, refinement failed, or a
+ * doubtful coarse result it started from, named "coarse-<flag>" in *flag_names),
+ * "coarse" or "failed".  Every frame point goes through the result's full mapping
+ * (its lens, then the transform).  *flag_names is
  * newly allocated (g_free) or NULL; f->flag_names and f->file are left for the
  * caller. */
 void gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 frame,
     GrFootprint * f, gchar ** flag_names);
+
+/* The frame's lens as a camera model (width and height 0: the lens fields only) when
+ * the result is undistorted (its transform takes undistorted pixels); FALSE without. */
+gboolean gst_georeg_lens_from_meta (const GstNmiRegisterMeta * m, GrCamera * cam);
 
 /* The two properties that place an element's results on the map, the same in every
  * such element (georegexport, georegklvenc): control-location (the georeferenced

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "nmiregister-meta.h"
+#include "georeg-lens-private.h"
+#include "brown_conrady.h"
 
 /* No tags: the result describes where the frame is, not its pixels, so it survives
  * every transform that keeps the buffer.  The meta owns no memory (its crs string is
@@ -80,4 +82,67 @@ gst_buffer_add_nmi_register_meta (GstBuffer * buffer)
   g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
   return (GstNmiRegisterMeta *) gst_buffer_add_meta (buffer,
       GST_NMI_REGISTER_META_INFO, NULL);
+}
+
+/* The same steps, in the same order, as gr_register_result_apply (kernels/register.c)
+ * with which nmiregister made footprint_control, so a corner mapped here equals the
+ * meta's own bit for bit. */
+gboolean
+georeg_map_frame_point (const gdouble h[9], gboolean undistorted, const gdouble lens[9],
+    gdouble x, gdouble y, gdouble * cx, gdouble * cy)
+{
+  if (!isfinite (h[8]))
+    return FALSE;
+  if (undistorted) {
+    /* pixel corners -> OpenCV's pixel centres, undistort, back */
+    const double k[5] = { lens[4], lens[5], lens[6], lens[7], lens[8] };
+    double xn, yn;
+    if (!gr_bc_undistort_normalized (k, lens[0], lens[1], (x - 0.5 - lens[2]) / lens[0],
+            (y - 0.5 - lens[3]) / lens[1], &xn, &yn))
+      return FALSE;
+    const double u = lens[2] + lens[0] * xn, v = lens[3] + lens[1] * yn;
+    if (!isfinite (u) || !isfinite (v))
+      return FALSE;
+    x = u + 0.5;
+    y = v + 0.5;
+  }
+  const double w = h[6] * x + h[7] * y + h[8];
+  /* w <= 0: beyond the horizon of a homography, no place on the control */
+  if (!isfinite (w) || !(w > 0) || fabs (w) < 1e-300)
+    return FALSE;
+  const double u = (h[0] * x + h[1] * y + h[2]) / w;
+  const double v = (h[3] * x + h[4] * y + h[5]) / w;
+  if (!isfinite (u) || !isfinite (v))
+    return FALSE;
+  *cx = u;
+  *cy = v;
+  return TRUE;
+}
+
+gboolean
+gst_nmi_register_meta_frame_to_control (const GstNmiRegisterMeta * meta, gdouble x,
+    gdouble y, gdouble * cx, gdouble * cy)
+{
+  g_return_val_if_fail (meta != NULL && cx != NULL && cy != NULL, FALSE);
+  if (!meta->has_transform)
+    return FALSE;
+  return georeg_map_frame_point (meta->frame_to_control, meta->undistorted, meta->lens, x, y,
+      cx, cy);
+}
+
+guint
+gst_nmi_register_meta_doubt (const GstNmiRegisterMeta * meta,
+    const GstNmiLocalizeMeta * coarse)
+{
+  g_return_val_if_fail (meta != NULL, 0);
+  guint doubt = 0;
+  if (meta->flags & (GST_NMI_REGISTER_FLAG_LOW_INLIERS | GST_NMI_REGISTER_FLAG_POOR_SPREAD |
+          GST_NMI_REGISTER_FLAG_REFINE_FAILED))
+    doubt |= GST_NMI_REGISTER_DOUBT_OWN;
+  /* the coarse result was the prior unless nmiregister found its own */
+  const gboolean own_prior = (meta->flags & (GST_NMI_REGISTER_FLAG_FULL_SEARCH |
+          GST_NMI_REGISTER_FLAG_INITIAL_OFFSET)) != 0;
+  if (coarse && !own_prior && (coarse->flags & GST_NMI_REGISTER_COARSE_DOUBT))
+    doubt |= GST_NMI_REGISTER_DOUBT_COARSE;
+  return doubt;
 }

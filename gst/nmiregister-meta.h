@@ -5,6 +5,7 @@
 #define __GST_NMI_REGISTER_META_H__
 
 #include <gst/gst.h>
+#include "georeg-meta.h"
 
 G_BEGIN_DECLS
 
@@ -118,6 +119,59 @@ const GstMetaInfo *gst_nmi_register_meta_get_info (void);
  * fills it.  (Bindings read results through georeg_buffer_get_registration.)
  */
 GstNmiRegisterMeta *gst_buffer_add_nmi_register_meta (GstBuffer * buffer);
+
+/**
+ * gst_nmi_register_meta_frame_to_control: (skip)
+ * @meta: a result
+ * @x: a frame position as delivered (pixel corners), e.g. a corner (w, h)
+ * @y: the same, vertical
+ * @cx: (out): the control pixel corner it maps to
+ * @cy: (out): the same, vertical
+ *
+ * The full mapping of the result: through the frame's lens first when @meta is
+ * `undistorted` (frame_to_control takes undistorted pixels), then frame_to_control.
+ * Without a lens this is frame_to_control alone.  Every consumer of the result
+ * (exports, KLV, bindings) maps frame points through this, never through
+ * frame_to_control directly.  (Bindings: georeg_registration_frame_to_control.)
+ *
+ * Returns: FALSE (outputs unchanged) without a transform, when the point cannot be
+ * undistorted (far outside the lens's valid field), or when it maps to infinity or
+ * behind the camera (the transform's w <= 0): such a point has no place on the control.
+ */
+gboolean gst_nmi_register_meta_frame_to_control (const GstNmiRegisterMeta * meta,
+    gdouble x, gdouble y, gdouble * cx, gdouble * cy);
+
+/**
+ * GST_NMI_REGISTER_COARSE_DOUBT:
+ * The GstNmiLocalizeFlags that make a coarse result doubtful (docs/nmilocalize.md):
+ * another place scores almost as well, the best place is on the search's edge, the
+ * result contradicts the prior, or it rests on a small part of the frame.
+ */
+#define GST_NMI_REGISTER_COARSE_DOUBT (GST_NMI_LOCALIZE_FLAG_AMBIGUOUS | \
+    GST_NMI_LOCALIZE_FLAG_AT_BORDER | GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE | \
+    GST_NMI_LOCALIZE_FLAG_LOW_OVERLAP)
+
+/**
+ * gst_nmi_register_meta_doubt: (skip)
+ * @meta: a result with a transform
+ * @coarse: (nullable): the frame's GstNmiLocalizeMeta, when it has one
+ *
+ * Why a registered frame should not be trusted, combining both stages (docs/gis.md):
+ * nmiregister's own LOW_INLIERS, POOR_SPREAD or REFINE_FAILED; or a coarse result
+ * flagged doubtful (GST_NMI_REGISTER_COARSE_DOUBT) that nmiregister started from.
+ * The fine registration refines the coarse place locally; it can converge with many
+ * inliers on the wrong place or scale the coarse stage picked, so it is no
+ * independent evidence.  Its own search is: a frame with FULL_SEARCH or
+ * INITIAL_OFFSET did not start from the coarse result and keeps no coarse doubt.
+ *
+ * Returns: 0 when the result is sound; otherwise bit 0 set for nmiregister's own
+ * doubt and bit 1 for the inherited coarse doubt.
+ */
+guint gst_nmi_register_meta_doubt (const GstNmiRegisterMeta * meta,
+    const GstNmiLocalizeMeta * coarse);
+
+#define GST_NMI_REGISTER_DOUBT_OWN 1u
+#define GST_NMI_REGISTER_DOUBT_COARSE 2u
 
 G_END_DECLS
 

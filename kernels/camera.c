@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "camera.h"
 #include "fit.h"
+#include "brown_conrady.h"
 
 #include <errno.h>
 #include <math.h>
@@ -138,20 +139,13 @@ gr_camera_from_prior (const GrPosePrior *prior, int width, int height, GrCamera 
 
 /* ---- distortion ------------------------------------------------------------------- */
 
-static void
-distort_normalized (const GrCamera *c, double x, double y, double *xd, double *yd)
-{
-  const double r2 = x * x + y * y;
-  const double radial = 1 + r2 * (c->k1 + r2 * (c->k2 + r2 * c->k3));
-  *xd = x * radial + 2 * c->p1 * x * y + c->p2 * (r2 + 2 * x * x);
-  *yd = y * radial + c->p1 * (r2 + 2 * y * y) + 2 * c->p2 * x * y;
-}
-
+/* the arithmetic lives in brown_conrady.h, shared with the public meta library */
 void
 gr_camera_distort (const GrCamera *cam, double u, double v, double *ud, double *vd)
 {
+  const double k[5] = { cam->k1, cam->k2, cam->k3, cam->p1, cam->p2 };
   double xd, yd;
-  distort_normalized (cam, (u - cam->cx) / cam->fx, (v - cam->cy) / cam->fy, &xd, &yd);
+  gr_bc_distort_normalized (k, (u - cam->cx) / cam->fx, (v - cam->cy) / cam->fy, &xd, &yd);
   *ud = cam->cx + cam->fx * xd;
   *vd = cam->cy + cam->fy * yd;
 }
@@ -159,25 +153,10 @@ gr_camera_distort (const GrCamera *cam, double u, double v, double *ud, double *
 bool
 gr_camera_undistort (const GrCamera *cam, double ud, double vd, double *u, double *v)
 {
-  const double xd = (ud - cam->cx) / cam->fx, yd = (vd - cam->cy) / cam->fy;
-  double x = xd, y = yd;
-  bool ok = false;
-  for (int it = 0; it < 50; it++) {
-    const double r2 = x * x + y * y;
-    const double radial = 1 + r2 * (cam->k1 + r2 * (cam->k2 + r2 * cam->k3));
-    const double dx = 2 * cam->p1 * x * y + cam->p2 * (r2 + 2 * x * x);
-    const double dy = cam->p1 * (r2 + 2 * y * y) + 2 * cam->p2 * x * y;
-    if (!(radial > 1e-6) || !isfinite (dx) || !isfinite (dy))
-      break;
-    x = (xd - dx) / radial;
-    y = (yd - dy) / radial;
-    double ex, ey;
-    distort_normalized (cam, x, y, &ex, &ey);
-    if (hypot ((ex - xd) * cam->fx, (ey - yd) * cam->fy) < 1e-9) {
-      ok = true;
-      break;
-    }
-  }
+  const double k[5] = { cam->k1, cam->k2, cam->k3, cam->p1, cam->p2 };
+  double x, y;
+  const bool ok = gr_bc_undistort_normalized (k, cam->fx, cam->fy, (ud - cam->cx) / cam->fx,
+      (vd - cam->cy) / cam->fy, &x, &y);
   *u = cam->cx + cam->fx * x;
   *v = cam->cy + cam->fy * y;
   return ok && isfinite (*u) && isfinite (*v);

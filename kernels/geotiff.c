@@ -14,31 +14,53 @@
 
 #include "fit.h"
 
+/* A delivered frame pixel corner -> its undistorted pixel corner (OpenCV's pixel
+ * centres inside the model, hence the half pixel) */
+static bool
+undistort_corner (const GrCamera *lens, double x, double y, double *u, double *v)
+{
+  if (!gr_camera_undistort (lens, x - 0.5, y - 0.5, u, v))
+    return false;
+  *u += 0.5;
+  *v += 0.5;
+  return true;
+}
+
 GrStatus
-gr_warp_window (const double H[9], int fw, int fh, size_t max_pixels, long *x0, long *y0,
-    int *width, int *height, char *errbuf, size_t errlen)
+gr_warp_window (const double H[9], const GrCamera *lens, int fw, int fh, size_t max_pixels,
+    long *x0, long *y0, int *width, int *height, char *errbuf, size_t errlen)
 {
   if (fw <= 0 || fh <= 0) {
     gr_set_err (errbuf, errlen, "empty frame (%d x %d)", fw, fh);
     return GR_ERR_INVALID;
   }
   const double c[8] = { 0, 0, fw, 0, fw, fh, 0, fh };
+  /* without a lens the corners bound the (convex) footprint; with one, points along
+   * each edge from corner i to corner i + 1 */
+  const int per_edge = lens ? 64 : 1;
   double minx = INFINITY, miny = INFINITY, maxx = -INFINITY, maxy = -INFINITY;
-  for (int i = 0; i < 4; i++) {
-    const double w = H[6] * c[2 * i] + H[7] * c[2 * i + 1] + H[8];
-    double x, y;
-    /* a corner behind the camera (w <= 0) has no place on the map: the footprint
-     * would be unbounded */
-    if (!(w > 0) || !gr_fit_apply (H, c[2 * i], c[2 * i + 1], &x, &y) || !isfinite (x)
-        || !isfinite (y)) {
-      gr_set_err (errbuf, errlen, "the frame's corner %d has no finite place on the map", i);
-      return GR_ERR_INVALID;
+  for (int i = 0; i < 4; i++)
+    for (int k = 0; k < per_edge; k++) {
+      const int n = (i + 1) % 4;
+      const double t = (double) k / per_edge;
+      double px = c[2 * i] + t * (c[2 * n] - c[2 * i]);
+      double py = c[2 * i + 1] + t * (c[2 * n + 1] - c[2 * i + 1]);
+      bool ok = !lens || undistort_corner (lens, px, py, &px, &py);
+      const double w = H[6] * px + H[7] * py + H[8];
+      double x, y;
+      /* a point behind the camera (w <= 0) has no place on the map: the footprint
+       * would be unbounded */
+      if (!ok || !(w > 0) || !gr_fit_apply (H, px, py, &x, &y) || !isfinite (x)
+          || !isfinite (y)) {
+        gr_set_err (errbuf, errlen, "the frame's %s %d has no finite place on the map",
+            lens ? "edge" : "corner", i);
+        return GR_ERR_INVALID;
+      }
+      minx = fmin (minx, x);
+      maxx = fmax (maxx, x);
+      miny = fmin (miny, y);
+      maxy = fmax (maxy, y);
     }
-    minx = fmin (minx, x);
-    maxx = fmax (maxx, x);
-    miny = fmin (miny, y);
-    maxy = fmax (maxy, y);
-  }
   const double wd = ceil (maxx) - floor (minx), ht = ceil (maxy) - floor (miny);
   if (!(wd >= 1 && ht >= 1 && wd * ht <= (double) max_pixels && wd < 1e9 && ht < 1e9)) {
     gr_set_err (errbuf, errlen, "the footprint covers %.0f x %.0f map pixels (limit %zu "
@@ -71,7 +93,13 @@ gr_warp_frame (const GrFrame8 *f, const double H[9], long x0, long y0, int width
       /* the centre of the map pixel, in control pixel corners, into the frame */
       const double cx = (double) (x0 + i) + 0.5, cy = (double) (y0 + j) + 0.5;
       double fx, fy;
-      const bool ok = gr_fit_apply (inv, cx, cy, &fx, &fy);
+      bool ok = gr_fit_apply (inv, cx, cy, &fx, &fy);
+      if (ok && f->lens) {
+        /* the undistorted pixel -> where the lens imaged it in the delivered frame */
+        gr_camera_distort (f->lens, fx - 0.5, fy - 0.5, &fx, &fy);
+        fx += 0.5;
+        fy += 0.5;
+      }
       if (!ok || !(fx >= 0 && fy >= 0 && fx <= f->width && fy <= f->height)) {
         memset (o, 0, (size_t) oc);
         continue;
@@ -177,8 +205,8 @@ gr_geotiff_write_frame (const char *path, const GrGeoRef *geo, const GrFrame8 *f
   }
   long x0, y0;
   int width, height;
-  GrStatus st = gr_warp_window (H, frame->width, frame->height, max_pixels, &x0, &y0, &width,
-      &height, errbuf, errlen);
+  GrStatus st = gr_warp_window (H, frame->lens, frame->width, frame->height, max_pixels,
+      &x0, &y0, &width, &height, errbuf, errlen);
   if (st != GR_OK)
     return st;
   const int colours = frame->channels == 1 ? 1 : 3;
@@ -232,8 +260,8 @@ gr_mosaic_add (GrMosaic *m, const GrFrame8 *frame, const double H[9], char *errb
   }
   long fx0, fy0;
   int fw, fh;
-  GrStatus st = gr_warp_window (H, frame->width, frame->height, m->max_pixels, &fx0, &fy0,
-      &fw, &fh, errbuf, errlen);
+  GrStatus st = gr_warp_window (H, frame->lens, frame->width, frame->height,
+      m->max_pixels, &fx0, &fy0, &fw, &fh, errbuf, errlen);
   if (st != GR_OK)
     return st;
   const int fc = frame->channels == 1 ? 1 : 3;

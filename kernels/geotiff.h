@@ -9,6 +9,7 @@
 
 #include "gr_common.h"
 #include "geo.h"
+#include "camera.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,17 +21,24 @@ typedef struct {
   const uint8_t *pix;
   int width, height, channels;
   size_t stride;
+  /* appended (issue 13): the lens that imaged these pixels when frame_to_control takes
+   * UNDISTORTED pixels (a result with a lens); NULL: it takes them as delivered */
+  const GrCamera *lens;
 } GrFrame8;
 
 /* The output grid: a window of the control's pixel grid (x0, y0 its top-left pixel,
  * width x height pixels) that covers the footprint of frame_to_control (frame pixel
- * corners -> control pixel corners) on a frame of fw x fh pixels.  GR_ERR_INVALID when
- * a corner is not finite or lies behind the camera (the homography's w <= 0), or the
- * window would exceed max_pixels. */
-GrStatus gr_warp_window (const double frame_to_control[9], int fw, int fh, size_t max_pixels,
-    long *x0, long *y0, int *width, int *height, char *errbuf, size_t errlen);
+ * corners -> control pixel corners) on a frame of fw x fh pixels.  With a lens (may be
+ * NULL) the frame's pixels are undistorted first, which bends its straight edges, so
+ * the window covers 64 points along every edge, not only the corners.  GR_ERR_INVALID
+ * when such a point is not finite, cannot be undistorted or lies behind the camera (the
+ * homography's w <= 0), or the window would exceed max_pixels. */
+GrStatus gr_warp_window (const double frame_to_control[9], const GrCamera *lens, int fw,
+    int fh, size_t max_pixels, long *x0, long *y0, int *width, int *height, char *errbuf,
+    size_t errlen);
 
-/* Resamples the frame (bilinear) onto that window: out holds width x height pixels of
+/* Resamples the frame (bilinear) onto that window, each map pixel through the inverse
+ * transform and then, with frame->lens, the lens's distortion (cheap, per pixel): out holds width x height pixels of
  * `frame->channels` colour channels (without alpha: 1 or 3) plus one alpha byte
  * (255 = inside the frame, 0 = no data), interleaved.  Multi-threaded (OpenMP). */
 void gr_warp_frame (const GrFrame8 *frame, const double frame_to_control[9], long x0,
