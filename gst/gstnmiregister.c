@@ -358,9 +358,8 @@ draw_overlay (GstNmiRegister * self, const GstNmiRegisterSettings * s, GstBuffer
     .n_matches = res->n_matches,
     .has_transform = m->has_transform,
     .has_prior = res->has_prior,
-    .doubtful = (m->flags & (GST_NMI_REGISTER_FLAG_LOW_INLIERS |
-            GST_NMI_REGISTER_FLAG_POOR_SPREAD |
-            GST_NMI_REGISTER_FLAG_REFINE_FAILED)) != 0,
+    .doubtful = m->has_transform && gst_nmi_register_meta_doubt (m,
+        gst_buffer_get_nmi_localize_meta (buf)) != 0,
   };
   if (m->has_transform) {
     memcpy (d.frame_to_control, m->frame_to_control, sizeof d.frame_to_control);

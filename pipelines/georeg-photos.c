@@ -57,6 +57,7 @@ typedef struct {
   gboolean has_transform;
   guint inliers;
   guint pose_sources;           /* GstGeoregPoseSource bits of the photo's prior, 0 = none */
+  guint doubt;                  /* gst_nmi_register_meta_doubt: both stages' verdict */
 } Result;
 
 static void
@@ -67,6 +68,8 @@ on_handoff (GstElement *sink, GstBuffer *buf, GstPad *pad, Result *r)
   r->flags = m ? m->flags : 0;
   r->has_transform = m && m->has_transform;
   r->inliers = m ? m->inliers : 0;
+  r->doubt = m && m->has_transform ?
+      gst_nmi_register_meta_doubt (m, gst_buffer_get_nmi_localize_meta (buf)) : 0;
   const GstGeoregPoseMeta *pose = gst_buffer_get_georeg_pose_meta (buf);
   r->pose_sources = pose ? pose->sources : 0;
   r->have_result = TRUE;
@@ -500,9 +503,8 @@ main (int argc, char **argv)
       const char *what;
       if (r.pose_sources)
         with_prior++;
-      const guint doubt = GST_NMI_REGISTER_FLAG_LOW_INLIERS |
-          GST_NMI_REGISTER_FLAG_POOR_SPREAD | GST_NMI_REGISTER_FLAG_REFINE_FAILED;
-      if (r.has_transform && !(r.flags & doubt)) {
+      /* doubtful by either stage (docs/gis.md "Quality: both stages") */
+      if (r.has_transform && !r.doubt) {
         registered++;
         what = "registered";
       } else if (r.has_transform) {
