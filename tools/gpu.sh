@@ -378,7 +378,7 @@ flight () {
   [ -x "$t" ] || { note "flight" 1 0 "no $t (stage with GDAL)"; return 1; }
   local common="GEOREG_TEST_BACKEND=cuda GEOREG_WINDOW_W=3840 GEOREG_WINDOW_H=2160
     GEOREG_WINDOW_SCALE=0.5 GEOREG_WINDOW_CONTROL_W=6144 GEOREG_WINDOW_CONTROL_H=4608
-    GEOREG_WINDOW_REGISTER_FRAMES=0"
+    GEOREG_WINDOW_REGISTER_FRAMES=0 GEOREG_WINDOW_RSS_MIB=2048"
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 \
     > "$out/flight/gpumem.txt" 2>/dev/null & local smi=$!
   t0=$SECONDS
