@@ -14,8 +14,8 @@
 #                                       stream (BUILD/live-4k); object files moved to
 #                                       BUILD.objs so that the carry stays under 64 MiB
 #   bash tools/gpu.sh restore [BUILD]   puts the object files back (or just rebuild)
-# There (device tool: carry [".gstroot", "BUILD"], command starting with
-# "source .gstroot/env.sh;"):
+# There (device tool: carry [".carry", "BUILD"], command starting with
+# "tar -xJf .carry/gstroot.tar.xz; source .gstroot/env.sh;"):
 #   bash tools/gpu.sh suite [BUILD]     the gpu and data suites (tools/run-tests.py:
 #                                       the machine's meson cannot read our build folder)
 #   bash tools/gpu.sh sanitize [BUILD] [memcheck,racecheck]
