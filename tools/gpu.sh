@@ -162,12 +162,14 @@ gdal_pack () {
   done
   [ -f "$dir/lib/$(ldd "$build"/kernels/libgeoreg-kernels.so | awk '/libgdal/ {print $1; exit}')" ] ||
     { echo "gdal_pack: $build does not link libgdal (configured without GDAL?)" >&2; rm -rf "$tmp"; return 1; }
-  # the drivers' libraries a windowed control never uses: stand-ins (tools/gdal_stub.py)
+  # the drivers' libraries a windowed control never uses: stand-ins (tools/gdal_stub.py).
+  # Not libcrypto: this folder is on LD_LIBRARY_PATH of every step, and the system's own
+  # tools (GNU sort takes MD5_Init from it) would load a stand-in that lacks their symbols
   python3 tools/gdal_stub.py "$dir/lib" "$build"/kernels/libgeoreg-kernels.so \
     "$build"/gst/libgstgeoreg.so -- libpoppler libhdf5 libnetcdf libheif libspatialite \
     libxerces-c libmariadb libpq libodbc libkml libcfitsio libarmadillo libogdi libqhull \
     libfyba libfreexl libblosc libopenjp2 libmfhdfalt libdfalt libgeos_c libgif \
-    libodbcinst libcurl libcrypto libxml2 || { rm -rf "$tmp"; return 1; }
+    libodbcinst libcurl libxml2 || { rm -rf "$tmp"; return 1; }
   local proj; proj=$(pkg-config --variable=datadir proj 2>/dev/null)/proj
   [ -f "$proj/proj.db" ] || proj=/usr/share/proj
   cp "$proj/proj.db" "$dir/share/proj/"
