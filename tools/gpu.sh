@@ -49,7 +49,8 @@
 #   bash tools/gpu.sh flightacc [BUILD] issue 13's accuracy: test_nmilocalize_pose on
 #                                       CUDA and CPU, 100 frames per prior kind, one
 #                                       table row each (needs a BUILD with GDAL)
-# Environment: OUT (default ./gpu-out), GPU_BUDGET_S, SANITIZER_JOBS (default 6),
+# Environment: OUT (default ./gpu-out), GPU_BUDGET_S, SUITE_TIMEOUT (default 330 s),
+# SANITIZER_JOBS (default 6),
 # SANITIZER_TIMEOUT (default 240 s a binary), SANITIZER_TESTS (space list of binaries,
 # e.g. "test_matcher_gpu test_shoot_gpu").  Exit status: 0 when every step passed.
 # The same sanitizers from meson, where meson can read the build folder:
@@ -233,7 +234,7 @@ bounded () {
 suite () {
   setup_env
   local t0=$SECONDS
-  timeout "$(bounded 330)" python3 tools/run-tests.py "$build" --suite gpu --suite data \
+  timeout "$(bounded "${SUITE_TIMEOUT:-330}")" python3 tools/run-tests.py "$build" --suite gpu --suite data \
     --log-dir "$out/suite" > "$out/suite.txt" 2>&1
   local rc=$?
   note "gpu + data suites" "$rc" $((SECONDS - t0)) "$(tail -n 1 "$out/suite.txt")"
