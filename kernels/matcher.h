@@ -167,7 +167,10 @@ typedef enum {
                                              directions one after the other on one
                                              stream (default: concurrently on two) */
   GR_MATCHER_DEBUG_SMALL_SLAB = 1 << 3,   /* sparse form: slabs of 3 images, so that
-                                             the slab boundaries are crossed */
+                                             the slab boundaries are crossed (CUDA:
+                                             the slab path, not the list mode) */
+  GR_MATCHER_DEBUG_SMALL_SPARSE = 1 << 4, /* CUDA sparse form: a list of 4 entries at
+                                             first, so that its regrowth runs */
 } GrMatcherDebug;
 void gr_matcher_set_debug (GrMatcher *mt, unsigned flags);
 
