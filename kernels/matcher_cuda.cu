@@ -17,9 +17,13 @@
  *    launch) and walks the images of its slice in 64-candidate chunks, double
  *    buffered with cp.async into shared memory (ldmatrix-friendly padded rows).  Tensor
  *    cores give q^.c^ in FP32; the epilogue forms D = |q|^2 + |c|^2 - 2 |q||c| q^.c^,
- *    clamps it at 0 and packs it with the candidate index into one 32-bit key (the low
- *    mantissa bits give way to the index: the bound below accounts for it), so the
- *    per-row top-2 is three integer min/max per candidate.  At the end of an image the
+ *    and packs it with the candidate index into one 32-bit key (the low mantissa bits
+ *    give way to the index: the bound below accounts for it), so the per-row top-2 is
+ *    three integer min/max per candidate.  Keys compare as SIGNED integers, which
+ *    orders non-negative floats by value and puts every negative D~ (a rounding of a
+ *    true D <= E) before them: no clamp at 0, one instruction less per candidate on
+ *    the integer pipe that bounds the epilogue (finalize_pair says why the order
+ *    among negative keys does not matter).  At the end of an image the
  *    4 lanes sharing a row merge their top-2 by shuffles and decide.
  *  - Exactness: |D~ - D| <= E = 2 delta |q| M_i + eps (|q|^2 + M2_i + 2 |q| M_i)
  *    + 2^(b-22) a2 (M_i, M2_i: the image's max |c| and |c|^2; delta bounds the FP16
@@ -302,8 +306,15 @@ sparse_put (const MatchParams &p, unsigned long long slot, unsigned gq, int ti, 
  * across the CTA), since the kept pairs are appended with one atomic per warp. */
 __device__ __forceinline__ void
 finalize_pair (const MatchParams &p, const RowInfo &ri, long long R, int ti,
-    unsigned K1, unsigned K2)
+    int K1s, int K2s)
 {
+  /* Signed keys: a negative value v~ (only ever a rounding of a true D <= E) sorts
+   * before every non-negative one, and among negatives the order is not the value's.
+   * Neither decision below can be taken on a wrong order: acceptance needs
+   * v2 - E > 0, so K2 (and every key above it) is non-negative and ordered by value,
+   * and only K1 may be negative; rejection needs v1 > E, so no key is negative.  Any
+   * pair with two negative top keys is queued for the exact re-check. */
+  const unsigned K1 = (unsigned) K1s, K2 = (unsigned) K2s;
   int res = -1;
   if (ri.valid) {
     const ImgInfo im = p.imgs[ti];
@@ -313,7 +324,7 @@ finalize_pair (const MatchParams &p, const RowInfo &ri, long long R, int ti,
       const double v2 = __uint_as_float (K2 & p.keymask);
       const int w = (int) (K1 & ~p.keymask);
       const double S = qn2 + (double) im.M2 + 2.0 * qn * im.M;
-      const double E = p.delta2 * qn * im.M + p.eps1 * S + p.trunc * v2 + 1e-30;
+      const double E = p.delta2 * qn * im.M + p.eps1 * S + p.trunc * fabs (v2) + 1e-30;
       if (p.force)
         res = PENDING;
       else if (v1 - E > p.rr * (v2 + E))
@@ -438,10 +449,10 @@ match_kernel (const MatchParams p)
   cp_async_commit ();
   advance (ni, nc);
 
-  unsigned k1[4], k2[4];
+  int k1[4], k2[4];             /* signed keys (see finalize_pair) */
 #pragma unroll
   for (int s = 0; s < 4; s++)
-    k1[s] = k2[s] = 0xffffffffu;
+    k1[s] = k2[s] = 0x7fffffff;
   int stage = 0;
   for (;;) {
     const bool has_next = ni < i1;
@@ -492,9 +503,8 @@ match_kernel (const MatchParams p)
 #pragma unroll
         for (int s = 0; s < 4; s++) {
           const float v = acc[s >> 1][nt][(s & 1) * 2 + e];
-          float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
-          d = fmaxf (d, 0.f);
-          const unsigned key = (__float_as_uint (d) & p.keymask) | cid;
+          const float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
+          const int key = (int) ((__float_as_uint (d) & p.keymask) | cid);
           k2[s] = min (k2[s], max (k1[s], key));
           k1[s] = min (k1[s], key);
         }
@@ -506,17 +516,17 @@ match_kernel (const MatchParams p)
       for (int s = 0; s < 4; s++)
 #pragma unroll
         for (int o = 1; o <= 2; o <<= 1) {
-          const unsigned o1 = __shfl_xor_sync (0xffffffffu, k1[s], o);
-          const unsigned o2 = __shfl_xor_sync (0xffffffffu, k2[s], o);
+          const int o1 = __shfl_xor_sync (0xffffffffu, k1[s], o);
+          const int o2 = __shfl_xor_sync (0xffffffffu, k2[s], o);
           k2[s] = min (max (k1[s], o1), min (k2[s], o2));
           k1[s] = min (k1[s], o1);
         }
-      const unsigned K1 = tq == 0 ? k1[0] : tq == 1 ? k1[1] : tq == 2 ? k1[2] : k1[3];
-      const unsigned K2 = tq == 0 ? k2[0] : tq == 1 ? k2[1] : tq == 2 ? k2[2] : k2[3];
+      const int K1 = tq == 0 ? k1[0] : tq == 1 ? k1[1] : tq == 2 ? k1[2] : k1[3];
+      const int K2 = tq == 0 ? k2[0] : tq == 1 ? k2[1] : tq == 2 ? k2[2] : k2[3];
       finalize_pair (p, rmine, Rmine, li, K1, K2);
 #pragma unroll
       for (int s = 0; s < 4; s++)
-        k1[s] = k2[s] = 0xffffffffu;
+        k1[s] = k2[s] = 0x7fffffff;
     }
     __syncthreads ();
     if (!has_next)
