@@ -41,7 +41,6 @@
 #include <cuda_fp16.h>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_radix_sort.cuh>
 
 #include <math.h>
 #include <stdint.h>
@@ -118,7 +117,6 @@ struct MatchParams {
   int img0;                     /* absolute index of imgs[0] */
   long long nall;               /* n of the batch */
   unsigned long long *skey;
-  unsigned *sval;
   struct SpEnt *spay;
   unsigned long long *scount;
   unsigned long long scap;
@@ -291,7 +289,6 @@ sparse_put (const MatchParams &p, unsigned long long slot, unsigned gq, int ti, 
     return;                     /* counted: the host grows the list and runs again */
   p.skey[slot] = (unsigned long long) (p.img0 + ti) * (unsigned long long) p.nall +
       (unsigned) (gq - p.qbase);
-  p.sval[slot] = (unsigned) slot;
   SpEnt e;
   e.match = match;
   e.j2 = j2;
@@ -696,19 +693,85 @@ sparse_dist_kernel (const MatchParams p, GrMatch *ent, long long count)
 
 /* ---- sparse output, list mode: the finishing kernel ------------------------------ */
 
-/* first position of sorted keys[0 .. count) that is >= key */
-__device__ __forceinline__ long long
-lower_bound_u64 (const unsigned long long *keys, long long count, unsigned long long key)
+/* The list's order without a device-wide sort (cub's would pull libstdc++'s iostream
+ * into a library linked as C): (image, query) pairs are unique, so a bitmap of the
+ * kept pairs (a bit per pair, m x n / 8 bytes: 32 times less than the matrix) and its
+ * prefix counts give every entry its position in the matrix's row-major order.
+ * Rows r = image - row0; W = words per row. */
+__global__ void
+sparse_mark_kernel (const unsigned long long *__restrict__ keys, long long count,
+    long long n, int row0, long long W, unsigned *__restrict__ bits)
 {
-  long long lo = 0, hi = count;
-  while (lo < hi) {
-    const long long mid = (lo + hi) >> 1;
-    if (keys[mid] < key)
-      lo = mid + 1;
-    else
-      hi = mid;
+  for (long long e = (long long) blockIdx.x * blockDim.x + threadIdx.x; e < count;
+      e += (long long) gridDim.x * blockDim.x) {
+    const unsigned long long key = keys[e];
+    const long long r = (long long) (key / (unsigned long long) n) - row0;
+    const long long q = (long long) (key % (unsigned long long) n);
+    atomicOr (bits + r * W + (q >> 5), 1u << (q & 31));
   }
-  return lo;
+}
+
+/* per row: the exclusive prefix of the words' bit counts, and the row's total */
+__global__ void
+sparse_wscan_kernel (const unsigned *__restrict__ bits, long long W,
+    unsigned *__restrict__ wpre, unsigned *__restrict__ rcnt)
+{
+  typedef cub::BlockScan<unsigned, SPARSE_NT> Scan;
+  __shared__ typename Scan::TempStorage tmp;
+  const long long r = blockIdx.x;
+  unsigned carry = 0;
+  for (long long w0 = 0; w0 < W; w0 += SPARSE_NT) {
+    const long long w = w0 + threadIdx.x;
+    const unsigned v = w < W ? __popc (bits[r * W + w]) : 0u;
+    unsigned pre, tot;
+    Scan (tmp).ExclusiveSum (v, pre, tot);
+    if (w < W)
+      wpre[r * W + w] = carry + pre;
+    carry += tot;
+    __syncthreads ();           /* tmp is reused */
+  }
+  if (threadIdx.x == 0)
+    rcnt[r] = carry;
+}
+
+/* the rows' first positions: one block */
+__global__ void
+sparse_rscan_kernel (const unsigned *__restrict__ rcnt, int nr, long long *__restrict__ roff)
+{
+  typedef cub::BlockScan<long long, SPARSE_NT> Scan;
+  __shared__ typename Scan::TempStorage tmp;
+  long long carry = 0;
+  for (int r0 = 0; r0 < nr; r0 += SPARSE_NT) {
+    const int r = r0 + threadIdx.x;
+    const long long v = r < nr ? (long long) rcnt[r] : 0;
+    long long pre, tot;
+    Scan (tmp).ExclusiveSum (v, pre, tot);
+    if (r < nr)
+      roff[r] = carry + pre;
+    carry += tot;
+    __syncthreads ();
+  }
+  if (threadIdx.x == 0)
+    roff[nr] = carry;
+}
+
+/* each entry to its position: sorted keys and the slot of its payload */
+__global__ void
+sparse_scatter_kernel (const unsigned long long *__restrict__ keys, long long count,
+    long long n, int row0, long long W, const unsigned *__restrict__ bits,
+    const unsigned *__restrict__ wpre, const long long *__restrict__ roff,
+    unsigned long long *__restrict__ skey, unsigned *__restrict__ sval)
+{
+  for (long long e = (long long) blockIdx.x * blockDim.x + threadIdx.x; e < count;
+      e += (long long) gridDim.x * blockDim.x) {
+    const unsigned long long key = keys[e];
+    const long long r = (long long) (key / (unsigned long long) n) - row0;
+    const long long q = (long long) (key % (unsigned long long) n);
+    const long long wi = r * W + (q >> 5);
+    const long long pos = roff[r] + wpre[wi] + __popc (bits[wi] & ((1u << (q & 31)) - 1u));
+    skey[pos] = key;
+    sval[pos] = (unsigned) e;
+  }
 }
 
 /* What an FP32 distance f can say about the canonical D: whatever the summation order,
@@ -724,8 +787,9 @@ fp32_threshold (double d)
   return (float) (d * (1.0 + 2.0 * (KP + 8) * 0x1p-24) + (double) KP * 0x1p-120);
 }
 
-/* The list's entries in their final order (keys sorted: image, then query): a block
- * per image of [row0, row1), a thread per entry.  An entry whose winner w the bound
+/* The list's entries in their final order (keys sorted: image, then query; row r's
+ * entries at roff[r] .. roff[r + 1] - 1): a block per image of [row0, row1), a thread
+ * per entry.  An entry whose winner w the bound
  * settled gets d1 = D(q, w) (canonical, float64) and d2 = min over c != w of D(q, c):
  * starting from D(q, j2) (the approximate second), every candidate of the image is
  * screened with an FP32 distance (4 partial sums, from shared-memory tiles that the
@@ -737,13 +801,13 @@ __global__ void __launch_bounds__ (FIN_NT)
 sparse_finish_kernel (const DbPtrs db, int k, const ImgInfo *__restrict__ imgs,
     const int *__restrict__ qlist, int row0, long long n,
     const unsigned long long *__restrict__ keys, const unsigned *__restrict__ vals,
-    const SpEnt *__restrict__ pay, long long count, GrMatch *__restrict__ out)
+    const SpEnt *__restrict__ pay, const long long *__restrict__ roff,
+    GrMatch *__restrict__ out)
 {
   __shared__ __align__ (16) float tile[FIN_T * KP];
   const int img = row0 + (int) blockIdx.x;
   const unsigned long long klo = (unsigned long long) img * (unsigned long long) n;
-  const long long e0 = lower_bound_u64 (keys, count, klo);
-  const long long e1 = lower_bound_u64 (keys, count, klo + (unsigned long long) n);
+  const long long e0 = roff[blockIdx.x], e1 = roff[blockIdx.x + 1];
   if (e0 >= e1)
     return;                     /* uniform across the block */
   const ImgInfo im = imgs[img];
@@ -882,14 +946,16 @@ struct GrMatcherCuda {
   size_t hrowcnt_cap;
   GrMatch *d_sparse;            /* sparse form: one slab's entries (list mode: all) */
   size_t sparse_cap;
-  /* sparse form, list mode: the unsorted list (keys, slots, payloads), the sorted
-   * keys and slots, cub's scratch, the count; the entries' pinned host copy */
+  /* sparse form, list mode: the unsorted list (keys, payloads), the ordered keys and
+   * payload slots, the count; the entries' pinned host copy */
   unsigned long long *d_skey, *d_skey2;
-  unsigned *d_sval, *d_sval2;
+  unsigned *d_sval2;
   SpEnt *d_spay;
-  size_t skey_cap, skey2_cap, sval_cap, sval2_cap, spay_cap;
-  void *d_sort_tmp;
-  size_t sort_tmp_cap;
+  size_t skey_cap, skey2_cap, sval2_cap, spay_cap;
+  unsigned *d_bits, *d_wpre, *d_rcnt;   /* the kept pairs' bitmap, its prefixes */
+  size_t bits_cap, wpre_cap, rcnt_cap;
+  long long *d_roff;
+  size_t roff_cap;
   unsigned long long *d_scount, *h_scount;
   GrMatch *h_sparse;
   size_t hsparse_cap;
@@ -1130,10 +1196,12 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
   cudaFree (c->d_sparse);
   cudaFree (c->d_skey);
   cudaFree (c->d_skey2);
-  cudaFree (c->d_sval);
   cudaFree (c->d_sval2);
   cudaFree (c->d_spay);
-  cudaFree (c->d_sort_tmp);
+  cudaFree (c->d_bits);
+  cudaFree (c->d_wpre);
+  cudaFree (c->d_rcnt);
+  cudaFree (c->d_roff);
   cudaFree (c->d_scount);
   if (c->h_scount)
     cudaFreeHost (c->h_scount);
@@ -1528,7 +1596,7 @@ sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 
-/* a device list of at least `need` entries (keys, slots, payloads, sorted copies);
+/* a device list of at least `need` entries (keys, payloads, ordered keys and slots);
  * cudaErrorMemoryAllocation when it does not fit */
 static cudaError_t
 slist_reserve (GrMatcherCuda *c, size_t need)
@@ -1536,8 +1604,6 @@ slist_reserve (GrMatcherCuda *c, size_t need)
   cudaError_t e = gr_cuda_grow (&c->d_skey, &c->skey_cap, need, 4096);
   if (e == cudaSuccess)
     e = gr_cuda_grow (&c->d_skey2, &c->skey2_cap, need, 4096);
-  if (e == cudaSuccess)
-    e = gr_cuda_grow (&c->d_sval, &c->sval_cap, need, 4096);
   if (e == cudaSuccess)
     e = gr_cuda_grow (&c->d_sval2, &c->sval2_cap, need, 4096);
   if (e == cudaSuccess)
@@ -1547,8 +1613,8 @@ slist_reserve (GrMatcherCuda *c, size_t need)
 
 /* The sparse form in list mode: one match launch over the images [row0, row1) appends
  * the kept pairs to a device list (no m x n matrix, no slabs, no per-slab host round
- * trip); a radix sort on (image, query) gives the matrix's row-major order; the
- * finishing kernel computes d1, d2 (a block per image, FP32 screening, float64 only
+ * trip); a bitmap of the kept pairs and its prefix counts give the matrix's row-major
+ * order; the finishing kernel computes d1, d2 (a block per image, FP32 screening, float64 only
  * where the screening cannot decide); one download into pinned memory.  A list that
  * overflows is grown and the launch repeated (the capacity is kept for the next call);
  * a re-check queue that overflows falls back to the slab path. */
@@ -1576,7 +1642,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
   const unsigned pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
   /* first guess: a few kept pairs a query (a survey's overlap), at least what the last
    * call needed; GR_MATCHER_DEBUG_SMALL_SPARSE: 4, so that the regrowth runs */
-  const unsigned long long list_max = 0x7fffffffull;  /* cub's item count is an int */
+  const unsigned long long list_max = 0x7fffffffull;  /* payload slots are 32-bit */
   unsigned long long want = (unsigned long long) (8 * n < (1ll << 26) ? 8 * n :
       (1ll << 26));
   if (want < c->slist_want)
@@ -1612,7 +1678,6 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
           count, stats, errbuf, errlen);
     }
     p.skey = c->d_skey;
-    p.sval = c->d_sval;
     p.spay = c->d_spay;
     p.scount = c->d_scount;
     p.scap = want;
@@ -1642,17 +1707,36 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     c->slist_want = kept + kept / 8;
   double t_after_match = now_ms ();
   if (kept > 0) {
-    int bits = 1;
-    const unsigned long long maxkey = (unsigned long long) row1 * (unsigned long long) n;
-    while (bits < 64 && (maxkey >> bits) != 0)
-      bits++;
-    size_t tmp_bytes = 0;
-    CK (cub::DeviceRadixSort::SortPairs (NULL, tmp_bytes, c->d_skey, c->d_skey2,
-            c->d_sval, c->d_sval2, (int) kept, 0, bits, s), "radix sort (size)");
-    CK (gr_cuda_grow ((unsigned char **) &c->d_sort_tmp, &c->sort_tmp_cap, tmp_bytes + 16,
-            4096), "cudaMalloc (sort scratch)");
-    CK (cub::DeviceRadixSort::SortPairs (c->d_sort_tmp, tmp_bytes, c->d_skey, c->d_skey2,
-            c->d_sval, c->d_sval2, (int) kept, 0, bits, s), "radix sort");
+    /* the order: bitmap of the kept pairs, prefix counts, scatter (see
+     * sparse_mark_kernel) */
+    const int nr = row1 - row0;
+    const long long W = (n + 31) / 32;
+    const size_t words = (size_t) nr * (size_t) W;
+    cudaError_t e = gr_cuda_grow (&c->d_bits, &c->bits_cap, words, 4096);
+    if (e == cudaSuccess)
+      e = gr_cuda_grow (&c->d_wpre, &c->wpre_cap, words, 4096);
+    if (e != cudaSuccess) {
+      cudaGetLastError ();
+      return sparse_slabs (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap,
+          count, stats, errbuf, errlen);
+    }
+    CK (gr_cuda_grow (&c->d_rcnt, &c->rcnt_cap, (size_t) nr + 1, 1024),
+        "cudaMalloc (row counts)");
+    CK (gr_cuda_grow (&c->d_roff, &c->roff_cap, (size_t) nr + 1, 1024),
+        "cudaMalloc (row offsets)");
+    CK (cudaMemsetAsync (c->d_bits, 0, words * sizeof (unsigned), s), "cudaMemset");
+    const unsigned eg = (unsigned) ((kept + SPARSE_NT - 1) / SPARSE_NT < 65536 ?
+        (kept + SPARSE_NT - 1) / SPARSE_NT : 65536);
+    sparse_mark_kernel<<<eg, SPARSE_NT, 0, s>>> (c->d_skey, (long long) kept, n, row0, W,
+        c->d_bits);
+    CK (cudaGetLastError (), "sparse mark kernel launch");
+    sparse_wscan_kernel<<<nr, SPARSE_NT, 0, s>>> (c->d_bits, W, c->d_wpre, c->d_rcnt);
+    CK (cudaGetLastError (), "sparse scan kernel launch");
+    sparse_rscan_kernel<<<1, SPARSE_NT, 0, s>>> (c->d_rcnt, nr, c->d_roff);
+    CK (cudaGetLastError (), "sparse row scan kernel launch");
+    sparse_scatter_kernel<<<eg, SPARSE_NT, 0, s>>> (c->d_skey, (long long) kept, n, row0,
+        W, c->d_bits, c->d_wpre, c->d_roff, c->d_skey2, c->d_sval2);
+    CK (cudaGetLastError (), "sparse scatter kernel launch");
     CK (cudaEventRecord (c->evk2, s), "cudaEventRecord");
     CK (gr_cuda_grow (&c->d_sparse, &c->sparse_cap, (size_t) kept, 1024),
         "cudaMalloc (sparse entries)");
@@ -1660,17 +1744,17 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     switch (db->kp) {
       case 32:
         sparse_finish_kernel<32><<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab,
-            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, (long long) kept,
+            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, c->d_roff,
             c->d_sparse);
         break;
       case 64:
         sparse_finish_kernel<64><<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab,
-            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, (long long) kept,
+            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, c->d_roff,
             c->d_sparse);
         break;
       default:
         sparse_finish_kernel<128><<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab,
-            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, (long long) kept,
+            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, c->d_roff,
             c->d_sparse);
         break;
     }
@@ -1692,8 +1776,8 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     CK (cudaEventElapsedTime (&ms_fin, c->evk2, c->ev1), "cudaEventElapsedTime");
     const double tw1 = now_ms ();
     fprintf (stderr, "matcher sparse (list): m %d n %lld k %d, %lld entries (%.1f MB), "
-        "%lld re-checked, %d launch(es); ms: match kernels + re-check %.2f, sort %.2f, "
-        "finish (d1, d2) %.2f; host: up to the count %.2f, then %.2f (sort, finish, "
+        "%lld re-checked, %d launch(es); ms: match kernels + re-check %.2f, order %.2f, "
+        "finish (d1, d2) %.2f; host: up to the count %.2f, then %.2f (order, finish, "
         "download %.1f MB)\n", m, n, k, (long long) kept,
         kept * (double) sizeof (GrMatch) / 1e6, rechecked, launches, ms_match, ms_sort,
         ms_fin, t_after_match - tw0, tw1 - t_after_match,
