@@ -13,6 +13,7 @@
  *    compacted in place or grown (doubled) only when its end is reached, so a sliding
  *    window allocates nothing in steady state.
  *  - Match kernel: one launch for every (query block, image) pair.  A CTA of 4 warps
+ *    (4 to 6 CTAs an SM: 128 registers or fewer a thread for k <= 64)
  *    owns 128 query rows (A fragments of mma.m16n8k16 held in registers for the whole
  *    launch) and walks the images of its slice in 64-candidate chunks, double
  *    buffered with cp.async into shared memory (ldmatrix-friendly padded rows).  Tensor
@@ -358,7 +359,7 @@ finalize_pair (const MatchParams &p, const RowInfo &ri, long long R, int ti,
 }
 
 template <int KP>
-__global__ void __launch_bounds__ (NT, (KP <= 64 ? 3 : 2))
+__global__ void __launch_bounds__ (NT, (KP <= 32 ? 6 : KP <= 64 ? 4 : 3))
 match_kernel (const MatchParams p)
 {
   constexpr int KS = KP / 16;
@@ -459,53 +460,53 @@ match_kernel (const MatchParams p)
     cp_async_wait1 ();
     __syncthreads ();
 
-    /* ---- tensor-core tile: 32 rows x 64 candidates per warp */
+    /* ---- tensor-core tiles of 32 rows x 16 candidates per warp, each followed by its
+     * epilogue (keys and the running top-2): 16 accumulator registers instead of 64,
+     * so more warps fit an SM, and each warp's tensor-core and integer work interleave
+     * (the accumulation order of every product is the same as a whole-chunk tile's) */
     const __half *sb = sB[stage];
-    float acc[2][8][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-      for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-          acc[mt][nt][e] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < KS; ks++) {
-      unsigned b[8][2];
-#pragma unroll
-      for (int np = 0; np < 4; np++) {
-        const int mi = lane >> 3, rr = lane & 7;
-        const __half *addr = sb + (np * 16 + (mi >> 1) * 8 + rr) * SROW + ks * 16 +
-            (mi & 1) * 8;
-        ldmatrix_x4 (b[2 * np][0], b[2 * np][1], b[2 * np + 1][0], b[2 * np + 1][1],
-            addr);
-      }
-#pragma unroll
-      for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++)
-          mma16816 (acc[mt][nt], a[mt][ks], b[nt][0], b[nt][1]);
-    }
-
-    /* ---- epilogue: keys and the running top-2 */
     const float2 *sc = sC[stage];
     const unsigned cbase = (unsigned) lc * BN;
 #pragma unroll
-    for (int nt = 0; nt < 8; nt++)
+    for (int np = 0; np < 4; np++) {
+      float acc[2][2][4];
 #pragma unroll
-      for (int e = 0; e < 2; e++) {
-        const int col = nt * 8 + 2 * tq + e;
-        const float2 ci = sc[col];
-        const unsigned cid = cbase + (unsigned) col;
+      for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-        for (int s = 0; s < 4; s++) {
-          const float v = acc[s >> 1][nt][(s & 1) * 2 + e];
-          const float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
-          const int key = (int) ((__float_as_uint (d) & p.keymask) | cid);
-          k2[s] = min (k2[s], max (k1[s], key));
-          k1[s] = min (k1[s], key);
-        }
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            acc[mt][j][e] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < KS; ks++) {
+        unsigned b[2][2];
+        const int mi = lane >> 3, rr = lane & 7;
+        const __half *addr = sb + (np * 16 + (mi >> 1) * 8 + rr) * SROW + ks * 16 +
+            (mi & 1) * 8;
+        ldmatrix_x4 (b[0][0], b[0][1], b[1][0], b[1][1], addr);
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+          for (int j = 0; j < 2; j++)
+            mma16816 (acc[mt][j], a[mt][ks], b[j][0], b[j][1]);
       }
+#pragma unroll
+      for (int j = 0; j < 2; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int col = (2 * np + j) * 8 + 2 * tq + e;
+          const float2 ci = sc[col];
+          const unsigned cid = cbase + (unsigned) col;
+#pragma unroll
+          for (int s = 0; s < 4; s++) {
+            const float v = acc[s >> 1][j][(s & 1) * 2 + e];
+            const float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
+            const int key = (int) ((__float_as_uint (d) & p.keymask) | cid);
+            k2[s] = min (k2[s], max (k1[s], key));
+            k1[s] = min (k1[s], key);
+          }
+        }
+    }
 
     /* ---- end of an image: merge the 4 lanes of each row, decide */
     if ((lc + 1) * BN >= p.imgs[li].pn) {
@@ -1303,7 +1304,9 @@ launch_match (GrMatcherCuda *c, cudaStream_t stream, DevDb *db, MatchParams p, i
     gr_set_err (errbuf, errlen, "too many queries");
     return GR_ERR_INVALID;
   }
-  const long long target = (long long) c->nsm * 12;
+  /* about 24 CTAs an SM in all: 4 to 6 are resident at once (launch bounds), so the
+   * last wave's tail is a small part of the launch */
+  const long long target = (long long) c->nsm * 24;
   long long slices = (target + gx - 1) / gx;
   if (slices < 1)
     slices = 1;
