@@ -1195,19 +1195,15 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
   cudaFree (c->d_out);
   cudaFree (c->d_rowcnt);
   cudaFree (c->d_sparse);
-  cudaFree (c->d_skey);
-  cudaFree (c->d_skey2);
-  cudaFree (c->d_sval2);
-  cudaFree (c->d_spay);
-  cudaFree (c->d_bits);
-  cudaFree (c->d_wpre);
-  cudaFree (c->d_rcnt);
-  cudaFree (c->d_roff);
-  cudaFree (c->d_scount);
-  if (c->h_scount)
-    cudaFreeHost (c->h_scount);
-  if (c->h_sparse)
-    cudaFreeHost (c->h_sparse);
+  /* the list mode's buffers */
+  void *dev[] = { c->d_skey, c->d_skey2, c->d_sval2, c->d_spay, c->d_bits, c->d_wpre,
+    c->d_rcnt, c->d_roff, c->d_scount };
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    cudaFree (dev[i]);
+  void *host[] = { c->h_scount, c->h_sparse };
+  for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+    if (host[i])
+      cudaFreeHost (host[i]);
   if (c->h_rowcnt)
     cudaFreeHost (c->h_rowcnt);
   cudaFree (c->d_list);
@@ -1744,23 +1740,10 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     CK (gr_cuda_grow (&c->d_sparse, &c->sparse_cap, (size_t) kept, 1024),
         "cudaMalloc (sparse entries)");
     const unsigned grid = (unsigned) (row1 - row0);
-    switch (db->kp) {
-      case 32:
-        sparse_finish_kernel<32><<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab,
-            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, c->d_roff,
-            c->d_sparse);
-        break;
-      case 64:
-        sparse_finish_kernel<64><<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab,
-            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, c->d_roff,
-            c->d_sparse);
-        break;
-      default:
-        sparse_finish_kernel<128><<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab,
-            c->d_qlist, row0, n, c->d_skey2, c->d_sval2, c->d_spay, c->d_roff,
-            c->d_sparse);
-        break;
-    }
+    auto finish = db->kp == 32 ? sparse_finish_kernel<32> : db->kp == 64 ?
+        sparse_finish_kernel<64> : sparse_finish_kernel<128>;
+    finish<<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab, c->d_qlist, row0, n,
+        c->d_skey2, c->d_sval2, c->d_spay, c->d_roff, c->d_sparse);
     CK (cudaGetLastError (), "sparse finishing kernel launch");
   } else {
     CK (cudaEventRecord (c->evk2, s), "cudaEventRecord");

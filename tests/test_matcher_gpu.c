@@ -228,34 +228,30 @@ test_tricky (GrMatcher *gpu, GrMatcher *cpu)
  * neighbour in image 1 and two identical copies of a farther one (so the second
  * distance is a tie that the sparse form's finishing kernel must settle exactly), and
  * exact copies of itself in image 2 (d1 = d2 = 0: rejected). */
+/* m images of ni survey descriptors of length k, as bench_matcher's */
+static void
+shape_case (const char *what, GrMatcher *gpu, GrMatcher *cpu, int m, int ni, int k,
+    uint64_t *rng)
+{
+  int *sizes = malloc (sizeof (int) * m);
+  for (int i = 0; i < m; i++)
+    sizes[i] = ni;
+  int64_t *off = offsets_of (sizes, m);
+  float *desc = malloc (sizeof (float) * off[m] * k);
+  mref_survey (desc, off, m, k, 0.08, 0.3, 1, rng);
+  compare (what, gpu, cpu, desc, k, off, m, 0.8f, 1);
+  free (desc);
+  free (off);
+  free (sizes);
+}
+
 static void
 test_shapes (GrMatcher *gpu, GrMatcher *cpu)
 {
   uint64_t rng = 1414;
-  {
-    const int m = quick ? 6 : 24;
-    int sizes[24];
-    for (int i = 0; i < m; i++)
-      sizes[i] = 100;
-    int64_t *off = offsets_of (sizes, m);
-    float *desc = malloc (sizeof (float) * off[m] * 32);
-    mref_survey (desc, off, m, 32, 0.08, 0.3, 1, &rng);
-    compare ("shape (a), n_i 100 k 32", gpu, cpu, desc, 32, off, m, 0.8f, 1);
-    free (desc);
-    free (off);
-  }
-  if (!quick) {
-    const int m = 8;
-    int sizes[8];
-    for (int i = 0; i < m; i++)
-      sizes[i] = 500;
-    int64_t *off = offsets_of (sizes, m);
-    float *desc = malloc (sizeof (float) * off[m] * 64);
-    mref_survey (desc, off, m, 64, 0.08, 0.3, 1, &rng);
-    compare ("shape (b), n_i 500 k 64", gpu, cpu, desc, 64, off, m, 0.8f, 1);
-    free (desc);
-    free (off);
-  }
+  shape_case ("shape (a), n_i 100 k 32", gpu, cpu, quick ? 6 : 24, 100, 32, &rng);
+  if (!quick)
+    shape_case ("shape (b), n_i 500 k 64", gpu, cpu, 8, 500, 64, &rng);
   const int ks[] = { 1, 32, 64, 128 };
   for (unsigned a = 0; a < sizeof ks / sizeof ks[0]; a++) {
     const int k = ks[a], nq = 120;
