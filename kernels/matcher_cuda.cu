@@ -1595,6 +1595,19 @@ sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 
+/* the slab path, its entries in *buf (which it may move: *view follows) */
+static GrStatus
+slabs_view (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets, int m,
+    int row0, int row1, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
+    const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
+    size_t errlen)
+{
+  const GrStatus st = sparse_slabs (c, desc, k, offsets, m, row0, row1, rr, debug, buf,
+      cap, count, stats, errbuf, errlen);
+  *view = *buf;
+  return st;
+}
+
 /* a device list of at least `need` entries (keys, payloads, ordered keys and slots);
  * cudaErrorMemoryAllocation when it does not fit */
 static cudaError_t
@@ -1628,8 +1641,8 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
   if (row1 <= row0)
     return GR_OK;
   if (debug & GR_MATCHER_DEBUG_SMALL_SLAB)
-    return sparse_slabs (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, count,
-        stats, errbuf, errlen);
+    return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+        count, stats, errbuf, errlen);
   long long rows;
   int max_pn;
   GrStatus st = batch_setup (c, desc, k, offsets, m, &rows, &max_pn, errbuf, errlen);
@@ -1673,7 +1686,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     if (want > list_max ||
         slist_reserve (c, (size_t) (want > 4096 ? want : 4096)) != cudaSuccess) {
       cudaGetLastError ();
-      return sparse_slabs (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap,
+      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
           count, stats, errbuf, errlen);
     }
     p.skey = c->d_skey;
@@ -1694,7 +1707,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
             cudaMemcpyDeviceToHost, s), "cudaMemcpy (list count)");
     CK (cudaStreamSynchronize (s), "match kernels");
     if (c->h_count[0] > pcap)   /* the sweep needs the matrix */
-      return sparse_slabs (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap,
+      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
           count, stats, errbuf, errlen);
     kept = *c->h_scount;
     if (kept <= want)
@@ -1716,7 +1729,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
       e = gr_cuda_grow (&c->d_wpre, &c->wpre_cap, words, 4096);
     if (e != cudaSuccess) {
       cudaGetLastError ();
-      return sparse_slabs (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap,
+      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
           count, stats, errbuf, errlen);
     }
     CK (gr_cuda_grow (&c->d_rcnt, &c->rcnt_cap, (size_t) nr + 1, 1024),

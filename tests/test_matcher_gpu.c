@@ -89,13 +89,15 @@ compare_sparse (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *d
   memcpy (c, cv, sizeof (GrMatch) * (size_t) cn);
   /* the list mode; the slab path; the list mode from a 4-entry list (regrowth and a
    * second launch); the list mode with every pair settled by the exact re-check (its
-   * entries come with their distances) */
-  static const unsigned variants[4] = { 0, GR_MATCHER_DEBUG_SMALL_SLAB,
-    GR_MATCHER_DEBUG_SMALL_SPARSE, GR_MATCHER_DEBUG_FORCE_EXACT };
-  static const char *const vnames[4] = { "list", "3-image slabs", "list from 4",
-    "list, all exact" };
-  for (int small = 0; small < 4; small++) {
-    if (quick && (small == 1 || small == 3))
+   * entries come with their distances); a re-check queue that overflows (the list
+   * mode falls back to the slab path and its sweep) */
+  static const unsigned variants[5] = { 0, GR_MATCHER_DEBUG_SMALL_SLAB,
+    GR_MATCHER_DEBUG_SMALL_SPARSE, GR_MATCHER_DEBUG_FORCE_EXACT,
+    GR_MATCHER_DEBUG_FORCE_EXACT | GR_MATCHER_DEBUG_SMALL_LIST };
+  static const char *const vnames[5] = { "list", "3-image slabs", "list from 4",
+    "list, all exact", "queue overflow" };
+  for (int small = 0; small < 5; small++) {
+    if (quick && small != 0 && small != 2)
       continue;                 /* the sanitizers' subset: the list mode's own paths */
     const GrMatch *gv = NULL;
     int64_t gn = -1;
