@@ -1652,10 +1652,12 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
   DevDb *db = &c->bdb;
   cudaStream_t s = c->stream;
   const unsigned pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
-  /* first guess: a few kept pairs a query (a survey's overlap), at least what the last
-   * call needed; GR_MATCHER_DEBUG_SMALL_SPARSE: 4, so that the regrowth runs */
+  /* first guess: 16 kept pairs a query (a survey's overlap and the ratio test's
+   * chance passes: about 10 a query for (a) of docs/benchmarks.md), at least what the
+   * last call needed; 36 bytes an entry; GR_MATCHER_DEBUG_SMALL_SPARSE: 4, so that
+   * the regrowth runs */
   const unsigned long long list_max = 0x7fffffffull;  /* payload slots are 32-bit */
-  unsigned long long want = (unsigned long long) (8 * n < (1ll << 26) ? 8 * n :
+  unsigned long long want = (unsigned long long) (16 * n < (1ll << 26) ? 16 * n :
       (1ll << 26));
   if (want < c->slist_want)
     want = c->slist_want;
