@@ -898,11 +898,14 @@ gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
     goto done;
 #if GR_HAVE_CUDA
   if (mt->backend == GR_BACKEND_CUDA) {
+    const GrMatch *view = NULL;
     st = gr_matcher_cuda_match_all_sparse (mt->cuda, desc, k, offsets, m, row0, row1,
-        rr, mt->debug, &mt->sparse, &mt->sparse_cap, &total, &s, errbuf, errlen);
+        rr, mt->debug, &mt->sparse, &mt->sparse_cap, &view, &total, &s, errbuf, errlen);
     if (st != GR_OK)
       return st;
-    goto done;
+    *count = total;
+    *matches = view;
+    goto out;
   }
 #endif
   {
@@ -920,6 +923,9 @@ gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
 done:
   *matches = mt->sparse;
   *count = total;
+#if GR_HAVE_CUDA
+out:
+#endif
   s.elapsed_ms = now_ms () - t0;
   if (stats)
     *stats = s;

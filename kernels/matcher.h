@@ -75,17 +75,20 @@ GrStatus gr_matcher_match_all (GrMatcher *mt, const float *desc, int k,
 
 /* ---- Sparse batch form: what a stitcher consumes.  The kept entries of
  * gr_matcher_match_all's matrix (the entries >= 0: the very same ones, on both
- * backends), without the m x n matrix ever existing in host or device memory: the
- * images are matched in slabs of a bounded number of (image, query) entries (CPU:
- * 2^24, 64 MB; CUDA: 2^26, 256 MB of device memory), each slab compacted where it was
- * computed (CUDA: on the device, so only the
- * list crosses to the host).  Order: the matrix's row-major order, image ascending,
+ * backends), without the m x n int32 matrix ever existing in host or device memory.
+ * CPU: the images are matched in slabs of 2^24 (image, query) entries (64 MB), each
+ * compacted in parallel.  CUDA: one launch appends the kept pairs to a device list,
+ * ordered there by a bitmap of the pairs (m x n bits); only the list crosses to the
+ * host, into pinned memory (when the list or the bitmap cannot be allocated, or the
+ * re-check queue overflows: slabs of 2^26 entries compacted on the device).  Order: the matrix's row-major order, image ascending,
  * then query ascending (so each image's matches are one contiguous run: a CSR by
  * image).  d1, d2: the L2 distances (square roots of the canonical squared distances
  * of the header comment, rounded to float) of j to its nearest and second-nearest
  * descriptor in image i, as the exact float64 search finds them (whatever settled the
- * pair); so d1 / d2 < ratio holds for every entry.  Cost beyond the dense form: one
- * canonical scan of image i per kept entry (CUDA: a warp each).
+ * pair); so d1 / d2 < ratio holds for every entry.  Cost beyond the dense form: CPU,
+ * one canonical scan of image i per kept entry; CUDA, an FP32 screening of image i per
+ * kept entry under a proven bound, with canonical distances only for the winner, the
+ * approximate second and the candidates the screening cannot exclude.
  * *matches points at a buffer the matcher owns, valid until the next match_all,
  * match_all_sparse, add, add_view, reset or free of this matcher; *count entries.
  * Arguments as gr_matcher_match_all's. */
@@ -167,7 +170,10 @@ typedef enum {
                                              directions one after the other on one
                                              stream (default: concurrently on two) */
   GR_MATCHER_DEBUG_SMALL_SLAB = 1 << 3,   /* sparse form: slabs of 3 images, so that
-                                             the slab boundaries are crossed */
+                                             the slab boundaries are crossed (CUDA:
+                                             the slab path, not the list mode) */
+  GR_MATCHER_DEBUG_SMALL_SPARSE = 1 << 4, /* CUDA sparse form: a list of 4 entries at
+                                             first, so that its regrowth runs */
 } GrMatcherDebug;
 void gr_matcher_set_debug (GrMatcher *mt, unsigned flags);
 

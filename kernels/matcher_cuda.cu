@@ -13,13 +13,18 @@
  *    compacted in place or grown (doubled) only when its end is reached, so a sliding
  *    window allocates nothing in steady state.
  *  - Match kernel: one launch for every (query block, image) pair.  A CTA of 4 warps
+ *    (4 to 6 CTAs an SM: 128 registers or fewer a thread for k <= 64)
  *    owns 128 query rows (A fragments of mma.m16n8k16 held in registers for the whole
  *    launch) and walks the images of its slice in 64-candidate chunks, double
  *    buffered with cp.async into shared memory (ldmatrix-friendly padded rows).  Tensor
  *    cores give q^.c^ in FP32; the epilogue forms D = |q|^2 + |c|^2 - 2 |q||c| q^.c^,
- *    clamps it at 0 and packs it with the candidate index into one 32-bit key (the low
- *    mantissa bits give way to the index: the bound below accounts for it), so the
- *    per-row top-2 is three integer min/max per candidate.  At the end of an image the
+ *    and packs it with the candidate index into one 32-bit key (the low mantissa bits
+ *    give way to the index: the bound below accounts for it), so the per-row top-2 is
+ *    three integer min/max per candidate.  Keys compare as SIGNED integers, which
+ *    orders non-negative floats by value and puts every negative D~ (a rounding of a
+ *    true D <= E) before them: no clamp at 0, one instruction less per candidate on
+ *    the integer pipe that bounds the epilogue (finalize_pair says why the order
+ *    among negative keys does not matter).  At the end of an image the
  *    4 lanes sharing a row merge their top-2 by shuffles and decide.
  *  - Exactness: |D~ - D| <= E = 2 delta |q| M_i + eps (|q|^2 + M2_i + 2 |q| M_i)
  *    + 2^(b-22) a2 (M_i, M2_i: the image's max |c| and |c|^2; delta bounds the FP16
@@ -55,6 +60,8 @@
 #define LIST_CAP (1u << 22)     /* re-check queue entries per launch */
 #define SLAB_ENTRIES (1ll << 26)  /* sparse form: (image, query) entries per slab */
 #define SPARSE_NT 256           /* threads of the compaction kernels */
+#define FIN_NT 128              /* sparse list mode: threads of the finishing kernel */
+#define FIN_T 32                /* its candidate rows per shared-memory tile */
 
 /* ---- error helpers ---------------------------------------------------------- */
 
@@ -105,6 +112,25 @@ struct MatchParams {
   unsigned *pcount;
   unsigned pcap;
   int force;
+  /* sparse form, list mode (sparse = 1): kept pairs are appended to a list (key =
+   * image * nall + query, value = slot of the payload) instead of written to out */
+  int sparse;
+  int img0;                     /* absolute index of imgs[0] */
+  long long nall;               /* n of the batch */
+  unsigned long long *skey;
+  struct SpEnt *spay;
+  unsigned long long *scount;
+  unsigned long long scap;
+};
+
+/* A kept pair of the sparse form's list.  j2 >= 0: the winner is certain (the bound
+ * settled it) and j2 is the approximate second, whose exact distance starts the
+ * finishing kernel's search for d2; j2 = -1: d1, d2 are final (the exact re-check
+ * computed them). */
+struct SpEnt {
+  int match;
+  int j2;
+  float d1, d2;
 };
 
 /* ---- device helpers ------------------------------------------------------------ */
@@ -255,45 +281,85 @@ row_info (const MatchParams &p, long long R)
   return r;
 }
 
+/* one entry of the list (list mode), in the slot the caller reserved */
+__device__ __forceinline__ void
+sparse_put (const MatchParams &p, unsigned long long slot, unsigned gq, int ti, int match,
+    int j2, float d1, float d2)
+{
+  if (slot >= p.scap)
+    return;                     /* counted: the host grows the list and runs again */
+  p.skey[slot] = (unsigned long long) (p.img0 + ti) * (unsigned long long) p.nall +
+      (unsigned) (gq - p.qbase);
+  SpEnt e;
+  e.match = match;
+  e.j2 = j2;
+  e.d1 = d1;
+  e.d2 = d2;
+  p.spay[slot] = e;
+}
+
 /* decide one (row, image) pair from its approximate top-2 keys; writes the output
- * (and queues the pair when the bound cannot settle it) */
+ * (and queues the pair when the bound cannot settle it).  In list mode every lane of
+ * the warp must call it together (the callers do: at the end of an image, uniform
+ * across the CTA), since the kept pairs are appended with one atomic per warp. */
 __device__ __forceinline__ void
 finalize_pair (const MatchParams &p, const RowInfo &ri, long long R, int ti,
-    unsigned K1, unsigned K2)
+    int K1s, int K2s)
 {
-  if (!ri.valid)
-    return;
-  const long long oi = (long long) ti * p.ld + (long long) (unsigned) (ri.gq - p.qbase);
-  const ImgInfo im = p.imgs[ti];
-  int res;
-  if (im.n < 2 || (p.self_skip && (unsigned) (ri.gq - im.gabs) < (unsigned) im.n)) {
-    res = -1;
-  } else {
-    const double qn = ri.qn, qn2 = ri.qn2;
-    const double v1 = __uint_as_float (K1 & p.keymask);
-    const double v2 = __uint_as_float (K2 & p.keymask);
-    const int w = (int) (K1 & ~p.keymask);
-    const double S = qn2 + (double) im.M2 + 2.0 * qn * im.M;
-    const double E = p.delta2 * qn * im.M + p.eps1 * S + p.trunc * v2 + 1e-30;
-    if (p.force)
-      res = PENDING;
-    else if (v1 - E > p.rr * (v2 + E))
-      res = -1;
-    else if (v1 + E < p.rr * (v2 - E) && v1 + E < v2 - E)
-      res = w;
-    else
-      res = PENDING;
-    if (res == PENDING) {
-      const unsigned slot = atomicAdd (p.pcount, 1u);
-      if (slot < p.pcap)
-        p.plist[slot] = ((unsigned long long) (unsigned) R << 32) | (unsigned) ti;
+  /* Signed keys: a negative value v~ (only ever a rounding of a true D <= E) sorts
+   * before every non-negative one, and among negatives the order is not the value's.
+   * Neither decision below can be taken on a wrong order: acceptance needs
+   * v2 - E > 0, so K2 (and every key above it) is non-negative and ordered by value,
+   * and only K1 may be negative; rejection needs v1 > E, so no key is negative.  Any
+   * pair with two negative top keys is queued for the exact re-check. */
+  const unsigned K1 = (unsigned) K1s, K2 = (unsigned) K2s;
+  int res = -1;
+  if (ri.valid) {
+    const ImgInfo im = p.imgs[ti];
+    if (!(im.n < 2 || (p.self_skip && (unsigned) (ri.gq - im.gabs) < (unsigned) im.n))) {
+      const double qn = ri.qn, qn2 = ri.qn2;
+      const double v1 = __uint_as_float (K1 & p.keymask);
+      const double v2 = __uint_as_float (K2 & p.keymask);
+      const int w = (int) (K1 & ~p.keymask);
+      const double S = qn2 + (double) im.M2 + 2.0 * qn * im.M;
+      const double E = p.delta2 * qn * im.M + p.eps1 * S + p.trunc * fabs (v2) + 1e-30;
+      if (p.force)
+        res = PENDING;
+      else if (v1 - E > p.rr * (v2 + E))
+        res = -1;
+      else if (v1 + E < p.rr * (v2 - E) && v1 + E < v2 - E)
+        res = w;
+      else
+        res = PENDING;
+      if (res == PENDING) {
+        const unsigned slot = atomicAdd (p.pcount, 1u);
+        if (slot < p.pcap)
+          p.plist[slot] = ((unsigned long long) (unsigned) R << 32) | (unsigned) ti;
+      }
     }
+    if (!p.sparse)
+      p.out[(long long) ti * p.ld + (long long) (unsigned) (ri.gq - p.qbase)] = res;
   }
-  p.out[oi] = res;
+  if (!p.sparse)
+    return;
+  /* list mode: the kept pairs of the warp take consecutive slots (one atomic); a few
+   * kept pairs in a warp's 32 rows is the common case, none the most common */
+  const bool keep = res >= 0;
+  const unsigned mask = __ballot_sync (0xffffffffu, keep);
+  if (!mask)
+    return;
+  const int lane = threadIdx.x & 31, leader = __ffs (mask) - 1;
+  unsigned long long base = 0;
+  if (lane == leader)
+    base = atomicAdd (p.scount, (unsigned long long) __popc (mask));
+  base = __shfl_sync (0xffffffffu, base, leader);
+  if (keep)
+    sparse_put (p, base + __popc (mask & ((1u << lane) - 1u)), ri.gq, ti, res,
+        (int) (K2 & ~p.keymask), 0.f, 0.f);
 }
 
 template <int KP>
-__global__ void __launch_bounds__ (NT, (KP <= 64 ? 3 : 2))
+__global__ void __launch_bounds__ (NT, (KP <= 32 ? 6 : KP <= 64 ? 4 : 3))
 match_kernel (const MatchParams p)
 {
   constexpr int KS = KP / 16;
@@ -343,10 +409,11 @@ match_kernel (const MatchParams p)
   const long long Rmine = tq == 0 ? R[0] : tq == 1 ? R[1] : tq == 2 ? R[2] : R[3];
   const RowInfo rmine = row_info (p, Rmine);
 
-  /* images with fewer than 2 descriptors: -1 */
-  for (int i = i0; i < i1; i++)
-    if (p.imgs[i].n < 2)
-      finalize_pair (p, rmine, Rmine, i, 0u, 0u);
+  /* images with fewer than 2 descriptors: -1 (the list mode has nothing to write) */
+  if (!p.sparse)
+    for (int i = i0; i < i1; i++)
+      if (p.imgs[i].n < 2)
+        finalize_pair (p, rmine, Rmine, i, 0u, 0u);
 
   /* chunk iterators over the images of the slice that have >= 2 descriptors */
   int li = i0;
@@ -380,10 +447,10 @@ match_kernel (const MatchParams p)
   cp_async_commit ();
   advance (ni, nc);
 
-  unsigned k1[4], k2[4];
+  int k1[4], k2[4];             /* signed keys (see finalize_pair) */
 #pragma unroll
   for (int s = 0; s < 4; s++)
-    k1[s] = k2[s] = 0xffffffffu;
+    k1[s] = k2[s] = 0x7fffffff;
   int stage = 0;
   for (;;) {
     const bool has_next = ni < i1;
@@ -393,54 +460,53 @@ match_kernel (const MatchParams p)
     cp_async_wait1 ();
     __syncthreads ();
 
-    /* ---- tensor-core tile: 32 rows x 64 candidates per warp */
+    /* ---- tensor-core tiles of 32 rows x 16 candidates per warp, each followed by its
+     * epilogue (keys and the running top-2): 16 accumulator registers instead of 64,
+     * so more warps fit an SM, and each warp's tensor-core and integer work interleave
+     * (the accumulation order of every product is the same as a whole-chunk tile's) */
     const __half *sb = sB[stage];
-    float acc[2][8][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-      for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-          acc[mt][nt][e] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < KS; ks++) {
-      unsigned b[8][2];
-#pragma unroll
-      for (int np = 0; np < 4; np++) {
-        const int mi = lane >> 3, rr = lane & 7;
-        const __half *addr = sb + (np * 16 + (mi >> 1) * 8 + rr) * SROW + ks * 16 +
-            (mi & 1) * 8;
-        ldmatrix_x4 (b[2 * np][0], b[2 * np][1], b[2 * np + 1][0], b[2 * np + 1][1],
-            addr);
-      }
-#pragma unroll
-      for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++)
-          mma16816 (acc[mt][nt], a[mt][ks], b[nt][0], b[nt][1]);
-    }
-
-    /* ---- epilogue: keys and the running top-2 */
     const float2 *sc = sC[stage];
     const unsigned cbase = (unsigned) lc * BN;
 #pragma unroll
-    for (int nt = 0; nt < 8; nt++)
+    for (int np = 0; np < 4; np++) {
+      float acc[2][2][4];
 #pragma unroll
-      for (int e = 0; e < 2; e++) {
-        const int col = nt * 8 + 2 * tq + e;
-        const float2 ci = sc[col];
-        const unsigned cid = cbase + (unsigned) col;
+      for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-        for (int s = 0; s < 4; s++) {
-          const float v = acc[s >> 1][nt][(s & 1) * 2 + e];
-          float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
-          d = fmaxf (d, 0.f);
-          const unsigned key = (__float_as_uint (d) & p.keymask) | cid;
-          k2[s] = min (k2[s], max (k1[s], key));
-          k1[s] = min (k1[s], key);
-        }
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            acc[mt][j][e] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < KS; ks++) {
+        unsigned b[2][2];
+        const int mi = lane >> 3, rr = lane & 7;
+        const __half *addr = sb + (np * 16 + (mi >> 1) * 8 + rr) * SROW + ks * 16 +
+            (mi & 1) * 8;
+        ldmatrix_x4 (b[0][0], b[0][1], b[1][0], b[1][1], addr);
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+          for (int j = 0; j < 2; j++)
+            mma16816 (acc[mt][j], a[mt][ks], b[j][0], b[j][1]);
       }
+#pragma unroll
+      for (int j = 0; j < 2; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int col = (2 * np + j) * 8 + 2 * tq + e;
+          const float2 ci = sc[col];
+          const unsigned cid = cbase + (unsigned) col;
+#pragma unroll
+          for (int s = 0; s < 4; s++) {
+            const float v = acc[s >> 1][j][(s & 1) * 2 + e];
+            const float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
+            const int key = (int) ((__float_as_uint (d) & p.keymask) | cid);
+            k2[s] = min (k2[s], max (k1[s], key));
+            k1[s] = min (k1[s], key);
+          }
+        }
+    }
 
     /* ---- end of an image: merge the 4 lanes of each row, decide */
     if ((lc + 1) * BN >= p.imgs[li].pn) {
@@ -448,17 +514,17 @@ match_kernel (const MatchParams p)
       for (int s = 0; s < 4; s++)
 #pragma unroll
         for (int o = 1; o <= 2; o <<= 1) {
-          const unsigned o1 = __shfl_xor_sync (0xffffffffu, k1[s], o);
-          const unsigned o2 = __shfl_xor_sync (0xffffffffu, k2[s], o);
+          const int o1 = __shfl_xor_sync (0xffffffffu, k1[s], o);
+          const int o2 = __shfl_xor_sync (0xffffffffu, k2[s], o);
           k2[s] = min (max (k1[s], o1), min (k2[s], o2));
           k1[s] = min (k1[s], o1);
         }
-      const unsigned K1 = tq == 0 ? k1[0] : tq == 1 ? k1[1] : tq == 2 ? k1[2] : k1[3];
-      const unsigned K2 = tq == 0 ? k2[0] : tq == 1 ? k2[1] : tq == 2 ? k2[2] : k2[3];
+      const int K1 = tq == 0 ? k1[0] : tq == 1 ? k1[1] : tq == 2 ? k1[2] : k1[3];
+      const int K2 = tq == 0 ? k2[0] : tq == 1 ? k2[1] : tq == 2 ? k2[2] : k2[3];
       finalize_pair (p, rmine, Rmine, li, K1, K2);
 #pragma unroll
       for (int s = 0; s < 4; s++)
-        k1[s] = k2[s] = 0xffffffffu;
+        k1[s] = k2[s] = 0x7fffffff;
     }
     __syncthreads ();
     if (!has_next)
@@ -516,8 +582,14 @@ exact_pair_warp (const MatchParams &p, long long R, int ti, int lane)
   exact_top2_warp (p, p.db.f32 + R * p.k, im, lane, &d1, &d2, &i1);
   if (lane == 0) {
     const unsigned gq = p.db.rowglob[R];
-    const long long oi = (long long) ti * p.ld + (long long) (unsigned) (gq - p.qbase);
-    p.out[oi] = (im.n >= 2 && d1 < p.rr * d2) ? i1 : -1;
+    const int res = (im.n >= 2 && d1 < p.rr * d2) ? i1 : -1;
+    if (!p.sparse) {
+      p.out[(long long) ti * p.ld + (long long) (unsigned) (gq - p.qbase)] = res;
+    } else if (res >= 0) {
+      /* the list mode: the exact distances are at hand, the entry is final */
+      sparse_put (p, atomicAdd (p.scount, 1ull), gq, ti, res, -1, (float) sqrt (d1),
+          (float) sqrt (d2));
+    }
   }
 }
 
@@ -620,6 +692,217 @@ sparse_dist_kernel (const MatchParams p, GrMatch *ent, long long count)
   }
 }
 
+/* ---- sparse output, list mode: the finishing kernel ------------------------------ */
+
+/* The list's order without a device-wide sort (cub's would pull libstdc++'s iostream
+ * into a library linked as C): (image, query) pairs are unique, so a bitmap of the
+ * kept pairs (a bit per pair, m x n / 8 bytes: 32 times less than the matrix) and its
+ * prefix counts give every entry its position in the matrix's row-major order.
+ * Rows r = image - row0; W = words per row. */
+__global__ void
+sparse_mark_kernel (const unsigned long long *__restrict__ keys, long long count,
+    long long n, int row0, long long W, unsigned *__restrict__ bits)
+{
+  for (long long e = (long long) blockIdx.x * blockDim.x + threadIdx.x; e < count;
+      e += (long long) gridDim.x * blockDim.x) {
+    const unsigned long long key = keys[e];
+    const long long r = (long long) (key / (unsigned long long) n) - row0;
+    const long long q = (long long) (key % (unsigned long long) n);
+    atomicOr (bits + r * W + (q >> 5), 1u << (q & 31));
+  }
+}
+
+/* per row: the exclusive prefix of the words' bit counts, and the row's total */
+__global__ void
+sparse_wscan_kernel (const unsigned *__restrict__ bits, long long W,
+    unsigned *__restrict__ wpre, unsigned *__restrict__ rcnt)
+{
+  typedef cub::BlockScan<unsigned, SPARSE_NT> Scan;
+  __shared__ typename Scan::TempStorage tmp;
+  const long long r = blockIdx.x;
+  unsigned carry = 0;
+  for (long long w0 = 0; w0 < W; w0 += SPARSE_NT) {
+    const long long w = w0 + threadIdx.x;
+    const unsigned v = w < W ? __popc (bits[r * W + w]) : 0u;
+    unsigned pre, tot;
+    Scan (tmp).ExclusiveSum (v, pre, tot);
+    if (w < W)
+      wpre[r * W + w] = carry + pre;
+    carry += tot;
+    __syncthreads ();           /* tmp is reused */
+  }
+  if (threadIdx.x == 0)
+    rcnt[r] = carry;
+}
+
+/* the rows' first positions: one block */
+__global__ void
+sparse_rscan_kernel (const unsigned *__restrict__ rcnt, int nr, long long *__restrict__ roff)
+{
+  typedef cub::BlockScan<long long, SPARSE_NT> Scan;
+  __shared__ typename Scan::TempStorage tmp;
+  long long carry = 0;
+  for (int r0 = 0; r0 < nr; r0 += SPARSE_NT) {
+    const int r = r0 + threadIdx.x;
+    const long long v = r < nr ? (long long) rcnt[r] : 0;
+    long long pre, tot;
+    Scan (tmp).ExclusiveSum (v, pre, tot);
+    if (r < nr)
+      roff[r] = carry + pre;
+    carry += tot;
+    __syncthreads ();
+  }
+  if (threadIdx.x == 0)
+    roff[nr] = carry;
+}
+
+/* each entry to its position: sorted keys and the slot of its payload */
+__global__ void
+sparse_scatter_kernel (const unsigned long long *__restrict__ keys, long long count,
+    long long n, int row0, long long W, const unsigned *__restrict__ bits,
+    const unsigned *__restrict__ wpre, const long long *__restrict__ roff,
+    unsigned long long *__restrict__ skey, unsigned *__restrict__ sval)
+{
+  for (long long e = (long long) blockIdx.x * blockDim.x + threadIdx.x; e < count;
+      e += (long long) gridDim.x * blockDim.x) {
+    const unsigned long long key = keys[e];
+    const long long r = (long long) (key / (unsigned long long) n) - row0;
+    const long long q = (long long) (key % (unsigned long long) n);
+    const long long wi = r * W + (q >> 5);
+    const long long pos = roff[r] + wpre[wi] + __popc (bits[wi] & ((1u << (q & 31)) - 1u));
+    skey[pos] = key;
+    sval[pos] = (unsigned) e;
+  }
+}
+
+/* What an FP32 distance f can say about the canonical D: whatever the summation order,
+ * |f - D| <= gamma D + tiny, gamma = (KP + 8) 2^-23 (at most KP + 4 roundings of
+ * non-negative terms, each 2^-24, twice over for the double's own rounding and the
+ * order), tiny covering underflow (3 KP operations that may each lose 2^-150).  So a
+ * candidate with f > d (1 + gamma) + tiny has D > d: it cannot be (or tie) the second
+ * neighbour when d is an exact distance already found. */
+template <int KP>
+__device__ __forceinline__ float
+fp32_threshold (double d)
+{
+  return (float) (d * (1.0 + 2.0 * (KP + 8) * 0x1p-24) + (double) KP * 0x1p-120);
+}
+
+/* The list's entries in their final order (keys sorted: image, then query; row r's
+ * entries at roff[r] .. roff[r + 1] - 1): a block per image of [row0, row1), a thread
+ * per entry.  An entry whose winner w the bound
+ * settled gets d1 = D(q, w) (canonical, float64) and d2 = min over c != w of D(q, c):
+ * starting from D(q, j2) (the approximate second), every candidate of the image is
+ * screened with an FP32 distance (4 partial sums, from shared-memory tiles that the
+ * block's threads read together), and only those the FP32 bound cannot exclude are
+ * evaluated exactly.  This replaces a float64 scan of the whole image per entry (the
+ * slab path's sparse_dist_kernel, which read n_i x k floats from L2 for each entry). */
+template <int KP>
+__global__ void __launch_bounds__ (FIN_NT)
+sparse_finish_kernel (const DbPtrs db, int k, const ImgInfo *__restrict__ imgs,
+    const int *__restrict__ qlist, int row0, long long n,
+    const unsigned long long *__restrict__ keys, const unsigned *__restrict__ vals,
+    const SpEnt *__restrict__ pay, const long long *__restrict__ roff,
+    GrMatch *__restrict__ out)
+{
+  __shared__ __align__ (16) float tile[FIN_T * KP];
+  const int img = row0 + (int) blockIdx.x;
+  const unsigned long long klo = (unsigned long long) img * (unsigned long long) n;
+  const long long e0 = roff[blockIdx.x], e1 = roff[blockIdx.x + 1];
+  if (e0 >= e1)
+    return;                     /* uniform across the block */
+  const ImgInfo im = imgs[img];
+  const float *crow = db.f32 + (long long) im.poff * k;
+  for (long long g = e0; g < e1; g += FIN_NT) {
+    const long long e = g + threadIdx.x;
+    bool active = false;
+    long long query = 0;
+    const float *qp = NULL;
+    int w = 0;
+    double d1 = 0.0, d2 = 0.0;
+    float qv[KP];
+#pragma unroll
+    for (int t = 0; t < KP; t++)
+      qv[t] = 0.f;
+    if (e < e1) {
+      query = (long long) (keys[e] - klo);
+      const SpEnt se = pay[vals[e]];
+      w = se.match;
+      if (se.j2 < 0) {
+        GrMatch o;
+        o.query = query;
+        o.image = img;
+        o.match = se.match;
+        o.d1 = se.d1;
+        o.d2 = se.d2;
+        out[e] = o;
+      } else {
+        active = true;
+        qp = db.f32 + (long long) qlist[query] * k;
+#pragma unroll
+        for (int t = 0; t < KP; t++)
+          if (t < k)
+            qv[t] = qp[t];
+        d1 = exact_dist (qp, crow + (long long) w * k, k);
+        d2 = (se.j2 < im.n && se.j2 != w) ?
+            exact_dist (qp, crow + (long long) se.j2 * k, k) :
+            __longlong_as_double (0x7ff0000000000000ll);
+      }
+    }
+    if (__syncthreads_or (active)) {
+      float thr = fp32_threshold<KP> (d2);
+      for (int c0 = 0; c0 < im.n; c0 += FIN_T) {
+        const int rows = min (FIN_T, im.n - c0);
+        __syncthreads ();       /* the previous tile is no longer read */
+        for (int x = threadIdx.x; x < FIN_T * KP; x += FIN_NT) {
+          const int r = x / KP, t = x % KP;
+          tile[x] = (r < rows && t < k) ? crow[(long long) (c0 + r) * k + t] : 0.f;
+        }
+        __syncthreads ();
+        if (!active)
+          continue;
+        for (int r = 0; r < rows; r++) {
+          const float *cv = tile + r * KP;
+          float f0 = 0.f, f1 = 0.f, f2 = 0.f, f3 = 0.f;
+#pragma unroll
+          for (int t = 0; t < KP; t += 4) {
+            const float4 c4 = *(const float4 *) (cv + t);
+            const float a = qv[t] - c4.x, b = qv[t + 1] - c4.y;
+            const float c = qv[t + 2] - c4.z, d = qv[t + 3] - c4.w;
+            f0 = fmaf (a, a, f0);
+            f1 = fmaf (b, b, f1);
+            f2 = fmaf (c, c, f2);
+            f3 = fmaf (d, d, f3);
+          }
+          const float f = (f0 + f1) + (f2 + f3);
+          if (f <= thr && c0 + r != w) {
+            /* canonical, as exact_dist (qv is not indexed at run time: it would
+             * leave the registers) */
+            double acc = 0.0;
+            for (int t = 0; t < k; t++) {
+              const double dd = (double) qp[t] - (double) cv[t];
+              acc = fma (dd, dd, acc);
+            }
+            if (acc < d2) {
+              d2 = acc;
+              thr = fp32_threshold<KP> (d2);
+            }
+          }
+        }
+      }
+    }
+    if (active) {
+      GrMatch o;
+      o.query = query;
+      o.image = img;
+      o.match = w;
+      o.d1 = (float) sqrt (d1);
+      o.d2 = (float) sqrt (d2);
+      out[e] = o;
+    }
+  }
+}
+
 /* ---- host side ---------------------------------------------------------------- */
 
 struct DevDb {
@@ -662,8 +945,22 @@ struct GrMatcherCuda {
   size_t rowcnt_cap;
   long long *h_rowcnt;          /* pinned */
   size_t hrowcnt_cap;
-  GrMatch *d_sparse;            /* sparse form: one slab's entries */
+  GrMatch *d_sparse;            /* sparse form: one slab's entries (list mode: all) */
   size_t sparse_cap;
+  /* sparse form, list mode: the unsorted list (keys, payloads), the ordered keys and
+   * payload slots, the count; the entries' pinned host copy */
+  unsigned long long *d_skey, *d_skey2;
+  unsigned *d_sval2;
+  SpEnt *d_spay;
+  size_t skey_cap, skey2_cap, sval2_cap, spay_cap;
+  unsigned *d_bits, *d_wpre, *d_rcnt;   /* the kept pairs' bitmap, its prefixes */
+  size_t bits_cap, wpre_cap, rcnt_cap;
+  long long *d_roff;
+  size_t roff_cap;
+  unsigned long long *d_scount, *h_scount;
+  GrMatch *h_sparse;
+  size_t hsparse_cap;
+  unsigned long long slist_want;  /* list capacity the last call needed */
   unsigned long long *d_list;
   unsigned *d_count;
   unsigned *h_count;            /* pinned, 2 */
@@ -867,6 +1164,10 @@ gr_matcher_cuda_new (int device, char *errbuf, size_t errlen)
     e = gr_cuda_malloc_host (&c->h_count, 2 * sizeof (unsigned));
   if (e == cudaSuccess)
     e = gr_cuda_malloc_host (&c->h_newimg, sizeof (ImgInfo));
+  if (e == cudaSuccess)
+    e = gr_cuda_malloc (&c->d_scount, sizeof (unsigned long long));
+  if (e == cudaSuccess)
+    e = gr_cuda_malloc_host (&c->h_scount, sizeof (unsigned long long));
   if (e != cudaSuccess) {
     gr_set_err (errbuf, errlen, "CUDA matcher setup: %s", cudaGetErrorString (e));
     cudaGetLastError ();
@@ -894,6 +1195,15 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
   cudaFree (c->d_out);
   cudaFree (c->d_rowcnt);
   cudaFree (c->d_sparse);
+  /* the list mode's buffers */
+  void *dev[] = { c->d_skey, c->d_skey2, c->d_sval2, c->d_spay, c->d_bits, c->d_wpre,
+    c->d_rcnt, c->d_roff, c->d_scount };
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    cudaFree (dev[i]);
+  void *host[] = { c->h_scount, c->h_sparse };
+  for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+    if (host[i])
+      cudaFreeHost (host[i]);
   if (c->h_rowcnt)
     cudaFreeHost (c->h_rowcnt);
   cudaFree (c->d_list);
@@ -990,7 +1300,9 @@ launch_match (GrMatcherCuda *c, cudaStream_t stream, DevDb *db, MatchParams p, i
     gr_set_err (errbuf, errlen, "too many queries");
     return GR_ERR_INVALID;
   }
-  const long long target = (long long) c->nsm * 12;
+  /* about 24 CTAs an SM in all: 4 to 6 are resident at once (launch bounds), so the
+   * last wave's tail is a small part of the launch */
+  const long long target = (long long) c->nsm * 24;
   long long slices = (target + gx - 1) / gx;
   if (slices < 1)
     slices = 1;
@@ -1160,8 +1472,12 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 
-extern "C" GrStatus
-gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
+/* The slab path of the sparse form: the matrix of a slab of images on the device,
+ * compacted there, then a float64 scan of the image per kept entry.  The list mode
+ * (below) falls back to it when the re-check queue overflows (its sweep reads the
+ * matrix) or the list does not fit; GR_MATCHER_DEBUG_SMALL_SLAB selects it. */
+static GrStatus
+sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
     const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
     GrMatch **buf, int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf,
     size_t errlen)
@@ -1276,6 +1592,200 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
         total, total * (double) sizeof (GrMatch) / 1e6, rechecked, t_match, t_count,
         t_host, t_rest, t_dist, t_setup);
   *count = total;
+  return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
+}
+
+/* the slab path, its entries in *buf (which it may move: *view follows) */
+static GrStatus
+slabs_view (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets, int m,
+    int row0, int row1, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
+    const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
+    size_t errlen)
+{
+  const GrStatus st = sparse_slabs (c, desc, k, offsets, m, row0, row1, rr, debug, buf,
+      cap, count, stats, errbuf, errlen);
+  *view = *buf;
+  return st;
+}
+
+/* a device list of at least `need` entries (keys, payloads, ordered keys and slots);
+ * cudaErrorMemoryAllocation when it does not fit */
+static cudaError_t
+slist_reserve (GrMatcherCuda *c, size_t need)
+{
+  cudaError_t e = gr_cuda_grow (&c->d_skey, &c->skey_cap, need, 4096);
+  if (e == cudaSuccess)
+    e = gr_cuda_grow (&c->d_skey2, &c->skey2_cap, need, 4096);
+  if (e == cudaSuccess)
+    e = gr_cuda_grow (&c->d_sval2, &c->sval2_cap, need, 4096);
+  if (e == cudaSuccess)
+    e = gr_cuda_grow (&c->d_spay, &c->spay_cap, need, 4096);
+  return e;
+}
+
+/* The sparse form in list mode: one match launch over the images [row0, row1) appends
+ * the kept pairs to a device list (no m x n matrix, no slabs, no per-slab host round
+ * trip); a bitmap of the kept pairs and its prefix counts give the matrix's row-major
+ * order; the finishing kernel computes d1, d2 (a block per image, FP32 screening, float64 only
+ * where the screening cannot decide); one download into pinned memory.  A list that
+ * overflows is grown and the launch repeated (the capacity is kept for the next call);
+ * a re-check queue that overflows falls back to the slab path. */
+extern "C" GrStatus
+gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
+    const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
+    GrMatch **buf, int64_t *cap, const GrMatch **view, int64_t *count,
+    GrMatchStats *stats, char *errbuf, size_t errlen)
+{
+  *count = 0;
+  *view = *buf;
+  if (row1 <= row0)
+    return GR_OK;
+  if (debug & GR_MATCHER_DEBUG_SMALL_SLAB)
+    return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+        count, stats, errbuf, errlen);
+  long long rows;
+  int max_pn;
+  GrStatus st = batch_setup (c, desc, k, offsets, m, &rows, &max_pn, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
+  const long long n = offsets[m];
+  DevDb *db = &c->bdb;
+  cudaStream_t s = c->stream;
+  const unsigned pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
+  /* first guess: 16 kept pairs a query (a survey's overlap and the ratio test's
+   * chance passes: about 10 a query for (a) of docs/benchmarks.md), at least what the
+   * last call needed; 36 bytes an entry; GR_MATCHER_DEBUG_SMALL_SPARSE: 4, so that
+   * the regrowth runs */
+  const unsigned long long list_max = 0x7fffffffull;  /* payload slots are 32-bit */
+  unsigned long long want = (unsigned long long) (16 * n < (1ll << 26) ? 16 * n :
+      (1ll << 26));
+  if (want < c->slist_want)
+    want = c->slist_want;
+  if (want < 4096)
+    want = 4096;
+  if (debug & GR_MATCHER_DEBUG_SMALL_SPARSE)
+    want = 4;
+  MatchParams p;
+  memset (&p, 0, sizeof p);
+  p.qlist = c->d_qlist;
+  p.nq = (int) n;
+  p.imgs = c->d_tab + row0;
+  p.nimg = row1 - row0;
+  p.out = NULL;
+  p.ld = n;
+  p.self_skip = 1;
+  p.rr = rr;
+  p.sparse = 1;
+  p.img0 = row0;
+  p.nall = n;
+  const char *tenv = getenv ("GEOREG_MATCHER_TIMING");
+  const bool timing = tenv && atoi (tenv) == 1;
+  const double tw0 = now_ms ();
+  long long rechecked = 0;
+  unsigned long long kept = 0;
+  int launches = 0;
+  for (;;) {
+    if (want > list_max ||
+        slist_reserve (c, (size_t) (want > 4096 ? want : 4096)) != cudaSuccess) {
+      cudaGetLastError ();
+      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+          count, stats, errbuf, errlen);
+    }
+    p.skey = c->d_skey;
+    p.spay = c->d_spay;
+    p.scount = c->d_scount;
+    p.scap = want;
+    CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
+    CK (cudaMemsetAsync (c->d_scount, 0, sizeof (unsigned long long), s), "cudaMemset");
+    CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
+    launches++;
+    st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+    CK (cudaEventRecord (c->evk1, s), "cudaEventRecord");
+    CK (cudaMemcpyAsync (c->h_count, c->d_count, sizeof (unsigned),
+            cudaMemcpyDeviceToHost, s), "cudaMemcpy (count)");
+    CK (cudaMemcpyAsync (c->h_scount, c->d_scount, sizeof (unsigned long long),
+            cudaMemcpyDeviceToHost, s), "cudaMemcpy (list count)");
+    CK (cudaStreamSynchronize (s), "match kernels");
+    if (c->h_count[0] > pcap)   /* the sweep needs the matrix */
+      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+          count, stats, errbuf, errlen);
+    kept = *c->h_scount;
+    if (kept <= want)
+      break;
+    want = kept + kept / 4 + 1024;
+  }
+  rechecked = c->h_count[0];
+  if (!(debug & GR_MATCHER_DEBUG_SMALL_SPARSE) && kept > c->slist_want)
+    c->slist_want = kept + kept / 8;
+  double t_after_match = now_ms ();
+  if (kept > 0) {
+    /* the order: bitmap of the kept pairs, prefix counts, scatter (see
+     * sparse_mark_kernel) */
+    const int nr = row1 - row0;
+    const long long W = (n + 31) / 32;
+    const size_t words = (size_t) nr * (size_t) W;
+    cudaError_t e = gr_cuda_grow (&c->d_bits, &c->bits_cap, words, 4096);
+    if (e == cudaSuccess)
+      e = gr_cuda_grow (&c->d_wpre, &c->wpre_cap, words, 4096);
+    if (e != cudaSuccess) {
+      cudaGetLastError ();
+      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+          count, stats, errbuf, errlen);
+    }
+    CK (gr_cuda_grow (&c->d_rcnt, &c->rcnt_cap, (size_t) nr + 1, 1024),
+        "cudaMalloc (row counts)");
+    CK (gr_cuda_grow (&c->d_roff, &c->roff_cap, (size_t) nr + 1, 1024),
+        "cudaMalloc (row offsets)");
+    CK (cudaMemsetAsync (c->d_bits, 0, words * sizeof (unsigned), s), "cudaMemset");
+    const unsigned eg = (unsigned) ((kept + SPARSE_NT - 1) / SPARSE_NT < 65536 ?
+        (kept + SPARSE_NT - 1) / SPARSE_NT : 65536);
+    sparse_mark_kernel<<<eg, SPARSE_NT, 0, s>>> (c->d_skey, (long long) kept, n, row0, W,
+        c->d_bits);
+    CK (cudaGetLastError (), "sparse mark kernel launch");
+    sparse_wscan_kernel<<<nr, SPARSE_NT, 0, s>>> (c->d_bits, W, c->d_wpre, c->d_rcnt);
+    CK (cudaGetLastError (), "sparse scan kernel launch");
+    sparse_rscan_kernel<<<1, SPARSE_NT, 0, s>>> (c->d_rcnt, nr, c->d_roff);
+    CK (cudaGetLastError (), "sparse row scan kernel launch");
+    sparse_scatter_kernel<<<eg, SPARSE_NT, 0, s>>> (c->d_skey, (long long) kept, n, row0,
+        W, c->d_bits, c->d_wpre, c->d_roff, c->d_skey2, c->d_sval2);
+    CK (cudaGetLastError (), "sparse scatter kernel launch");
+    CK (cudaEventRecord (c->evk2, s), "cudaEventRecord");
+    CK (gr_cuda_grow (&c->d_sparse, &c->sparse_cap, (size_t) kept, 1024),
+        "cudaMalloc (sparse entries)");
+    const unsigned grid = (unsigned) (row1 - row0);
+    auto finish = db->kp == 32 ? sparse_finish_kernel<32> : db->kp == 64 ?
+        sparse_finish_kernel<64> : sparse_finish_kernel<128>;
+    finish<<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab, c->d_qlist, row0, n,
+        c->d_skey2, c->d_sval2, c->d_spay, c->d_roff, c->d_sparse);
+    CK (cudaGetLastError (), "sparse finishing kernel launch");
+  } else {
+    CK (cudaEventRecord (c->evk2, s), "cudaEventRecord");
+  }
+  CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  CK (grow_pinned (&c->h_sparse, &c->hsparse_cap, (size_t) kept + 1),
+      "cudaHostAlloc (sparse entries)");
+  if (kept > 0)
+    CK (cudaMemcpyAsync (c->h_sparse, c->d_sparse, (size_t) kept * sizeof (GrMatch),
+            cudaMemcpyDeviceToHost, s), "cudaMemcpy (sparse entries)");
+  CK (cudaStreamSynchronize (s), "sparse entries download");
+  if (timing) {
+    float ms_match = 0.f, ms_sort = 0.f, ms_fin = 0.f;
+    CK (cudaEventElapsedTime (&ms_match, c->ev0, c->evk1), "cudaEventElapsedTime");
+    CK (cudaEventElapsedTime (&ms_sort, c->evk1, c->evk2), "cudaEventElapsedTime");
+    CK (cudaEventElapsedTime (&ms_fin, c->evk2, c->ev1), "cudaEventElapsedTime");
+    const double tw1 = now_ms ();
+    fprintf (stderr, "matcher sparse (list): m %d n %lld k %d, %lld entries (%.1f MB), "
+        "%lld re-checked, %d launch(es); ms: match kernels + re-check %.2f, order %.2f, "
+        "finish (d1, d2) %.2f; host: up to the count %.2f, then %.2f (order, finish, "
+        "download %.1f MB)\n", m, n, k, (long long) kept,
+        kept * (double) sizeof (GrMatch) / 1e6, rechecked, launches, ms_match, ms_sort,
+        ms_fin, t_after_match - tw0, tw1 - t_after_match,
+        kept * (double) sizeof (GrMatch) / 1e6);
+  }
+  *view = c->h_sparse;
+  *count = (int64_t) kept;
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 

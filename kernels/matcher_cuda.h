@@ -20,12 +20,13 @@ GrStatus gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
     const int64_t *offsets, int m, double rr, unsigned debug, int32_t *out,
     GrMatchStats *stats, char *errbuf, size_t errlen);
 /* The sparse form (matcher.h) of the images [row0, row1) (0 <= row0 <= row1 <= m):
- * *buf (malloc'ed, *cap entries) is grown with realloc as needed and receives *count
- * entries. */
+ * *count entries at *view, which is either the engine's pinned buffer (the list
+ * mode; valid until the next call or free) or *buf (malloc'ed, *cap entries, grown
+ * with realloc as needed: the slab path). */
 GrStatus gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
-    GrMatch **buf,
-    int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf, size_t errlen);
+    GrMatch **buf, int64_t *cap, const GrMatch **view, int64_t *count,
+    GrMatchStats *stats, char *errbuf, size_t errlen);
 /* fwd / bwd: the caller's buffers (NULL: not wanted), or, when vfwd / vbwd are
  * non-NULL, that direction goes to the engine's pinned result buffer and *vfwd / *vbwd
  * receive pointers into it (valid until the next call). */

@@ -73,7 +73,7 @@ count_diff (const int32_t *a, const int32_t *b, int64_t n)
 }
 
 /* CUDA vs CPU (identical) and vs the reference (when ref) */
-/* the sparse form: CUDA (one slab, and slabs of 3 images) against the CPU's list bit
+/* the sparse form: CUDA (list mode, its variants, and slabs of 3 images) against the CPU's list bit
  * for bit (distances included), and against CUDA's dense output and the float64
  * distances */
 static void
@@ -87,10 +87,21 @@ compare_sparse (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *d
           sizeof err) == GR_OK, "%s: CPU sparse: %s", what, err);
   GrMatch *c = malloc (sizeof (GrMatch) * (size_t) (cn > 0 ? cn : 1));
   memcpy (c, cv, sizeof (GrMatch) * (size_t) cn);
-  for (int small = 0; small < 2; small++) {
+  /* the list mode; the slab path; the list mode from a 4-entry list (regrowth and a
+   * second launch); the list mode with every pair settled by the exact re-check (its
+   * entries come with their distances); a re-check queue that overflows (the list
+   * mode falls back to the slab path and its sweep) */
+  static const unsigned variants[5] = { 0, GR_MATCHER_DEBUG_SMALL_SLAB,
+    GR_MATCHER_DEBUG_SMALL_SPARSE, GR_MATCHER_DEBUG_FORCE_EXACT,
+    GR_MATCHER_DEBUG_FORCE_EXACT | GR_MATCHER_DEBUG_SMALL_LIST };
+  static const char *const vnames[5] = { "list", "3-image slabs", "list from 4",
+    "list, all exact", "queue overflow" };
+  for (int small = 0; small < 5; small++) {
+    if (quick && small != 0 && small != 2)
+      continue;                 /* the sanitizers' subset: the list mode's own paths */
     const GrMatch *gv = NULL;
     int64_t gn = -1;
-    gr_matcher_set_debug (gpu, small ? GR_MATCHER_DEBUG_SMALL_SLAB : 0);
+    gr_matcher_set_debug (gpu, variants[small]);
     const GrStatus s = gr_matcher_match_all_sparse (gpu, desc, k, off, m, ratio, &gv, &gn,
         NULL, err, sizeof err);
     CHECK (s == GR_OK, "%s: CUDA sparse: %s", what, err);
@@ -99,8 +110,8 @@ compare_sparse (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *d
     const int same = gn == cn && !memcmp (gv, c, sizeof (GrMatch) * (size_t) cn);
     const int64_t bad = ref_compare_sparse (desc, k, off, m, dense,
         (const RefSparse *) gv, gn, 1);
-    printf ("%-26s sparse (%s slabs): %lld entries, cuda %s cpu, %lld differences from "
-        "dense + float64\n", what, small ? "3-image" : "full", (long long) gn,
+    printf ("%-26s sparse (%s): %lld entries, cuda %s cpu, %lld differences from "
+        "dense + float64\n", what, vnames[small], (long long) gn,
         same ? "==" : "!=", (long long) bad);
     CHECK (same, "%s: CUDA and CPU sparse lists differ (%lld vs %lld entries)", what,
         (long long) gn, (long long) cn);
@@ -211,6 +222,60 @@ test_tricky (GrMatcher *gpu, GrMatcher *cpu)
         (long long) st.rechecked);
     free (o);
     free (u);
+    free (desc);
+    free (off);
+  }
+}
+
+/* The issue's batch shapes at small m ((a): n_i = 100, k = 32; (b): n_i = 500, k = 64,
+ * survey data as bench_matcher's), and duplicates: each query of image 0 has a close
+ * neighbour in image 1 and two identical copies of a farther one (so the second
+ * distance is a tie that the sparse form's finishing kernel must settle exactly), and
+ * exact copies of itself in image 2 (d1 = d2 = 0: rejected). */
+/* m images of ni survey descriptors of length k, as bench_matcher's */
+static void
+shape_case (const char *what, GrMatcher *gpu, GrMatcher *cpu, int m, int ni, int k,
+    uint64_t *rng)
+{
+  int *sizes = malloc (sizeof (int) * m);
+  for (int i = 0; i < m; i++)
+    sizes[i] = ni;
+  int64_t *off = offsets_of (sizes, m);
+  float *desc = malloc (sizeof (float) * off[m] * k);
+  mref_survey (desc, off, m, k, 0.08, 0.3, 1, rng);
+  compare (what, gpu, cpu, desc, k, off, m, 0.8f, 1);
+  free (desc);
+  free (off);
+  free (sizes);
+}
+
+static void
+test_shapes (GrMatcher *gpu, GrMatcher *cpu)
+{
+  uint64_t rng = 1414;
+  shape_case ("shape (a), n_i 100 k 32", gpu, cpu, quick ? 6 : 24, 100, 32, &rng);
+  if (!quick)
+    shape_case ("shape (b), n_i 500 k 64", gpu, cpu, 8, 500, 64, &rng);
+  const int ks[] = { 1, 32, 64, 128 };
+  for (unsigned a = quick ? 1 : 0; a < (quick ? 3u : sizeof ks / sizeof ks[0]); a++) {
+    const int k = ks[a], nq = 120;
+    const int sizes[4] = { nq, 3 * nq + 40, 2 * nq, 0 };
+    int64_t *off = offsets_of (sizes, 4);
+    float *desc = malloc (sizeof (float) * off[4] * k);
+    for (int64_t i = 0; i < off[4] * k; i++)
+      desc[i] = (float) mref_gauss (&rng);
+    for (int j = 0; j < nq; j++) {
+      const float *q = desc + (int64_t) j * k;
+      float *near = desc + (off[1] + 3 * j) * k;
+      float *far1 = near + k, *far2 = near + 2 * k;
+      float *self1 = desc + (off[2] + 2 * j) * k, *self2 = self1 + k;
+      for (int t = 0; t < k; t++) {
+        near[t] = q[t] + 0.05f * (float) mref_gauss (&rng);
+        far1[t] = far2[t] = q[t] + 0.5f * (float) mref_gauss (&rng);
+        self1[t] = self2[t] = q[t];
+      }
+    }
+    compare ("duplicates", gpu, cpu, desc, k, off, 4, 0.8f, 1);
     free (desc);
     free (off);
   }
@@ -395,6 +460,7 @@ main (void)
   quick = q && *q && *q != '0';
   test_random (gpu, cpu);
   test_tricky (gpu, cpu);
+  test_shapes (gpu, cpu);
   test_paths (gpu);
   test_incremental (gpu, cpu);
   if (!quick) {

@@ -41,6 +41,9 @@
 #                                       GPU of the host (~150 s; docs/multi-gpu.md)
 #   bash tools/gpu.sh multistream [BUILD]  4 and 8 live 4K streams placed over every GPU
 #                                       (cuda-device-id=-1; ~150 s)
+#   bash tools/gpu.sh matcher [BUILD]   issue 14's sparse batch matcher: test_matcher_gpu,
+#                                       then (a) and (b) dense and sparse with checks
+#                                       and goal lines (about 3 minutes at most)
 #   bash tools/gpu.sh multigpu [BUILD]  both (a host with several GPUs: nvidia-h100-x2)
 #   bash tools/gpu.sh all [BUILD]       suite and sanitize side by side, then bench, then
 #                                       live: about 8 minutes on an H100 host with 16
@@ -581,6 +584,28 @@ nccl () {
   return "$rc"
 }
 
+# matcher: issue 14's sparse batch goals.  test_matcher_gpu (every sparse list entry,
+# list mode and slab path, against the CPU backend bit for bit and the float64
+# reference; about a minute), then bench_matcher --sparse-goals with
+# GEOREG_MATCHER_TIMING=1: (a) and (b), dense and sparse, kernel and wall medians,
+# differences against the dense form and float64 (at most 120 s).  Pass: both rc 0,
+# every "check" line 0 differences; the "goal" lines say MET or NOT MET.
+matcher () {
+  setup_env
+  mkdir -p "$out/bench"
+  local t=$build/tests rc=0 t0=$SECONDS
+  timeout "$(bounded 180)" "$t/test_matcher_gpu" > "$out/matcher-test.txt" 2>&1 || rc=1
+  note "test_matcher_gpu" "$rc" $((SECONDS - t0)) "$(tail -n 1 "$out/matcher-test.txt")"
+  bench_step "matcher sparse goals" 120 matcher_goals.log env GEOREG_MATCHER_TIMING=1 \
+    "$t/bench_matcher" --no-cpu --sparse-goals --json "$out/bench/matcher_goals.json" ||
+    rc=1
+  { grep -E '^(goal|  check)' "$out/bench/matcher_goals.log"
+    for mm in 1024 1000; do
+      grep -E "^matcher sparse \(list\): m $mm " "$out/bench/matcher_goals.log" | tail -n 1
+    done; } | tee -a "$out/table.txt"
+  return "$rc"
+}
+
 table () {
   echo
   cat "$out/device.txt"
@@ -672,6 +697,7 @@ case "$cmd" in
   flightacc) flightacc; rc=$?; table; cat "$out/flightacc.txt" 2>/dev/null; exit "$rc" ;;
   multistream) multistream; rc=$?; table; exit "$rc" ;;
   nccl) nccl; rc=$?; table; exit "$rc" ;;
+  matcher) matcher; rc=$?; table; exit "$rc" ;;
   multigpu) deadline=$(( SECONDS + ${GPU_BUDGET_S:-320} )); setup_env; : > "$out/table.txt"
     nccl; r1=$?; multistream; r2=$?; table; [ $((r1 + r2)) = 0 ]; exit $? ;;
   all)
