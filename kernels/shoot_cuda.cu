@@ -114,6 +114,8 @@ template <typename S> struct Bufs {
   const int *slots;             /* [0] = slots in use, [1 + k] = subject of slot k */
   double dt, k, c, lambda;
   S kl, r2cut;
+  S alpha, beta;                /* row kernels: sqrt(k log2 e) and c / alpha */
+  double inv_alpha, inv_beta;   /* their inverses (of them as rounded to S) */
   V4<S> *xq_s, *xp_s;           /* [T][n] pair copies of the states */
   V4<double> *xq_d, *xp_d;      /* [T][n] states */
   V4<S> *yq_s, *yp_s;           /* [T-1][n] Ralston stage states */
@@ -633,22 +635,31 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
  *
  * With many subjects in one launch there are blocks enough without splitting a row's
  * sum over a group of threads, so each thread owns one row and runs over every j:
- * the block stages WBLOCK points at a time in shared memory and all its threads read
- * the same point at once (a broadcast: one shared-memory wavefront per load instead
- * of one per 8 lanes), and no shuffle reduction is left.  Per pair the thread issues
- * the arithmetic of forward_pair / backward_pair and 2 (forward) or 4 (backward)
- * 16-byte shared loads; the float32 partial sums go into the float64 accumulators
- * every WFLUSH points.  The rows' sums are formed in another order than the grouped
- * kernels' (so a subject's values differ from the single-subject engine's by float32
- * rounding, within the CPU agreement the tests ask of both). */
-#define WBLOCK 128
+ * the block (RB threads, RB rows) stages RB points at a time in shared memory and all
+ * its threads read the same point at once (a broadcast: one shared-memory wavefront
+ * per load instead of one per 8 lanes), and no shuffle reduction is left.  The
+ * float32 partial sums go into the float64 accumulators every WFLUSH points.  The
+ * rows' sums are formed in another order than the grouped kernels' (so a subject's
+ * values differ from the single-subject engine's by float32 rounding, within the CPU
+ * agreement the tests ask of both).
+ *
+ * What a pair costs here is issue slots, not exponentials (docs/landmarkshoot.md,
+ * "Populations"), so the row kernels take the exponential's scale out of the pair:
+ * the positions (and, in the adjoint, the b adjoint, which meets them in s = dq.db)
+ * are staged multiplied by alpha = sqrt(k log2 e), so |dq'|^2 is already the
+ * exponent and g = 2^-|dq'|^2 needs no multiply; the sums that carry dq' or db' are
+ * divided by alpha once per row in float64; the adjoint's b is staged times
+ * beta = c / alpha, so that s' = dq'.db' is already c s.  RB = 64 by default: n = 1,847 then leaves 9 idle rows in the last
+ * block instead of 73 with 128-row blocks (GEOREG_SHOOT_ROWBLOCK=128 for comparison);
+ * the flush points (every WFLUSH = 32 of a tile) are the same for both. */
 #define WFLUSH 32
 
 /* Row i's values of NA arrays (clamped to the last row: the threads past the end
- * still help stage the tiles). */
-template <typename S, int D, int NA>
+ * still help stage the tiles), array a multiplied by sc[a] if bit a of SCALED is
+ * set. */
+template <typename S, int D, int NA, int SCALED>
 __device__ __forceinline__ void
-load_row (const V4<S> *const *src, int i, int n, S (*out)[D])
+load_row (const V4<S> *const *src, int i, int n, const S *sc, S (*out)[D])
 {
   const int ic = min (i, n - 1);
 #pragma unroll
@@ -656,34 +667,42 @@ load_row (const V4<S> *const *src, int i, int n, S (*out)[D])
     const V4<S> v = src[a][ic];
 #pragma unroll
     for (int d = 0; d < D; d++)
-      out[a][d] = cget (v, d);
+      out[a][d] = (SCALED >> a) & 1 ? sc[a] * cget (v, d) : cget (v, d);
   }
 }
 
-/* The row-per-thread sweep over all n points j: the block stages NA arrays, WBLOCK
- * points at a time, in shared memory; pair (tile, k, part) adds staged point k's
- * terms to the float32 partials, which go into acc (NACC float64 sums) every WFLUSH
- * points.  Every thread of the block must call it. */
-template <typename S, int NA, int NACC, typename Pair>
+/* The row-per-thread sweep over all n points j: the block stages NA arrays (scaled
+ * as load_row's), RB points at a time, in shared memory; pair
+ * (tile, k, part) adds staged point k's terms to the float32 partials, which go into
+ * acc (NACC float64 sums) every WFLUSH points.  Every thread of the block must call
+ * it. */
+template <typename S, int NA, int NACC, int RB, int SCALED, typename Pair>
 __device__ __forceinline__ void
-row_sweep (const V4<S> *const *src, int n, double *acc, Pair pair)
+row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
 {
-  __shared__ V4<S> tile[NA][WBLOCK];
+  __shared__ V4<S> tile[NA][RB];
   S part[NACC];
 #pragma unroll
   for (int a = 0; a < NACC; a++) {
     acc[a] = 0.0;
     part[a] = (S) 0;
   }
-  for (int base = 0; base < n; base += WBLOCK) {
+  for (int base = 0; base < n; base += RB) {
     const int jj = base + threadIdx.x;
     if (jj < n) {
 #pragma unroll
-      for (int a = 0; a < NA; a++)
-        tile[a][threadIdx.x] = src[a][jj];
+      for (int a = 0; a < NA; a++) {
+        V4<S> v = src[a][jj];
+        if ((SCALED >> a) & 1) {
+          v.x *= sc[a];
+          v.y *= sc[a];
+          v.z *= sc[a];
+        }
+        tile[a][threadIdx.x] = v;
+      }
     }
     __syncthreads ();
-    const int cnt = min (WBLOCK, n - base);
+    const int cnt = min (RB, n - base);
     for (int k0 = 0; k0 < cnt; k0 += WFLUSH) {
       const int k1 = min (k0 + WFLUSH, cnt);
 #pragma unroll 8
@@ -695,50 +714,139 @@ row_sweep (const V4<S> *const *src, int n, double *acc, Pair pair)
   }
 }
 
-template <typename S, int D, int MODE>
-__global__ void __launch_bounds__ (WBLOCK)
+/* g = 2^-r2 for a prescaled r2 (the negation is an operand modifier of MUFU.EX2). */
+__device__ __forceinline__ float
+gexp_scaled (float r2)
+{
+  float y;
+  asm ("ex2.approx.ftz.f32 %0, %1;" : "=f" (y) : "f" (-r2));
+  return y;
+}
+
+__device__ __forceinline__ double
+gexp_scaled (double r2)
+{
+  return exp2 (-r2);
+}
+
+/* forward_pair on prescaled positions: part[D..2D-1] collects g (p_i.p_j) dq'. */
+template <typename S, int D>
+__device__ __forceinline__ void
+forward_pair_scaled (const S *qi, const S *pi, const V4<S> &qj, const V4<S> &pj,
+    S *part)
+{
+  S dq[D];
+#pragma unroll
+  for (int d = 0; d < D; d++)
+    dq[d] = qi[d] - cget (qj, d);
+  S r2 = dq[0] * dq[0], pp = pi[0] * pj.x;
+#pragma unroll
+  for (int d = 1; d < D; d++) {
+    r2 = fmx (dq[d], dq[d], r2);
+    pp = fmx (pi[d], cget (pj, d), pp);
+  }
+  const S g = gexp_scaled (r2);
+  const S gp = g * pp;
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    part[d] = fmx (g, cget (pj, d), part[d]);
+    part[D + d] = fmx (gp, dq[d], part[D + d]);
+  }
+}
+
+/* backward_pair on prescaled q (dq' = alpha dq) and b (db' = beta db, beta = c /
+ * alpha, so that s' = dq'.db' is c s): backward_pair's sums, the first split in two,
+ * part[0..D-1] += g (A - c P s) dq' and part[2D..3D-1] += -g P db' (divided by alpha
+ * and beta in float64), and part[D..2D-1] += g (a_j - c s p_j), one product by g
+ * fewer than backward_pair's g a_j - (g c s) p_j.  3-D: 2 instructions a pair fewer
+ * than backward_pair (the exponent's and c s's multiplies). */
+template <typename S, int D>
+__device__ __forceinline__ void
+backward_pair_scaled (const S *qi, const S *pi, const S *ai, const S *bi,
+    const V4<S> &qj, const V4<S> &pj, const V4<S> &aj, const V4<S> &bj, S *part)
+{
+  S dq[D], db[D];
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    dq[d] = qi[d] - cget (qj, d);
+    db[d] = bi[d] - cget (bj, d);
+  }
+  S r2 = dq[0] * dq[0], s = dq[0] * db[0], Pd = pi[0] * pj.x;
+  S Ad = fmx (aj.x, pi[0], ai[0] * pj.x);
+#pragma unroll
+  for (int d = 1; d < D; d++) {
+    r2 = fmx (dq[d], dq[d], r2);
+    s = fmx (dq[d], db[d], s);
+    Pd = fmx (pi[d], cget (pj, d), Pd);
+    Ad = fmx (ai[d], cget (pj, d), Ad);
+    Ad = fmx (cget (aj, d), pi[d], Ad);
+  }
+  const S g = gexp_scaled (r2);
+  const S c1 = g * fmx (-s, Pd, Ad);      /* g (A - c P s) */
+  const S c2 = -(g * Pd);                 /* -g P */
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    part[d] = fmx (c1, dq[d], part[d]);
+    part[2 * D + d] = fmx (c2, db[d], part[2 * D + d]);
+    part[D + d] = fmx (g, fmx (-s, cget (pj, d), cget (aj, d)), part[D + d]);
+  }
+}
+
+template <typename S, int D, int MODE, int RB>
+__global__ void __launch_bounds__ (RB)
 k_forward_rows (Bufs<S> b, int t)
 {
   if (!at_slot (b))
     return;
   const int n = b.n;
-  const int i = blockIdx.x * WBLOCK + threadIdx.x;
+  const int i = blockIdx.x * RB + threadIdx.x;
   const size_t off = (size_t) t * n;
   const V4<S> *src[2] = { (MODE == F_RAL2 ? b.yq_s : b.xq_s) + off,
     (MODE == F_RAL2 ? b.yp_s : b.xp_s) + off };
+  const S sc[2] = { b.alpha, (S) 1 };
   S row[2][D];
-  load_row<S, D, 2> (src, i, n, row);
+  load_row<S, D, 2, 1> (src, i, n, sc, row);
   double acc[2 * D];
-  row_sweep<S, 2, 2 * D> (src, n, acc, [&] (V4<S> (*tile)[WBLOCK], int k, S *part) {
-    forward_pair<S, D> (row[0], row[1], tile[0][k], tile[1][k], b.kl, b.r2cut, part);
+  row_sweep<S, 2, 2 * D, RB, 1> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
+          S *part) {
+    forward_pair_scaled<S, D> (row[0], row[1], tile[0][k], tile[1][k], part);
   });
-  if (i < n)
-    forward_update<S, D, MODE> (b, t, i, acc);
+  if (i >= n)
+    return;
+#pragma unroll
+  for (int d = 0; d < D; d++)
+    acc[D + d] *= b.inv_alpha;
+  forward_update<S, D, MODE> (b, t, i, acc);
 }
 
-template <typename S, int D, int MODE>
-__global__ void __launch_bounds__ (WBLOCK)
+template <typename S, int D, int MODE, int RB>
+__global__ void __launch_bounds__ (RB)
 k_backward_rows (Bufs<S> b, int t, int rbuf)
 {
   if (!at_slot (b))
     return;
   const int n = b.n;
-  const int i = blockIdx.x * WBLOCK + threadIdx.x;
+  const int i = blockIdx.x * RB + threadIdx.x;
   const size_t off = (size_t) t * n;
   const V4<S> *src[4] = { (MODE == B_RAL1 ? b.yq_s : b.xq_s) + off,
     (MODE == B_RAL1 ? b.yp_s : b.xp_s) + off,
     MODE == B_RAL2 ? b.wa_s : b.La_s + (size_t) rbuf * n,
     MODE == B_RAL2 ? b.wb_s : b.Lb_s + (size_t) rbuf * n };
-  const S c = (S) b.c;
+  const S sc[4] = { b.alpha, (S) 1, (S) 1, b.beta };
   S row[4][D];
-  load_row<S, D, 4> (src, i, n, row);
-  double acc[2 * D];
-  row_sweep<S, 4, 2 * D> (src, n, acc, [&] (V4<S> (*tile)[WBLOCK], int k, S *part) {
-    backward_pair<S, D> (row[0], row[1], row[2], row[3], tile[0][k], tile[1][k],
-        tile[2][k], tile[3][k], c, b.kl, b.r2cut, part);
+  load_row<S, D, 4, 9> (src, i, n, sc, row);    /* 9: q (array 0) and b (array 3) */
+  double acc[3 * D];
+  row_sweep<S, 4, 3 * D, RB, 9> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
+          S *part) {
+    backward_pair_scaled<S, D> (row[0], row[1], row[2], row[3], tile[0][k], tile[1][k],
+        tile[2][k], tile[3][k], part);
   });
-  if (i < n)
-    backward_update<S, D, MODE> (b, t, i, acc, rbuf);
+  if (i >= n)
+    return;
+#pragma unroll
+  for (int d = 0; d < D; d++)
+    acc[d] = acc[d] * b.inv_alpha + acc[2 * D + d] * b.inv_beta;
+  backward_update<S, D, MODE> (b, t, i, acc, rbuf);
 }
 
 /* ---- small kernels ----------------------------------------------------------------- */
@@ -823,6 +931,7 @@ struct GrShootCuda {
   int tiled;                    /* j points staged in shared memory: 0 no, 1 one
                                  * buffer, 2 double-buffered (cp.async) */
   bool wide;                    /* one row per thread (k_*_rows): populations */
+  int rowblock;                 /* their rows (threads) per block: 64 or 128 */
   cudaStream_t stream;
   size_t cap;                   /* evaluation slots (subjects evaluated at once) */
   int ngraphs;
@@ -831,6 +940,8 @@ struct GrShootCuda {
   void *arena;
   double *h_p0, *h_grad, *h_scal;   /* pinned, [cap] slots each */
   int *h_slots, *slots_d;       /* [0] = count, [1 + k] = subject of slot k */
+  size_t inflight;              /* subjects of the submitted, uncollected evaluation */
+  bool inflight_grad;
   /* device pointers, stored untyped; Bufs<S> is rebuilt from them */
   void *xq_s, *xp_s, *yq_s, *yp_s, *La_s, *Lb_s, *wa_s, *wb_s;
   V4<double> *xq_d, *xp_d, *k1q, *k1p, *hp0, *tgt, *La_d, *Lb_d, *mua, *mub;
@@ -870,6 +981,10 @@ make_bufs (const GrShootCuda *c)
   else
     b.kl = (S) (-b.k);
   b.r2cut = (S) (CUTOFF / b.k);
+  b.alpha = (S) sqrt (b.k * 1.4426950408889634);
+  b.inv_alpha = 1.0 / (double) b.alpha;
+  b.beta = (S) (b.c / (double) b.alpha);
+  b.inv_beta = 1.0 / (double) b.beta;
   b.xq_s = (V4<S> *) c->xq_s;
   b.xp_s = (V4<S> *) c->xp_s;
   b.yq_s = (V4<S> *) c->yq_s;
@@ -915,20 +1030,21 @@ enqueue_terminal (GrShootCuda *c, const Bufs<S> &b, int G)
   return cudaGetLastError ();
 }
 
-/* enqueue_eval with the row-per-thread kernels (populations, float32). */
-template <typename S, int D>
+/* enqueue_eval with the row-per-thread kernels (populations, float32), RB rows per
+ * block. */
+template <typename S, int D, int RB>
 static cudaError_t
 enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
 {
   const int T = c->T;
-  const dim3 grid ((c->n + WBLOCK - 1) / WBLOCK, G);
+  const dim3 grid ((c->n + RB - 1) / RB, G);
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
-      k_forward_rows<S, D, F_EULER><<<grid, WBLOCK, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_EULER, RB><<<grid, RB, 0, c->stream>>> (b, t);
     } else {
-      k_forward_rows<S, D, F_RAL1><<<grid, WBLOCK, 0, c->stream>>> (b, t);
-      k_forward_rows<S, D, F_RAL2><<<grid, WBLOCK, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_RAL1, RB><<<grid, RB, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_RAL2, RB><<<grid, RB, 0, c->stream>>> (b, t);
     }
   }
   {
@@ -938,11 +1054,11 @@ enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
   }
   for (int t = T - 2; t >= 0; t--) {
     if (!ral) {
-      k_backward_rows<S, D, B_EULER><<<grid, WBLOCK, 0, c->stream>>> (b, t,
+      k_backward_rows<S, D, B_EULER, RB><<<grid, RB, 0, c->stream>>> (b, t,
           (T - 2 - t) & 1);
     } else {
-      k_backward_rows<S, D, B_RAL1><<<grid, WBLOCK, 0, c->stream>>> (b, t, 0);
-      k_backward_rows<S, D, B_RAL2><<<grid, WBLOCK, 0, c->stream>>> (b, t, 0);
+      k_backward_rows<S, D, B_RAL1, RB><<<grid, RB, 0, c->stream>>> (b, t, 0);
+      k_backward_rows<S, D, B_RAL2, RB><<<grid, RB, 0, c->stream>>> (b, t, 0);
     }
   }
   return cudaGetLastError ();
@@ -962,7 +1078,8 @@ enqueue_eval (GrShootCuda *c, int G)
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   if constexpr (sizeof (S) == sizeof (float)) {
     if (c->wide)
-      return enqueue_eval_rows<S, D> (c, b, G);
+      return c->rowblock == 128 ? enqueue_eval_rows<S, D, 128> (c, b, G)
+          : enqueue_eval_rows<S, D, 64> (c, b, G);
   }
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
@@ -1062,6 +1179,8 @@ gr_shoot_cuda_free (GrShootCuda *c)
   if (!c)
     return;
   cudaSetDevice (c->dev);
+  if (c->inflight && c->stream)
+    cudaStreamSynchronize (c->stream);  /* its copies still target the staging */
   for (int g = 0; g < c->ngraphs; g++)
     if (c->exec[g])
       cudaGraphExecDestroy (c->exec[g]);
@@ -1114,15 +1233,36 @@ capture_graphs (GrShootCuda *c, char *errbuf, size_t errlen)
   return true;
 }
 
+static GrShootCuda *new_engine (const GrShootParams *params, size_t subjects,
+    bool population, int device, char *desc, size_t desclen, char *errbuf,
+    size_t errlen);
+
 extern "C" GrShootCuda *
 gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t desclen,
     char *errbuf, size_t errlen)
 {
-  return gr_shoot_cuda_new_batch (params, 1, device, desc, desclen, errbuf, errlen);
+  return new_engine (params, 1, false, device, desc, desclen, errbuf, errlen);
 }
 
 extern "C" GrShootCuda *
 gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int device,
+    char *desc, size_t desclen, char *errbuf, size_t errlen)
+{
+  return new_engine (params, subjects, subjects > 1, device, desc, desclen, errbuf,
+      errlen);
+}
+
+extern "C" GrShootCuda *
+gr_shoot_cuda_new_population (const GrShootParams *params, size_t subjects, int device,
+    char *desc, size_t desclen, char *errbuf, size_t errlen)
+{
+  return new_engine (params, subjects, true, device, desc, desclen, errbuf, errlen);
+}
+
+/* population: the row kernels (float32), whatever the capacity: a population engine
+ * of one subject gives that subject's values in any population bit for bit. */
+static GrShootCuda *
+new_engine (const GrShootParams *params, size_t subjects, bool population, int device,
     char *desc, size_t desclen, char *errbuf, size_t errlen)
 {
   if (subjects < 1 || subjects > 65535) {
@@ -1196,17 +1336,22 @@ gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int devic
       if (v == 32 || v == 64 || v == 128 || v == 256)
         c->tpr = v;
     }
-    /* Populations (float32): one row per thread (k_*_rows) once there are several
-     * slots, since the slots then fill the device; GEOREG_SHOOT_WIDE=0 keeps the
-     * grouped kernels (whose values a subject alone gets bit for bit), =1 takes the
-     * row kernels for a single subject too (bit for bit the batch's values). */
-    c->wide = f32 && c->cap > 1;
+    /* Populations (float32): one row per thread (k_*_rows) in population engines
+     * (gr_shoot_batch, any capacity, and gr_shoot_cuda_new_batch with several slots),
+     * since the slots then fill the device; GEOREG_SHOOT_WIDE=0 keeps the grouped
+     * kernels (whose values a single-subject GrShoot gets bit for bit), =1 takes the
+     * row kernels for a single-subject GrShoot too (bit for bit the batch's values). */
+    c->wide = f32 && population;
     ev = getenv ("GEOREG_SHOOT_WIDE");
     if (ev && *ev && f32)
       c->wide = atoi (ev) != 0;
+    c->rowblock = 64;
+    ev = getenv ("GEOREG_SHOOT_ROWBLOCK");
+    if (ev && atoi (ev) == 128)
+      c->rowblock = 128;
     if (desc && c->wide)
-      snprintf (desc + strlen (desc), desclen - strlen (desc), ", one row per thread "
-          "(%d-row blocks)", WBLOCK);
+      snprintf (desc + strlen (desc), desclen - strlen (desc), ", one row per thread, "
+          "%d-row blocks", c->rowblock);
     else if (desc)
       snprintf (desc + strlen (desc), desclen - strlen (desc), ", %d threads x %d rows "
           "per group%s", c->tpr, c->rpt, c->tiled == 2 ? ", tiles double-buffered"
@@ -1350,51 +1495,104 @@ gr_shoot_cuda_set_subject_target (GrShootCuda *c, size_t subject, const double *
   return ok ? GR_OK : GR_ERR_CUDA;
 }
 
+/* Stages subjects which[0 .. count-1] (count <= cap) and enqueues their evaluation:
+ * the copies up, the graph, the copies down; returns without waiting, so that the
+ * host can step other subjects while the device works (gr_shoot_cuda_collect waits). */
+extern "C" GrStatus
+gr_shoot_cuda_submit (GrShootCuda *c, const size_t *which, size_t count,
+    const double *const *p0, int want_grad, char *errbuf, size_t errlen)
+{
+  if (c->inflight) {
+    gr_set_err (errbuf, errlen, "an evaluation is already in flight");
+    return GR_ERR_INVALID;
+  }
+  if (count < 1 || count > c->cap) {
+    gr_set_err (errbuf, errlen, "%zu subjects in one evaluation: 1 .. %zu", count, c->cap);
+    return GR_ERR_INVALID;
+  }
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
+    return GR_ERR_CUDA;
+  const size_t m = (size_t) c->n * c->D;
+  for (size_t k = 0; k < count; k++)
+    if (which[k] >= c->cap) {
+      gr_set_err (errbuf, errlen, "subject %zu out of range", which[k]);
+      return GR_ERR_INVALID;
+    }
+  c->h_slots[0] = (int) count;
+  for (size_t k = 0; k < count; k++) {
+    c->h_slots[1 + k] = (int) which[k];
+    memcpy (c->h_p0 + k * m, p0[k], sizeof (double) * m);
+  }
+  int g = 0;
+  while (g + 1 < c->ngraphs && (size_t) c->graph_slots[g + 1] >= count)
+    g++;
+  if (!ck (cudaMemcpyAsync (c->slots_d, c->h_slots, sizeof (int) * (count + 1),
+              cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
+      !ck (cudaMemcpyAsync (c->p0_in, c->h_p0, sizeof (double) * m * count,
+              cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
+      !ck (cudaGraphLaunch (c->exec[g], c->stream), "cudaGraphLaunch", errbuf, errlen) ||
+      (want_grad && !ck (cudaMemcpyAsync (c->h_grad, c->grad_out,
+                  sizeof (double) * m * count, cudaMemcpyDeviceToHost, c->stream),
+              "cudaMemcpyAsync", errbuf, errlen)) ||
+      !ck (cudaMemcpyAsync (c->h_scal, c->scal, 4 * sizeof (double) * count,
+              cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync", errbuf, errlen)) {
+    /* whatever was enqueued must finish before the staging is reused */
+    cudaStreamSynchronize (c->stream);
+    cudaGetLastError ();
+    return GR_ERR_CUDA;
+  }
+  c->inflight = count;
+  c->inflight_grad = want_grad != 0;
+  return GR_OK;
+}
+
+/* Waits for the evaluation gr_shoot_cuda_submit enqueued and hands out its results in
+ * submission order: grad (or grad[k]) and out may be NULL; out[k] = {loss, kinetic,
+ * mismatch}. */
+extern "C" GrStatus
+gr_shoot_cuda_collect (GrShootCuda *c, double *const *grad, double (*out)[3],
+    char *errbuf, size_t errlen)
+{
+  const size_t count = c->inflight;
+  if (!count) {
+    gr_set_err (errbuf, errlen, "no evaluation in flight");
+    return GR_ERR_INVALID;
+  }
+  c->inflight = 0;
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen) ||
+      !ck (cudaStreamSynchronize (c->stream), "shooting kernels", errbuf, errlen))
+    return GR_ERR_CUDA;
+  const size_t m = (size_t) c->n * c->D;
+  for (size_t k = 0; k < count; k++) {
+    if (grad && grad[k] && c->inflight_grad)
+      memcpy (grad[k], c->h_grad + k * m, sizeof (double) * m);
+    if (!out)
+      continue;
+    out[k][0] = c->h_scal[4 * k];
+    out[k][1] = c->h_scal[4 * k + 1];
+    out[k][2] = c->h_scal[4 * k + 2];
+  }
+  return GR_OK;
+}
+
 extern "C" GrStatus
 gr_shoot_cuda_eval_batch (GrShootCuda *c, const size_t *which, size_t count,
     const double *const *p0, double *const *grad, double (*out)[3], char *errbuf,
     size_t errlen)
 {
-  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
-    return GR_ERR_CUDA;
-  const size_t m = (size_t) c->n * c->D;
   bool want_grad = false;
   for (size_t k = 0; grad && k < count; k++)
     want_grad = want_grad || grad[k];
   /* chunks of at most cap slots */
   for (size_t done = 0; done < count;) {
     const size_t cnt = count - done < c->cap ? count - done : c->cap;
-    c->h_slots[0] = (int) cnt;
-    for (size_t k = 0; k < cnt; k++) {
-      if (which[done + k] >= c->cap) {
-        gr_set_err (errbuf, errlen, "subject %zu out of range", which[done + k]);
-        return GR_ERR_INVALID;
-      }
-      c->h_slots[1 + k] = (int) which[done + k];
-      memcpy (c->h_p0 + k * m, p0[done + k], sizeof (double) * m);
-    }
-    int g = 0;
-    while (g + 1 < c->ngraphs && (size_t) c->graph_slots[g + 1] >= cnt)
-      g++;
-    if (!ck (cudaMemcpyAsync (c->slots_d, c->h_slots, sizeof (int) * (cnt + 1),
-                cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
-        !ck (cudaMemcpyAsync (c->p0_in, c->h_p0, sizeof (double) * m * cnt,
-                cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
-        !ck (cudaGraphLaunch (c->exec[g], c->stream), "cudaGraphLaunch", errbuf, errlen) ||
-        (want_grad && !ck (cudaMemcpyAsync (c->h_grad, c->grad_out,
-                    sizeof (double) * m * cnt, cudaMemcpyDeviceToHost, c->stream),
-                "cudaMemcpyAsync", errbuf, errlen)) ||
-        !ck (cudaMemcpyAsync (c->h_scal, c->scal, 4 * sizeof (double) * cnt,
-                cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
-        !ck (cudaStreamSynchronize (c->stream), "shooting kernels", errbuf, errlen))
-      return GR_ERR_CUDA;
-    for (size_t k = 0; k < cnt; k++) {
-      if (grad && grad[done + k])
-        memcpy (grad[done + k], c->h_grad + k * m, sizeof (double) * m);
-      out[done + k][0] = c->h_scal[4 * k];
-      out[done + k][1] = c->h_scal[4 * k + 1];
-      out[done + k][2] = c->h_scal[4 * k + 2];
-    }
+    GrStatus st = gr_shoot_cuda_submit (c, which + done, cnt, p0 + done, want_grad,
+        errbuf, errlen);
+    if (st == GR_OK)
+      st = gr_shoot_cuda_collect (c, grad ? grad + done : NULL, out + done, errbuf,
+          errlen);
+    if (st != GR_OK)
+      return st;
     done += cnt;
   }
   return GR_OK;
@@ -1470,6 +1668,12 @@ gr_shoot_cuda_trajectory (GrShootCuda *c, double *xq, double *xp, void *xqR, voi
   if (ok && ral && ypR)
     ok = download_soa (c->yp_s, c->es, false, ypR, T - 1, n, D, errbuf, errlen);
   return ok ? GR_OK : GR_ERR_CUDA;
+}
+
+extern "C" size_t
+gr_shoot_cuda_capacity (const GrShootCuda *c)
+{
+  return c->cap;
 }
 
 extern "C" int

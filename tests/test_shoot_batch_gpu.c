@@ -10,7 +10,11 @@
  *    on CUDA (within 1e-6 relative: on the row kernels exactly; on the default
  *    grouped ones wherever both converged), and within 1e-6 of the CPU's lone fit
  *    where both converged;
- *  - ground truth: each fitted shape lands within 5% of its initial distance.
+ *  - ground truth: each fitted shape lands within 5% of its initial distance;
+ *  - the pipelined fit (two engines, the default) equals one engine's bit for bit,
+ *    and a subject registered alone through the population API (capacity 1) gets
+ *    the batch's fit bit for bit (what "alone" means for populations: the same
+ *    kernels).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <stdio.h>
@@ -202,6 +206,62 @@ test_population (size_t n, int dim, GrShootIntegrator integ, int T)
       double after = td_mean_distance (q1, targets + k * m, n, dim);
       CHECK (after <= 0.05 * before, "subject %d: %.4f -> %.4f", k, before, after);
     }
+  }
+  /* the pipeline: the default batch runs two engines (subjects 0-2 and 3-5) whose
+   * evaluations overlap the host's L-BFGS steps; one engine without it
+   * (GEOREG_SHOOT_BATCH_GROUPS=1) must give every subject the same fit bit for bit */
+  {
+    setenv ("GEOREG_SHOOT_BATCH_GROUPS", "1", 1);
+    GrShootBatch *b1 = gr_shoot_batch_new (&p, SUBJECTS, GR_BACKEND_CUDA, -1, &st, err,
+        sizeof err);
+    unsetenv ("GEOREG_SHOOT_BATCH_GROUPS");
+    CHECK (b1 != NULL, "CUDA batch, one engine: %s", err);
+    if (!b1)
+      exit (1);
+    printf ("%s | %s\n", gr_shoot_batch_device_description (b),
+        gr_shoot_batch_device_description (b1));
+    gr_shoot_batch_set_template (b1, q0, NULL, 0);
+    for (int k = 0; k < SUBJECTS; k++)
+      gr_shoot_batch_set_target (b1, k, targets + k * m, NULL, 0);
+    double *p1 = calloc (m * SUBJECTS, sizeof (double));
+    GrShootFitResult r1[SUBJECTS];
+    CHECK (gr_shoot_batch_fit (b1, SUBJECTS, p1, &lp, NULL, NULL, r1, err, sizeof err) ==
+        GR_OK, "one-engine fit: %s", err);
+    for (int k = 0; k < SUBJECTS; k++)
+      CHECK (r1[k].loss == rb[k].loss && r1[k].iterations == rb[k].iterations &&
+          r1[k].evaluations == rb[k].evaluations &&
+          memcmp (p1 + k * m, pb + k * m, sizeof (double) * m) == 0,
+          "subject %d: pipelined %.17g (%d it) vs one engine %.17g (%d it)", k,
+          rb[k].loss, rb[k].iterations, r1[k].loss, r1[k].iterations);
+    free (p1);
+    gr_shoot_batch_free (b1);
+  }
+  /* "registered alone" is the population API with one subject (capacity 1, the same
+   * row kernels): the batch's fit exactly, for a subject of each engine */
+  {
+    GrShootBatch *solo = gr_shoot_batch_new (&p, 1, GR_BACKEND_CUDA, -1, &st, err,
+        sizeof err);
+    CHECK (solo != NULL, "CUDA batch of one: %s", err);
+    if (!solo)
+      exit (1);
+    gr_shoot_batch_set_template (solo, q0, NULL, 0);
+    const int ks[2] = { 0, SUBJECTS - 1 };
+    for (int c = 0; c < 2; c++) {
+      const int k = ks[c];
+      GrShootFitResult ro;
+      gr_shoot_batch_set_target (solo, 0, targets + k * m, NULL, 0);
+      memset (pa, 0, sizeof (double) * m);
+      CHECK (gr_shoot_batch_fit (solo, 1, pa, &lp, NULL, NULL, &ro, err, sizeof err) ==
+          GR_OK, "fit alone: %s", err);
+      printf ("%dD n=%zu subject %d alone (population API): loss %.10g (%d it), batch "
+          "%.10g (%d it)\n", dim, n, k, ro.loss, ro.iterations, rb[k].loss,
+          rb[k].iterations);
+      CHECK (ro.loss == rb[k].loss && ro.iterations == rb[k].iterations &&
+          memcmp (pa, pb + k * m, sizeof (double) * m) == 0,
+          "subject %d: alone (population API) %.17g vs batch %.17g", k, ro.loss,
+          rb[k].loss);
+    }
+    gr_shoot_batch_free (solo);
   }
   gr_shoot_free (cuda1);
   gr_shoot_free (cudaw);
