@@ -643,16 +643,19 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
  * values differ from the single-subject engine's by float32 rounding, within the CPU
  * agreement the tests ask of both).
  *
- * What a pair costs here is issue slots, not exponentials (docs/landmarkshoot.md,
- * "Populations"), so the row kernels take the exponential's scale out of the pair:
- * the positions (and, in the adjoint, the b adjoint, which meets them in s = dq.db)
- * are staged multiplied by alpha = sqrt(k log2 e), so |dq'|^2 is already the
- * exponent and g = 2^-|dq'|^2 needs no multiply; the sums that carry dq' or db' are
- * divided by alpha once per row in float64; the adjoint's b is staged times
- * beta = c / alpha, so that s' = dq'.db' is already c s.  RB = 64 by default: n = 1,847 then leaves 9 idle rows in the last
- * block instead of 73 with 128-row blocks (GEOREG_SHOOT_ROWBLOCK=128 for comparison);
- * the flush points (every WFLUSH = 32 of a tile) are the same for both. */
+ * What a pair costs here is issue slots and shared-memory traffic, not exponentials
+ * (docs/landmarkshoot.md, "Populations"), so the row kernels take the exponential's
+ * scale out of the pair: the positions are staged multiplied by alpha =
+ * sqrt(k log2 e), so |dq'|^2 is already the exponent and g = 2^-|dq'|^2 needs no
+ * multiply, and the adjoint's b (which meets the positions in s = dq.db) times
+ * beta = c / alpha, so that s' = dq'.db' is already c s; the sums that carry dq' or
+ * db' are divided by alpha or beta once per row in float64.  The block's shape
+ * (threads x rows a thread, RowVariant) is chosen by timing (tune_rows). */
 #define WFLUSH 32
+
+/* The row kernels' shapes: threads a block x rows a thread. */
+enum RowVariant { ROWS_128x1 = 0, ROWS_64x1 = 1, ROWS_32x2 = 2, ROWS_64x2 = 3, ROWS_N = 4 };
+static const char *const row_variant_names[ROWS_N] = { "128x1", "64x1", "32x2", "64x2" };
 
 /* Row i's values of NA arrays (clamped to the last row: the threads past the end
  * still help stage the tiles), array a multiplied by sc[a] if bit a of SCALED is
@@ -792,61 +795,87 @@ backward_pair_scaled (const S *qi, const S *pi, const S *ai, const S *bi,
   }
 }
 
-template <typename S, int D, int MODE, int RB>
+/* The row kernels: RB threads a block, each owning RPT rows (i0 + r RB), so that a
+ * staged point, read from shared memory once, serves RPT rows: per pair that halves
+ * (RPT = 2) the shared-memory traffic (2 and 4 16-byte broadcasts a point, forward
+ * and adjoint) and the load instructions.  A row's sums are formed in the same order
+ * whatever RB and RPT (the flush points are multiples of WFLUSH), so every variant
+ * gives the same values bit for bit. */
+template <typename S, int D, int MODE, int RB, int RPT>
 __global__ void __launch_bounds__ (RB)
 k_forward_rows (Bufs<S> b, int t)
 {
   if (!at_slot (b))
     return;
   const int n = b.n;
-  const int i = blockIdx.x * RB + threadIdx.x;
+  const int i0 = blockIdx.x * RB * RPT + threadIdx.x;
   const size_t off = (size_t) t * n;
   const V4<S> *src[2] = { (MODE == F_RAL2 ? b.yq_s : b.xq_s) + off,
     (MODE == F_RAL2 ? b.yp_s : b.xp_s) + off };
   const S sc[2] = { b.alpha, (S) 1 };
-  S row[2][D];
-  load_row<S, D, 2, 1> (src, i, n, sc, row);
-  double acc[2 * D];
-  row_sweep<S, 2, 2 * D, RB, 1> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
-          S *part) {
-    forward_pair_scaled<S, D> (row[0], row[1], tile[0][k], tile[1][k], part);
-  });
-  if (i >= n)
-    return;
+  S row[RPT][2][D];
 #pragma unroll
-  for (int d = 0; d < D; d++)
-    acc[D + d] *= b.inv_alpha;
-  forward_update<S, D, MODE> (b, t, i, acc);
+  for (int r = 0; r < RPT; r++)
+    load_row<S, D, 2, 1> (src, i0 + r * RB, n, sc, row[r]);
+  double acc[RPT * 2 * D];
+  row_sweep<S, 2, RPT * 2 * D, RB, 1> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
+          S *part) {
+    const V4<S> qj = tile[0][k], pj = tile[1][k];
+#pragma unroll
+    for (int r = 0; r < RPT; r++)
+      forward_pair_scaled<S, D> (row[r][0], row[r][1], qj, pj, part + r * 2 * D);
+  });
+#pragma unroll
+  for (int r = 0; r < RPT; r++) {
+    const int i = i0 + r * RB;
+    if (i >= n)
+      break;
+    double *ar = acc + r * 2 * D;
+#pragma unroll
+    for (int d = 0; d < D; d++)
+      ar[D + d] *= b.inv_alpha;
+    forward_update<S, D, MODE> (b, t, i, ar);
+  }
 }
 
-template <typename S, int D, int MODE, int RB>
+template <typename S, int D, int MODE, int RB, int RPT>
 __global__ void __launch_bounds__ (RB)
 k_backward_rows (Bufs<S> b, int t, int rbuf)
 {
   if (!at_slot (b))
     return;
   const int n = b.n;
-  const int i = blockIdx.x * RB + threadIdx.x;
+  const int i0 = blockIdx.x * RB * RPT + threadIdx.x;
   const size_t off = (size_t) t * n;
   const V4<S> *src[4] = { (MODE == B_RAL1 ? b.yq_s : b.xq_s) + off,
     (MODE == B_RAL1 ? b.yp_s : b.xp_s) + off,
     MODE == B_RAL2 ? b.wa_s : b.La_s + (size_t) rbuf * n,
     MODE == B_RAL2 ? b.wb_s : b.Lb_s + (size_t) rbuf * n };
   const S sc[4] = { b.alpha, (S) 1, (S) 1, b.beta };
-  S row[4][D];
-  load_row<S, D, 4, 9> (src, i, n, sc, row);    /* 9: q (array 0) and b (array 3) */
-  double acc[3 * D];
-  row_sweep<S, 4, 3 * D, RB, 9> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
-          S *part) {
-    backward_pair_scaled<S, D> (row[0], row[1], row[2], row[3], tile[0][k], tile[1][k],
-        tile[2][k], tile[3][k], part);
-  });
-  if (i >= n)
-    return;
+  S row[RPT][4][D];
 #pragma unroll
-  for (int d = 0; d < D; d++)
-    acc[d] = acc[d] * b.inv_alpha + acc[2 * D + d] * b.inv_beta;
-  backward_update<S, D, MODE> (b, t, i, acc, rbuf);
+  for (int r = 0; r < RPT; r++)     /* 9: q (array 0) and b (array 3) scaled */
+    load_row<S, D, 4, 9> (src, i0 + r * RB, n, sc, row[r]);
+  double acc[RPT * 3 * D];
+  row_sweep<S, 4, RPT * 3 * D, RB, 9> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
+          S *part) {
+    const V4<S> qj = tile[0][k], pj = tile[1][k], aj = tile[2][k], bj = tile[3][k];
+#pragma unroll
+    for (int r = 0; r < RPT; r++)
+      backward_pair_scaled<S, D> (row[r][0], row[r][1], row[r][2], row[r][3], qj, pj, aj,
+          bj, part + r * 3 * D);
+  });
+#pragma unroll
+  for (int r = 0; r < RPT; r++) {
+    const int i = i0 + r * RB;
+    if (i >= n)
+      break;
+    double *ar = acc + r * 3 * D;
+#pragma unroll
+    for (int d = 0; d < D; d++)
+      ar[d] = ar[d] * b.inv_alpha + ar[2 * D + d] * b.inv_beta;
+    backward_update<S, D, MODE> (b, t, i, ar, rbuf);
+  }
 }
 
 /* ---- small kernels ----------------------------------------------------------------- */
@@ -931,7 +960,8 @@ struct GrShootCuda {
   int tiled;                    /* j points staged in shared memory: 0 no, 1 one
                                  * buffer, 2 double-buffered (cp.async) */
   bool wide;                    /* one row per thread (k_*_rows): populations */
-  int rowblock;                 /* their rows (threads) per block: 64 or 128 */
+  int rowvar;                   /* their shape (RowVariant) */
+  bool rowtune;                 /* chosen by timing (tune_rows) */
   cudaStream_t stream;
   size_t cap;                   /* evaluation slots (subjects evaluated at once) */
   int ngraphs;
@@ -1030,21 +1060,21 @@ enqueue_terminal (GrShootCuda *c, const Bufs<S> &b, int G)
   return cudaGetLastError ();
 }
 
-/* enqueue_eval with the row-per-thread kernels (populations, float32), RB rows per
- * block. */
-template <typename S, int D, int RB>
+/* enqueue_eval with the row-per-thread kernels (populations, float32), RB threads of
+ * RPT rows a block. */
+template <typename S, int D, int RB, int RPT>
 static cudaError_t
 enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
 {
   const int T = c->T;
-  const dim3 grid ((c->n + RB - 1) / RB, G);
+  const dim3 grid ((c->n + RB * RPT - 1) / (RB * RPT), G);
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
-      k_forward_rows<S, D, F_EULER, RB><<<grid, RB, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
     } else {
-      k_forward_rows<S, D, F_RAL1, RB><<<grid, RB, 0, c->stream>>> (b, t);
-      k_forward_rows<S, D, F_RAL2, RB><<<grid, RB, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_RAL1, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_RAL2, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
     }
   }
   {
@@ -1054,11 +1084,11 @@ enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
   }
   for (int t = T - 2; t >= 0; t--) {
     if (!ral) {
-      k_backward_rows<S, D, B_EULER, RB><<<grid, RB, 0, c->stream>>> (b, t,
+      k_backward_rows<S, D, B_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t,
           (T - 2 - t) & 1);
     } else {
-      k_backward_rows<S, D, B_RAL1, RB><<<grid, RB, 0, c->stream>>> (b, t, 0);
-      k_backward_rows<S, D, B_RAL2, RB><<<grid, RB, 0, c->stream>>> (b, t, 0);
+      k_backward_rows<S, D, B_RAL1, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t, 0);
+      k_backward_rows<S, D, B_RAL2, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t, 0);
     }
   }
   return cudaGetLastError ();
@@ -1077,9 +1107,14 @@ enqueue_eval (GrShootCuda *c, int G)
   const dim3 grid ((n + rows_per_block - 1) / rows_per_block, G);
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   if constexpr (sizeof (S) == sizeof (float)) {
-    if (c->wide)
-      return c->rowblock == 128 ? enqueue_eval_rows<S, D, 128> (c, b, G)
-          : enqueue_eval_rows<S, D, 64> (c, b, G);
+    if (c->wide) {
+      switch (c->rowvar) {
+        case ROWS_128x1: return enqueue_eval_rows<S, D, 128, 1> (c, b, G);
+        case ROWS_64x1: return enqueue_eval_rows<S, D, 64, 1> (c, b, G);
+        case ROWS_32x2: return enqueue_eval_rows<S, D, 32, 2> (c, b, G);
+        default: return enqueue_eval_rows<S, D, 64, 2> (c, b, G);
+      }
+    }
   }
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
@@ -1194,6 +1229,84 @@ gr_shoot_cuda_free (GrShootCuda *c)
   cudaFreeHost (c->h_slots);
   cudaGetLastError ();
   free (c);
+}
+
+/* One forward and one adjoint step (Euler, t = 0) of every slot on shape RB x RPT:
+ * what tune_rows times. */
+template <int D, int RB, int RPT>
+static void
+probe_rows (GrShootCuda *c, const Bufs<float> &b, int G)
+{
+  const dim3 grid ((c->n + RB * RPT - 1) / (RB * RPT), G);
+  k_forward_rows<float, D, F_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, 0);
+  k_backward_rows<float, D, B_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, 0, 0);
+}
+
+template <int D>
+static void
+probe_variant (GrShootCuda *c, const Bufs<float> &b, int G, int v)
+{
+  switch (v) {
+    case ROWS_128x1: probe_rows<D, 128, 1> (c, b, G); break;
+    case ROWS_64x1: probe_rows<D, 64, 1> (c, b, G); break;
+    case ROWS_32x2: probe_rows<D, 32, 2> (c, b, G); break;
+    default: probe_rows<D, 64, 2> (c, b, G); break;
+  }
+}
+
+/* Times each row-kernel shape on the engine's own slots (all of them, on the zeroed
+ * buffers: a step's work does not depend on the values) and keeps the fastest.  The
+ * best shape depends on the GPU (registers against shared-memory traffic), and every
+ * shape gives the same values, so choosing by time changes no result.  About 3 ms a
+ * shape for 1,000 subjects of N = 1,847.  On any error the default stays.
+ * GEOREG_SHOOT_TUNE_VERBOSE=1 prints the times on stderr. */
+static void
+tune_rows (GrShootCuda *c)
+{
+  const int G = (int) c->cap;
+  Bufs<float> b = make_bufs<float> (c);
+  c->h_slots[0] = G;
+  for (int k = 0; k < G; k++)
+    c->h_slots[1 + k] = k;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  float ms[ROWS_N];
+  bool ok = cudaMemcpyAsync (c->slots_d, c->h_slots, sizeof (int) * (G + 1),
+      cudaMemcpyHostToDevice, c->stream) == cudaSuccess &&
+      cudaEventCreate (&e0) == cudaSuccess && cudaEventCreate (&e1) == cudaSuccess;
+  int best = -1;
+  for (int v = 0; ok && v < ROWS_N; v++) {
+    for (int rep = 0; rep < 3; rep++) {   /* rep 0 warms up */
+      if (rep == 1)
+        cudaEventRecord (e0, c->stream);
+      if (c->D == 3)
+        probe_variant<3> (c, b, G, v);
+      else
+        probe_variant<2> (c, b, G, v);
+    }
+    cudaEventRecord (e1, c->stream);
+    ok = cudaEventSynchronize (e1) == cudaSuccess &&
+        cudaEventElapsedTime (&ms[v], e0, e1) == cudaSuccess &&
+        cudaGetLastError () == cudaSuccess;
+    if (ok && (best < 0 || ms[v] < ms[best]))
+      best = v;
+  }
+  if (ok && best >= 0)
+    c->rowvar = best;
+  else
+    c->rowtune = false;
+  const char *ev = getenv ("GEOREG_SHOOT_TUNE_VERBOSE");
+  if (ev && *ev && atoi (ev)) {
+    fprintf (stderr, "shoot row kernels, %d slots, one forward + one adjoint step:", G);
+    for (int v = 0; ok && v < ROWS_N; v++)
+      fprintf (stderr, " %s %.3f ms", row_variant_names[v], 0.5 * ms[v]);
+    fprintf (stderr, "%s -> %s\n", ok ? "" : " (failed)", row_variant_names[c->rowvar]);
+  }
+  if (e0)
+    cudaEventDestroy (e0);
+  if (e1)
+    cudaEventDestroy (e1);
+  cudaStreamSynchronize (c->stream);
+  cudaGetLastError ();
 }
 
 /* Captures the evaluation graphs (for slot grids cap, cap/4, ..., 1), replacing any
@@ -1345,14 +1458,19 @@ new_engine (const GrShootParams *params, size_t subjects, bool population, int d
     ev = getenv ("GEOREG_SHOOT_WIDE");
     if (ev && *ev && f32)
       c->wide = atoi (ev) != 0;
-    c->rowblock = 64;
-    ev = getenv ("GEOREG_SHOOT_ROWBLOCK");
-    if (ev && atoi (ev) == 128)
-      c->rowblock = 128;
-    if (desc && c->wide)
-      snprintf (desc + strlen (desc), desclen - strlen (desc), ", one row per thread, "
-          "%d-row blocks", c->rowblock);
-    else if (desc)
+    /* the row kernels' shape: GEOREG_SHOOT_ROWS=128x1, 64x1, 32x2 or 64x2 (threads a
+     * block x rows a thread); otherwise 32x2, and engines of 16 subjects or more time
+     * each shape on their own slots once (tune_rows) and keep the fastest: all give
+     * the same values. */
+    c->rowvar = ROWS_32x2;
+    c->rowtune = c->wide && c->cap >= 16;
+    ev = getenv ("GEOREG_SHOOT_ROWS");
+    for (int v = 0; ev && v < ROWS_N; v++)
+      if (strcmp (ev, row_variant_names[v]) == 0) {
+        c->rowvar = v;
+        c->rowtune = false;
+      }
+    if (!c->wide && desc)
       snprintf (desc + strlen (desc), desclen - strlen (desc), ", %d threads x %d rows "
           "per group%s", c->tpr, c->rpt, c->tiled == 2 ? ", tiles double-buffered"
           : c->tiled ? ", tiled" : "");
@@ -1408,6 +1526,11 @@ new_engine (const GrShootParams *params, size_t subjects, bool population, int d
   if (!ck (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking),
           "cudaStreamCreate", errbuf, errlen))
     goto fail;
+  if (c->rowtune)
+    tune_rows (c);
+  if (desc && c->wide)
+    snprintf (desc + strlen (desc), desclen - strlen (desc), ", one row per thread, "
+        "%s%s", row_variant_names[c->rowvar], c->rowtune ? " (timed)" : "");
   if (!capture_graphs (c, errbuf, errlen))
     goto fail;
   return c;

@@ -11,6 +11,7 @@
  *    grouped ones wherever both converged), and within 1e-6 of the CPU's lone fit
  *    where both converged;
  *  - ground truth: each fitted shape lands within 5% of its initial distance;
+ *  - every shape of the row kernels (GEOREG_SHOOT_ROWS) gives the same values;
  *  - the pipelined fit (two engines, the default) equals one engine's bit for bit,
  *    and a subject registered alone through the population API (capacity 1) gets
  *    the batch's fit bit for bit (what "alone" means for populations: the same
@@ -147,6 +148,35 @@ test_population (size_t n, int dim, GrShootIntegrator integ, int T)
       CHECK (r1 <= 1e-6 && gr1 <= 1e-5, "subject %zu: row vs grouped kernels %.2e %.2e",
           which[k], r1, gr1);
     }
+    /* every shape of the row kernels (GEOREG_SHOOT_ROWS; large engines pick one by
+     * timing) gives the same values bit for bit */
+    static const char *const shapes[] = { "128x1", "64x1", "32x2", "64x2" };
+    double *gs = malloc (sizeof (double) * m * 3);
+    for (int v = 0; v < 4; v++) {
+      setenv ("GEOREG_SHOOT_ROWS", shapes[v], 1);
+      GrShootBatch *bv = gr_shoot_batch_new (&p, SUBJECTS, GR_BACKEND_CUDA, -1, &st, err,
+          sizeof err);
+      unsetenv ("GEOREG_SHOOT_ROWS");
+      CHECK (bv != NULL, "CUDA batch (rows %s): %s", shapes[v], err);
+      if (!bv)
+        exit (1);
+      gr_shoot_batch_set_template (bv, q0, NULL, 0);
+      for (int k = 0; k < SUBJECTS; k++)
+        gr_shoot_batch_set_target (bv, k, targets + k * m, NULL, 0);
+      double *gradv[3] = { gs, gs + m, gs + 2 * m };
+      GrShootLoss lv[3];
+      CHECK (gr_shoot_batch_loss_grad (bv, which, 3, pts, gradv, lv, err, sizeof err) ==
+          GR_OK, "batch eval (rows %s): %s", shapes[v], err);
+      for (int k = 0; k < 3; k++)
+        CHECK (lv[k].loss == lb[k].loss && lv[k].kinetic == lb[k].kinetic &&
+            memcmp (gradv[k], grads[k], sizeof (double) * m) == 0,
+            "subject %zu: rows %s give %.17g, the default %.17g", which[k], shapes[v],
+            lv[k].loss, lb[k].loss);
+      printf ("%dD n=%zu rows %s: %s\n", dim, n, shapes[v],
+          gr_shoot_batch_device_description (bv));
+      gr_shoot_batch_free (bv);
+    }
+    free (gs);
     free (pr);
     free (gb);
     free (gg);
