@@ -657,6 +657,21 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
 enum RowVariant { ROWS_128x1 = 0, ROWS_64x1 = 1, ROWS_32x2 = 2, ROWS_64x2 = 3, ROWS_N = 4 };
 static const char *const row_variant_names[ROWS_N] = { "128x1", "64x1", "32x2", "64x2" };
 
+/* x * y rounded, never contracted into a later add: the scaled values must be the
+ * same in every kernel shape (and the staged and the row copies alike), or the
+ * shapes would part at rounding level. */
+__device__ __forceinline__ float
+mul_rn (float x, float y)
+{
+  return __fmul_rn (x, y);
+}
+
+__device__ __forceinline__ double
+mul_rn (double x, double y)
+{
+  return __dmul_rn (x, y);
+}
+
 /* Row i's values of NA arrays (clamped to the last row: the threads past the end
  * still help stage the tiles), array a multiplied by sc[a] if bit a of SCALED is
  * set. */
@@ -670,7 +685,7 @@ load_row (const V4<S> *const *src, int i, int n, const S *sc, S (*out)[D])
     const V4<S> v = src[a][ic];
 #pragma unroll
     for (int d = 0; d < D; d++)
-      out[a][d] = (SCALED >> a) & 1 ? sc[a] * cget (v, d) : cget (v, d);
+      out[a][d] = (SCALED >> a) & 1 ? mul_rn (sc[a], cget (v, d)) : cget (v, d);
   }
 }
 
@@ -697,9 +712,9 @@ row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
       for (int a = 0; a < NA; a++) {
         V4<S> v = src[a][jj];
         if ((SCALED >> a) & 1) {
-          v.x *= sc[a];
-          v.y *= sc[a];
-          v.z *= sc[a];
+          v.x = mul_rn (sc[a], v.x);
+          v.y = mul_rn (sc[a], v.y);
+          v.z = mul_rn (sc[a], v.z);
         }
         tile[a][threadIdx.x] = v;
       }
