@@ -1474,10 +1474,11 @@ new_engine (const GrShootParams *params, size_t subjects, bool population, int d
     if (ev && *ev && f32)
       c->wide = atoi (ev) != 0;
     /* the row kernels' shape: GEOREG_SHOOT_ROWS=128x1, 64x1, 32x2 or 64x2 (threads a
-     * block x rows a thread); otherwise 32x2, and engines of 16 subjects or more time
-     * each shape on their own slots once (tune_rows) and keep the fastest: all give
-     * the same values. */
-    c->rowvar = ROWS_32x2;
+     * block x rows a thread); otherwise engines of 16 subjects or more time each shape
+     * on their own slots once (tune_rows) and keep the fastest, and smaller ones take
+     * 64x1 (one row a thread: the most warps, which few subjects need more than
+     * throughput).  All give the same values. */
+    c->rowvar = ROWS_64x1;
     c->rowtune = c->wide && c->cap >= 16;
     ev = getenv ("GEOREG_SHOOT_ROWS");
     for (int v = 0; ev && v < ROWS_N; v++)
