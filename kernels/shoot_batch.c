@@ -17,11 +17,11 @@
  * each with its own stream, holding the first and the second half of the targets).
  * The fit submits one group's evaluation and, while the device works on it, collects
  * and steps the other group's L-BFGS (line search, two-loop recursion, the staging
- * copies): at 1,000 subjects of N = 1,847 those host steps are about 10% of a round
- * and were time the device sat idle.  A subject's sequence of evaluations is its own
- * in any grouping, and its values do not depend on its slot or engine, so its iterates
- * are the same as with one group (GEOREG_SHOOT_BATCH_GROUPS=1 keeps one group and one
- * engine, for comparison).  The CPU backend runs the same loop, its "submit"
+ * copies): at 1,000 subjects of N = 1,847 those host steps are, by estimate, about
+ * 10% of a round, time the device sat idle.  A subject's sequence of evaluations is
+ * its own in any grouping, and its values do not depend on its slot or engine, so its
+ * iterates are the same as with one group (GEOREG_SHOOT_BATCH_GROUPS=1 keeps one group
+ * and one engine, for comparison).  The CPU backend runs the same loop, its "submit"
  * evaluating at once.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
