@@ -433,8 +433,17 @@ population () {
     [ "$r" = 0 ] || rc=1
   fi
   local pop="GEOREG_BENCH_BACKENDS=cuda GEOREG_BENCH_SIZES=1847 GEOREG_SHOOT_TUNE_VERBOSE=1"
+  # the SM clock and power while the 1,000 subjects run: the floors are computed at the
+  # device's nominal clock, the kernels run at whatever it sustains
+  nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 500 \
+    > "$out/bench/pop1000_clocks.txt" 2>/dev/null & local smi=$!
   bench_step "population 1000" 230 pop1000.log env $pop GEOREG_BENCH_POPULATION=1000 \
     GEOREG_BENCH_POP_CHECK=3 "$build/tests/bench_shoot" "$out/bench/pop1000.json" || rc=1
+  kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+  sort -t, -k1,1n "$out/bench/pop1000_clocks.txt" 2>/dev/null | awk -F, '
+    NF >= 2 { c[n] = $1; p += $2; n++ }
+    END { if (n) printf "    pop1000: SM clock during the run: median %d MHz (%d samples), mean power %.0f W\n", c[int(n / 2)], n, p / n }' |
+    tee -a "$out/table.txt"
   if [ -z "${POPULATION_QUICK:-}" ]; then
     bench_step "population 100" 35 pop100.log env $pop GEOREG_BENCH_POPULATION=100 \
       GEOREG_BENCH_POP_CHECK=1 "$build/tests/bench_shoot" "$out/bench/pop100.json" || rc=1
