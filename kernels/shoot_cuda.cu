@@ -848,7 +848,7 @@ k_forward_rows (Bufs<S> b, int t)
     double *ar = acc + r * 2 * D;
 #pragma unroll
     for (int d = 0; d < D; d++)
-      ar[D + d] *= b.inv_alpha;
+      ar[D + d] = __dmul_rn (ar[D + d], b.inv_alpha);
     forward_update<S, D, MODE> (b, t, i, ar);
   }
 }
@@ -887,8 +887,9 @@ k_backward_rows (Bufs<S> b, int t, int rbuf)
       break;
     double *ar = acc + r * 3 * D;
 #pragma unroll
-    for (int d = 0; d < D; d++)
-      ar[d] = ar[d] * b.inv_alpha + ar[2 * D + d] * b.inv_beta;
+    for (int d = 0; d < D; d++)     /* rounded as written, in every shape */
+      ar[d] = __dadd_rn (__dmul_rn (ar[d], b.inv_alpha),
+          __dmul_rn (ar[2 * D + d], b.inv_beta));
     backward_update<S, D, MODE> (b, t, i, ar, rbuf);
   }
 }
