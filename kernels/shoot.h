@@ -161,8 +161,13 @@ GrStatus gr_shoot_fit (GrShoot *s, double *p0, const GrLbfgsParams *lbfgs,
  * gr_shoot_fit, driven by reverse communication), and the evaluations the active
  * subjects ask for are done together: on the CPU in parallel over subjects (OpenMP,
  * one engine per thread), on CUDA in one launch per time step covering every active
- * subject (grid: row blocks x subjects).  Each subject goes through exactly the steps
- * it would take alone: on the CPU its loss is bit-identical to gr_shoot_fit's. */
+ * subject (grid: row blocks x subjects; two engines, one per half of the subjects, so
+ * that the host's L-BFGS steps of one half overlap the device's work on the other).
+ * Each subject goes through exactly the steps it would take alone: on the CPU its loss
+ * is bit-identical to gr_shoot_fit's; on CUDA to a batch of capacity 1's (the same
+ * population kernels, whatever the capacity and the subject's place in the batch),
+ * while gr_shoot_fit's single-subject kernels sum in another order (float32 rounding
+ * apart; docs/landmarkshoot.md, "Registered alone"). */
 typedef struct GrShootBatch GrShootBatch;
 
 /* Up to `subjects` targets (>= 1; at most 65535 on CUDA).  Backend and errors as

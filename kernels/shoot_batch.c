@@ -12,6 +12,17 @@
  * is the same serial loop whatever the thread count, so a subject's evaluations, and
  * hence its iterates, are bit-identical to gr_shoot_fit's.
  * CUDA: shoot_cuda.cu evaluates every gathered subject in one launch per time step.
+ *
+ * Two halves in a pipeline: the subjects are split into two groups (CUDA: two engines,
+ * each with its own stream, holding the first and the second half of the targets).
+ * The fit submits one group's evaluation and, while the device works on it, collects
+ * and steps the other group's L-BFGS (line search, two-loop recursion, the staging
+ * copies): at 1,000 subjects of N = 1,847 those host steps are, by estimate, about
+ * 10% of a round, time the device sat idle.  A subject's sequence of evaluations is
+ * its own in any grouping, and its values do not depend on its slot or engine, so its
+ * iterates are the same as with one group (GEOREG_SHOOT_BATCH_GROUPS=1 keeps one group
+ * and one engine, for comparison).  The CPU backend runs the same loop, its "submit"
+ * evaluating at once.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include "shoot.h"
@@ -39,10 +50,28 @@ struct GrShootBatch {
   double *targets;              /* [cap][dn], point-major (CPU) */
   GrShoot **eng;                /* CPU engines, one per thread */
   int neng;
+  size_t half;                  /* subjects [0, half) form group 0, the rest group 1 */
 #if GR_HAVE_CUDA
-  GrShootCuda *cuda;
+  GrShootCuda *cuda[2];         /* CUDA: one engine per group (cuda[1] NULL: one group) */
 #endif
 };
+
+/* The subjects of group 0 (the rest are group 1): two groups on CUDA, where the host's
+ * steps then overlap the device's work; one on the CPU, whose evaluations take the
+ * host's cores anyway (halving the subjects evaluated at once would only idle some).
+ * GEOREG_SHOOT_BATCH_GROUPS=1 or 2 overrides (2 on the CPU: the tests run the
+ * pipeline's bookkeeping there). */
+static size_t
+batch_half (size_t subjects, GrBackend backend)
+{
+  const char *ev = getenv ("GEOREG_SHOOT_BATCH_GROUPS");
+  int groups = backend == GR_BACKEND_CUDA ? 2 : 1;
+  if (ev && (atoi (ev) == 1 || atoi (ev) == 2))
+    groups = atoi (ev);
+  if (subjects < 2 || groups == 1)
+    return subjects;
+  return (subjects + 1) / 2;
+}
 
 static int
 batch_threads (const GrShootBatch *b)
@@ -133,11 +162,24 @@ gr_shoot_batch_new (const GrShootParams *params, size_t subjects, GrBackend back
     return NULL;
   }
   b->backend = use;
+  b->half = batch_half (subjects, use);
 #if GR_HAVE_CUDA
   if (use == GR_BACKEND_CUDA) {
-    b->cuda = gr_shoot_cuda_new_batch (params, subjects, cuda_device < 0 ? 0 : cuda_device,
-        b->desc, sizeof b->desc, errbuf, errlen);
-    if (b->cuda) {
+    const int dev = cuda_device < 0 ? 0 : cuda_device;
+    b->cuda[0] = gr_shoot_cuda_new_population (params, b->half, dev, b->desc,
+        sizeof b->desc, errbuf, errlen);
+    if (b->cuda[0] && b->half < subjects) {
+      b->cuda[1] = gr_shoot_cuda_new_population (params, subjects - b->half, dev, NULL,
+          0, errbuf, errlen);
+      if (!b->cuda[1]) {
+        gr_shoot_cuda_free (b->cuda[0]);
+        b->cuda[0] = NULL;
+      } else {
+        snprintf (b->desc + strlen (b->desc), sizeof b->desc - strlen (b->desc),
+            "; 2 engines of %zu + %zu subjects, pipelined", b->half, subjects - b->half);
+      }
+    }
+    if (b->cuda[0]) {
       gr_shoot_free (probe);
       return b;
     }
@@ -149,6 +191,7 @@ gr_shoot_batch_new (const GrShootParams *params, size_t subjects, GrBackend back
     }
     /* auto: the CPU, the reason left in errbuf (as gr_shoot_new) */
     b->backend = GR_BACKEND_CPU;
+    b->half = batch_half (subjects, GR_BACKEND_CPU);
   }
 #endif
   b->targets = malloc (sizeof (double) * b->dn * subjects);
@@ -173,7 +216,8 @@ gr_shoot_batch_free (GrShootBatch *b)
   if (!b)
     return;
 #if GR_HAVE_CUDA
-  gr_shoot_cuda_free (b->cuda);
+  gr_shoot_cuda_free (b->cuda[0]);
+  gr_shoot_cuda_free (b->cuda[1]);
 #endif
   for (int i = 0; i < b->neng; i++)
     gr_shoot_free (b->eng[i]);
@@ -226,8 +270,10 @@ gr_shoot_batch_set_template (GrShootBatch *b, const double *q0, char *errbuf,
   }
   memcpy (b->q0, q0, sizeof (double) * b->dn);
 #if GR_HAVE_CUDA
-  if (b->cuda) {
-    GrStatus st = gr_shoot_cuda_set_points (b->cuda, q0, NULL, errbuf, errlen);
+  if (b->cuda[0]) {
+    GrStatus st = gr_shoot_cuda_set_points (b->cuda[0], q0, NULL, errbuf, errlen);
+    if (st == GR_OK && b->cuda[1])
+      st = gr_shoot_cuda_set_points (b->cuda[1], q0, NULL, errbuf, errlen);
     if (st == GR_OK)
       b->has_template = true;
     return st;
@@ -257,9 +303,10 @@ gr_shoot_batch_set_target (GrShootBatch *b, size_t subject, const double *target
     return GR_ERR_INVALID;
   }
 #if GR_HAVE_CUDA
-  if (b->cuda) {
-    GrStatus st = gr_shoot_cuda_set_subject_target (b->cuda, subject, target, errbuf,
-        errlen);
+  if (b->cuda[0]) {
+    const int e = subject >= b->half;
+    GrStatus st = gr_shoot_cuda_set_subject_target (b->cuda[e], subject - e * b->half,
+        target, errbuf, errlen);
     if (st == GR_OK)
       b->has_target[subject] = true;
     return st;
@@ -269,6 +316,83 @@ gr_shoot_batch_set_target (GrShootBatch *b, size_t subject, const double *target
   b->has_target[subject] = true;
   return GR_OK;
 }
+
+#if GR_HAVE_CUDA
+/* Subjects which[0 .. count-1] on the engines that hold them: each engine's share is
+ * submitted before any is collected, so that both engines' kernels run together. */
+static GrStatus
+cuda_loss_grad (GrShootBatch *b, const size_t *which, size_t count,
+    const double *const *p0, double *const *grad, GrShootLoss *loss, char *errbuf,
+    size_t errlen)
+{
+  const int ne = b->cuda[1] ? 2 : 1;
+  size_t *ord = malloc (sizeof *ord * count), *loc = malloc (sizeof *loc * count);
+  const double **pts = malloc (sizeof *pts * count);
+  double **gr = malloc (sizeof *gr * count);
+  double (*out)[3] = malloc (sizeof *out * count);
+  GrStatus st = GR_OK;
+  if (!ord || !loc || !pts || !gr || !out) {
+    gr_set_err (errbuf, errlen, "out of memory");
+    st = GR_ERR_NOMEM;
+    goto done;
+  }
+  /* ord: the subjects grouped by engine, each group in the caller's order */
+  size_t beg[3] = { 0, 0, 0 }, o = 0;
+  for (int e = 0; e < ne; e++) {
+    beg[e] = o;
+    for (size_t k = 0; k < count; k++)
+      if ((int) (which[k] >= b->half) == e) {
+        ord[o] = k;
+        loc[o] = which[k] - (size_t) e * b->half;
+        pts[o] = p0[k];
+        gr[o] = grad ? grad[k] : NULL;
+        o++;
+      }
+    beg[e + 1] = o;
+  }
+  int want_grad = 0;
+  for (size_t k = 0; grad && k < count; k++)
+    want_grad = want_grad || grad[k] != NULL;
+  /* rounds of at most one capacity per engine (more only with repeated subjects) */
+  size_t pos[2] = { beg[0], beg[1] };
+  for (;;) {
+    size_t cnt[2] = { 0, 0 };
+    for (int e = 0; e < ne && st == GR_OK; e++) {
+      const size_t cap = gr_shoot_cuda_capacity (b->cuda[e]);
+      cnt[e] = beg[e + 1] - pos[e] < cap ? beg[e + 1] - pos[e] : cap;
+      if (cnt[e])
+        st = gr_shoot_cuda_submit (b->cuda[e], loc + pos[e], cnt[e], pts + pos[e],
+            want_grad, errbuf, errlen);
+      if (st != GR_OK)
+        cnt[e] = 0;
+    }
+    for (int e = 0; e < ne; e++) {
+      if (!cnt[e])
+        continue;
+      /* collected even after an error: the engine must not stay in flight */
+      GrStatus s2 = gr_shoot_cuda_collect (b->cuda[e], gr + pos[e], out + pos[e],
+          st == GR_OK ? errbuf : NULL, st == GR_OK ? errlen : 0);
+      if (st == GR_OK)
+        st = s2;
+      pos[e] += cnt[e];
+    }
+    if (st != GR_OK || (cnt[0] == 0 && cnt[1] == 0))
+      break;
+  }
+  for (o = 0; st == GR_OK && o < count; o++) {
+    loss[ord[o]].loss = out[o][0];
+    loss[ord[o]].kinetic = out[o][1];
+    loss[ord[o]].mismatch = out[o][2];
+  }
+done:
+  free (ord);
+  free (loc);
+  free (pts);
+  free (gr);
+  free (out);
+  return st;
+}
+#endif
 
 GrStatus
 gr_shoot_batch_loss_grad (GrShootBatch *b, const size_t *which, size_t count,
@@ -291,22 +415,8 @@ gr_shoot_batch_loss_grad (GrShootBatch *b, const size_t *which, size_t count,
   if (count == 0)
     return GR_OK;
 #if GR_HAVE_CUDA
-  if (b->cuda) {
-    double (*out)[3] = malloc (sizeof *out * count);
-    if (!out) {
-      gr_set_err (errbuf, errlen, "out of memory");
-      return GR_ERR_NOMEM;
-    }
-    GrStatus st = gr_shoot_cuda_eval_batch (b->cuda, which, count, p0, grad, out, errbuf,
-        errlen);
-    for (size_t k = 0; st == GR_OK && k < count; k++) {
-      loss[k].loss = out[k][0];
-      loss[k].kinetic = out[k][1];
-      loss[k].mismatch = out[k][2];
-    }
-    free (out);
-    return st;
-  }
+  if (b->cuda[0])
+    return cuda_loss_grad (b, which, count, p0, grad, loss, errbuf, errlen);
 #endif
   int th = batch_threads (b);
   if ((size_t) th > count)
@@ -374,6 +484,100 @@ fit_work_free (FitWork *w, size_t count)
   free (w->loss);
 }
 
+/* Evaluates group g's gathered subjects which[0 .. count-1] (all in [lo, hi) of
+ * group g): CUDA enqueues them on group g's engine and returns at once; the CPU
+ * evaluates them now.  group_collect then delivers the losses (and, for CUDA, the
+ * gradients into grads[k]). */
+static GrStatus
+group_submit (GrShootBatch *b, int g, const size_t *which, size_t count,
+    const double *const *pts, double *const *grads, GrShootLoss *loss, char *errbuf,
+    size_t errlen)
+{
+#if GR_HAVE_CUDA
+  if (b->cuda[0]) {
+    size_t *loc = malloc (sizeof *loc * count);
+    if (!loc) {
+      gr_set_err (errbuf, errlen, "out of memory");
+      return GR_ERR_NOMEM;
+    }
+    for (size_t k = 0; k < count; k++)
+      loc[k] = which[k] - (size_t) g * b->half;
+    GrStatus st = gr_shoot_cuda_submit (b->cuda[g], loc, count, pts, 1, errbuf, errlen);
+    free (loc);
+    return st;
+  }
+#endif
+  (void) g;
+  return gr_shoot_batch_loss_grad (b, which, count, pts, grads, loss, errbuf, errlen);
+}
+
+static GrStatus
+group_collect (GrShootBatch *b, int g, size_t count, double *const *grads,
+    GrShootLoss *loss, char *errbuf, size_t errlen)
+{
+#if GR_HAVE_CUDA
+  if (b->cuda[0]) {
+    double (*out)[3] = malloc (sizeof *out * count);
+    if (!out) {
+      gr_set_err (errbuf, errlen, "out of memory");
+      /* still wait: the engine must not stay in flight */
+      gr_shoot_cuda_collect (b->cuda[g], NULL, NULL, NULL, 0);
+      return GR_ERR_NOMEM;
+    }
+    GrStatus st = gr_shoot_cuda_collect (b->cuda[g], grads, out, errbuf, errlen);
+    for (size_t k = 0; st == GR_OK && k < count; k++) {
+      loss[k].loss = out[k][0];
+      loss[k].kinetic = out[k][1];
+      loss[k].mismatch = out[k][2];
+    }
+    free (out);
+    return st;
+  }
+#endif
+  (void) b;
+  (void) g;
+  (void) count;
+  (void) grads;
+  (void) loss;
+  (void) errbuf;
+  (void) errlen;
+  return GR_OK;
+}
+
+/* Hands each evaluated subject which[k] its loss (its gradient is in its buffer) and
+ * runs its L-BFGS up to its next evaluation.  Each subject's step (line search,
+ * two-loop recursion: ~4 m n D flops) is independent of the others'; with 1000
+ * subjects these steps took as long as the device's evaluation when run one after
+ * another, so they run in parallel.  A subject's iterates do not depend on the
+ * thread that steps it. */
+static void
+step_group (FitWork *w, const size_t *which, size_t count, bool first,
+    GrShootFitResult *results, GrShootBatchProgress progress, void *user, int threads)
+{
+  const size_t off = (size_t) (which - w->which);  /* the group's offset in the lists */
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (count > 1)
+  for (size_t k = 0; k < count; k++) {
+    const size_t s = which[k];
+    const GrShootLoss *l = &w->loss[off + k];
+    if (first) {
+      results[s].loss0 = l->loss;
+      results[s].mismatch0 = l->mismatch;
+    }
+    GrLbfgsRequest r = gr_lbfgs_tell (w->L[s], l->loss, 0);
+    while (r == GR_LBFGS_NEW_ITERATE) {
+      GrLbfgsInfo info;
+      gr_lbfgs_result (w->L[s], &info);
+      int stop = 0;
+      if (progress) {
+#pragma omp critical (gr_shoot_batch_progress)
+        stop = progress (user, s, info.iterations, info.evaluations, info.f, info.gnorm);
+      }
+      r = gr_lbfgs_resume (w->L[s], stop);
+    }
+    w->req[s] = r;
+  }
+}
+
 GrStatus
 gr_shoot_batch_fit (GrShootBatch *b, size_t count, double *p0, const GrLbfgsParams *lbfgs,
     GrShootBatchProgress progress, void *user, GrShootFitResult *results, char *errbuf,
@@ -421,50 +625,45 @@ gr_shoot_batch_fit (GrShootBatch *b, size_t count, double *p0, const GrLbfgsPara
   }
 
   GrStatus st = GR_OK;
-  bool first_round = true;
+  /* the pipeline (see the top of this file): group g is subjects [lo[g], hi[g]);
+   * its gathered lists live at offset lo[g] of the work arrays */
+  const size_t lo[2] = { 0, count < b->half ? count : b->half };
+  const size_t hi[2] = { lo[1], count };
+  size_t active[2] = { 0, 0 };
+  bool pending[2] = { false, false }, first[2] = { true, true };
   const int host_threads = batch_threads (b);
   for (;;) {
-    size_t active = 0;
-    for (size_t s = 0; s < count; s++)
-      if (w.req[s] == GR_LBFGS_NEED_EVALUATION) {
-        w.which[active] = s;
-        w.pts[active] = gr_lbfgs_point (w.L[s]);
-        w.grads[active] = gr_lbfgs_gradient_buffer (w.L[s]);
-        active++;
+    for (int g = 0; g < 2 && st == GR_OK; g++) {
+      if (pending[g]) {
+        pending[g] = false;
+        st = group_collect (b, g, active[g], w.grads + lo[g], w.loss + lo[g], errbuf,
+            errlen);
+        if (st != GR_OK)
+          break;
+        step_group (&w, w.which + lo[g], active[g], first[g], results, progress, user,
+            host_threads);
+        first[g] = false;
       }
-    if (active == 0)
-      break;
-    st = gr_shoot_batch_loss_grad (b, w.which, active, w.pts, w.grads, w.loss, errbuf,
-        errlen);
-    if (st != GR_OK)
-      break;
-    /* Each subject's L-BFGS step (line search, two-loop recursion: ~4 m n D flops) is
-     * independent of the others'; with 1000 subjects these steps took as long as the
-     * device's evaluation when run one after another, so they run in parallel.  A
-     * subject's iterates do not depend on the thread that steps it. */
-#pragma omp parallel for schedule(dynamic, 4) num_threads(host_threads) if (active > 1)
-    for (size_t k = 0; k < active; k++) {
-      const size_t s = w.which[k];
-      if (first_round) {
-        results[s].loss0 = w.loss[k].loss;
-        results[s].mismatch0 = w.loss[k].mismatch;
-      }
-      GrLbfgsRequest r = gr_lbfgs_tell (w.L[s], w.loss[k].loss, 0);
-      while (r == GR_LBFGS_NEW_ITERATE) {
-        GrLbfgsInfo info;
-        gr_lbfgs_result (w.L[s], &info);
-        int stop = 0;
-        if (progress) {
-#pragma omp critical (gr_shoot_batch_progress)
-          stop = progress (user, s, info.iterations, info.evaluations, info.f,
-              info.gnorm);
+      active[g] = 0;
+      for (size_t s = lo[g]; s < hi[g]; s++)
+        if (w.req[s] == GR_LBFGS_NEED_EVALUATION) {
+          const size_t k = lo[g] + active[g]++;
+          w.which[k] = s;
+          w.pts[k] = gr_lbfgs_point (w.L[s]);
+          w.grads[k] = gr_lbfgs_gradient_buffer (w.L[s]);
         }
-        r = gr_lbfgs_resume (w.L[s], stop);
+      if (active[g]) {
+        st = group_submit (b, g, w.which + lo[g], active[g], w.pts + lo[g],
+            w.grads + lo[g], w.loss + lo[g], errbuf, errlen);
+        pending[g] = st == GR_OK;
       }
-      w.req[s] = r;
     }
-    first_round = false;
+    if (st != GR_OK || (!pending[0] && !pending[1]))
+      break;
   }
+  for (int g = 0; g < 2; g++)
+    if (pending[g])             /* an error in the other group: leave nothing in flight */
+      group_collect (b, g, active[g], w.grads + lo[g], w.loss + lo[g], NULL, 0);
   if (st != GR_OK) {
     fit_work_free (&w, count);
     return st;

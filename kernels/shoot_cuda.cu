@@ -114,6 +114,8 @@ template <typename S> struct Bufs {
   const int *slots;             /* [0] = slots in use, [1 + k] = subject of slot k */
   double dt, k, c, lambda;
   S kl, r2cut;
+  S alpha, beta;                /* row kernels: sqrt(k log2 e) and c / alpha */
+  double inv_alpha, inv_beta;   /* their inverses (of them as rounded to S) */
   V4<S> *xq_s, *xp_s;           /* [T][n] pair copies of the states */
   V4<double> *xq_d, *xp_d;      /* [T][n] states */
   V4<S> *yq_s, *yp_s;           /* [T-1][n] Ralston stage states */
@@ -633,22 +635,49 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
  *
  * With many subjects in one launch there are blocks enough without splitting a row's
  * sum over a group of threads, so each thread owns one row and runs over every j:
- * the block stages WBLOCK points at a time in shared memory and all its threads read
- * the same point at once (a broadcast: one shared-memory wavefront per load instead
- * of one per 8 lanes), and no shuffle reduction is left.  Per pair the thread issues
- * the arithmetic of forward_pair / backward_pair and 2 (forward) or 4 (backward)
- * 16-byte shared loads; the float32 partial sums go into the float64 accumulators
- * every WFLUSH points.  The rows' sums are formed in another order than the grouped
- * kernels' (so a subject's values differ from the single-subject engine's by float32
- * rounding, within the CPU agreement the tests ask of both). */
-#define WBLOCK 128
+ * the block (RB threads, RB rows) stages RB points at a time in shared memory and all
+ * its threads read the same point at once (a broadcast: one shared-memory wavefront
+ * per load instead of one per 8 lanes), and no shuffle reduction is left.  The
+ * float32 partial sums go into the float64 accumulators every WFLUSH points.  The
+ * rows' sums are formed in another order than the grouped kernels' (so a subject's
+ * values differ from the single-subject engine's by float32 rounding, within the CPU
+ * agreement the tests ask of both).
+ *
+ * What a pair costs here is issue slots and shared-memory traffic, not exponentials
+ * (docs/landmarkshoot.md, "Populations"), so the row kernels take the exponential's
+ * scale out of the pair: the positions are staged multiplied by alpha =
+ * sqrt(k log2 e), so |dq'|^2 is already the exponent and g = 2^-|dq'|^2 needs no
+ * multiply, and the adjoint's b (which meets the positions in s = dq.db) times
+ * beta = c / alpha, so that s' = dq'.db' is already c s; the sums that carry dq' or
+ * db' are divided by alpha or beta once per row in float64.  The block's shape
+ * (threads x rows a thread, RowVariant) is chosen by timing (tune_rows). */
 #define WFLUSH 32
 
+/* The row kernels' shapes: threads a block x rows a thread. */
+enum RowVariant { ROWS_128x1 = 0, ROWS_64x1 = 1, ROWS_32x2 = 2, ROWS_64x2 = 3, ROWS_N = 4 };
+static const char *const row_variant_names[ROWS_N] = { "128x1", "64x1", "32x2", "64x2" };
+
+/* x * y rounded, never contracted into a later add: the scaled values must be the
+ * same in every kernel shape (and the staged and the row copies alike), or the
+ * shapes would part at rounding level. */
+__device__ __forceinline__ float
+mul_rn (float x, float y)
+{
+  return __fmul_rn (x, y);
+}
+
+__device__ __forceinline__ double
+mul_rn (double x, double y)
+{
+  return __dmul_rn (x, y);
+}
+
 /* Row i's values of NA arrays (clamped to the last row: the threads past the end
- * still help stage the tiles). */
-template <typename S, int D, int NA>
+ * still help stage the tiles), array a multiplied by sc[a] if bit a of SCALED is
+ * set. */
+template <typename S, int D, int NA, int SCALED>
 __device__ __forceinline__ void
-load_row (const V4<S> *const *src, int i, int n, S (*out)[D])
+load_row (const V4<S> *const *src, int i, int n, const S *sc, S (*out)[D])
 {
   const int ic = min (i, n - 1);
 #pragma unroll
@@ -656,34 +685,42 @@ load_row (const V4<S> *const *src, int i, int n, S (*out)[D])
     const V4<S> v = src[a][ic];
 #pragma unroll
     for (int d = 0; d < D; d++)
-      out[a][d] = cget (v, d);
+      out[a][d] = (SCALED >> a) & 1 ? mul_rn (sc[a], cget (v, d)) : cget (v, d);
   }
 }
 
-/* The row-per-thread sweep over all n points j: the block stages NA arrays, WBLOCK
- * points at a time, in shared memory; pair (tile, k, part) adds staged point k's
- * terms to the float32 partials, which go into acc (NACC float64 sums) every WFLUSH
- * points.  Every thread of the block must call it. */
-template <typename S, int NA, int NACC, typename Pair>
+/* The row-per-thread sweep over all n points j: the block stages NA arrays (scaled
+ * as load_row's), RB points at a time, in shared memory; pair
+ * (tile, k, part) adds staged point k's terms to the float32 partials, which go into
+ * acc (NACC float64 sums) every WFLUSH points.  Every thread of the block must call
+ * it. */
+template <typename S, int NA, int NACC, int RB, int SCALED, typename Pair>
 __device__ __forceinline__ void
-row_sweep (const V4<S> *const *src, int n, double *acc, Pair pair)
+row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
 {
-  __shared__ V4<S> tile[NA][WBLOCK];
+  __shared__ V4<S> tile[NA][RB];
   S part[NACC];
 #pragma unroll
   for (int a = 0; a < NACC; a++) {
     acc[a] = 0.0;
     part[a] = (S) 0;
   }
-  for (int base = 0; base < n; base += WBLOCK) {
+  for (int base = 0; base < n; base += RB) {
     const int jj = base + threadIdx.x;
     if (jj < n) {
 #pragma unroll
-      for (int a = 0; a < NA; a++)
-        tile[a][threadIdx.x] = src[a][jj];
+      for (int a = 0; a < NA; a++) {
+        V4<S> v = src[a][jj];
+        if ((SCALED >> a) & 1) {
+          v.x = mul_rn (sc[a], v.x);
+          v.y = mul_rn (sc[a], v.y);
+          v.z = mul_rn (sc[a], v.z);
+        }
+        tile[a][threadIdx.x] = v;
+      }
     }
     __syncthreads ();
-    const int cnt = min (WBLOCK, n - base);
+    const int cnt = min (RB, n - base);
     for (int k0 = 0; k0 < cnt; k0 += WFLUSH) {
       const int k1 = min (k0 + WFLUSH, cnt);
 #pragma unroll 8
@@ -695,50 +732,166 @@ row_sweep (const V4<S> *const *src, int n, double *acc, Pair pair)
   }
 }
 
-template <typename S, int D, int MODE>
-__global__ void __launch_bounds__ (WBLOCK)
+/* g = 2^-r2 for a prescaled r2 (the negation is an operand modifier of MUFU.EX2). */
+__device__ __forceinline__ float
+gexp_scaled (float r2)
+{
+  float y;
+  asm ("ex2.approx.ftz.f32 %0, %1;" : "=f" (y) : "f" (-r2));
+  return y;
+}
+
+__device__ __forceinline__ double
+gexp_scaled (double r2)
+{
+  return exp2 (-r2);
+}
+
+/* forward_pair on prescaled positions: part[D..2D-1] collects g (p_i.p_j) dq'. */
+template <typename S, int D>
+__device__ __forceinline__ void
+forward_pair_scaled (const S *qi, const S *pi, const V4<S> &qj, const V4<S> &pj,
+    S *part)
+{
+  S dq[D];
+#pragma unroll
+  for (int d = 0; d < D; d++)
+    dq[d] = qi[d] - cget (qj, d);
+  S r2 = dq[0] * dq[0], pp = pi[0] * pj.x;
+#pragma unroll
+  for (int d = 1; d < D; d++) {
+    r2 = fmx (dq[d], dq[d], r2);
+    pp = fmx (pi[d], cget (pj, d), pp);
+  }
+  const S g = gexp_scaled (r2);
+  const S gp = g * pp;
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    part[d] = fmx (g, cget (pj, d), part[d]);
+    part[D + d] = fmx (gp, dq[d], part[D + d]);
+  }
+}
+
+/* backward_pair on prescaled q (dq' = alpha dq) and b (db' = beta db, beta = c /
+ * alpha, so that s' = dq'.db' is c s): backward_pair's sums, the first split in two,
+ * part[0..D-1] += g (A - c P s) dq' and part[2D..3D-1] += -g P db' (divided by alpha
+ * and beta in float64), and part[D..2D-1] += g (a_j - c s p_j), one product by g
+ * fewer than backward_pair's g a_j - (g c s) p_j.  3-D: 2 instructions a pair fewer
+ * than backward_pair (the exponent's and c s's multiplies). */
+template <typename S, int D>
+__device__ __forceinline__ void
+backward_pair_scaled (const S *qi, const S *pi, const S *ai, const S *bi,
+    const V4<S> &qj, const V4<S> &pj, const V4<S> &aj, const V4<S> &bj, S *part)
+{
+  S dq[D], db[D];
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    dq[d] = qi[d] - cget (qj, d);
+    db[d] = bi[d] - cget (bj, d);
+  }
+  S r2 = dq[0] * dq[0], s = dq[0] * db[0], Pd = pi[0] * pj.x;
+  S Ad = fmx (aj.x, pi[0], ai[0] * pj.x);
+#pragma unroll
+  for (int d = 1; d < D; d++) {
+    r2 = fmx (dq[d], dq[d], r2);
+    s = fmx (dq[d], db[d], s);
+    Pd = fmx (pi[d], cget (pj, d), Pd);
+    Ad = fmx (ai[d], cget (pj, d), Ad);
+    Ad = fmx (cget (aj, d), pi[d], Ad);
+  }
+  const S g = gexp_scaled (r2);
+  const S c1 = g * fmx (-s, Pd, Ad);      /* g (A - c P s) */
+  const S c2 = -(g * Pd);                 /* -g P */
+#pragma unroll
+  for (int d = 0; d < D; d++) {
+    part[d] = fmx (c1, dq[d], part[d]);
+    part[2 * D + d] = fmx (c2, db[d], part[2 * D + d]);
+    part[D + d] = fmx (g, fmx (-s, cget (pj, d), cget (aj, d)), part[D + d]);
+  }
+}
+
+/* The row kernels: RB threads a block, each owning RPT rows (i0 + r RB), so that a
+ * staged point, read from shared memory once, serves RPT rows: per pair that halves
+ * (RPT = 2) the shared-memory traffic (2 and 4 16-byte broadcasts a point, forward
+ * and adjoint) and the load instructions.  A row's sums are formed in the same order
+ * whatever RB and RPT (the flush points are multiples of WFLUSH), so every variant
+ * gives the same values bit for bit. */
+template <typename S, int D, int MODE, int RB, int RPT>
+__global__ void __launch_bounds__ (RB)
 k_forward_rows (Bufs<S> b, int t)
 {
   if (!at_slot (b))
     return;
   const int n = b.n;
-  const int i = blockIdx.x * WBLOCK + threadIdx.x;
+  const int i0 = blockIdx.x * RB * RPT + threadIdx.x;
   const size_t off = (size_t) t * n;
   const V4<S> *src[2] = { (MODE == F_RAL2 ? b.yq_s : b.xq_s) + off,
     (MODE == F_RAL2 ? b.yp_s : b.xp_s) + off };
-  S row[2][D];
-  load_row<S, D, 2> (src, i, n, row);
-  double acc[2 * D];
-  row_sweep<S, 2, 2 * D> (src, n, acc, [&] (V4<S> (*tile)[WBLOCK], int k, S *part) {
-    forward_pair<S, D> (row[0], row[1], tile[0][k], tile[1][k], b.kl, b.r2cut, part);
+  const S sc[2] = { b.alpha, (S) 1 };
+  S row[RPT][2][D];
+#pragma unroll
+  for (int r = 0; r < RPT; r++)
+    load_row<S, D, 2, 1> (src, i0 + r * RB, n, sc, row[r]);
+  double acc[RPT * 2 * D];
+  row_sweep<S, 2, RPT * 2 * D, RB, 1> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
+          S *part) {
+    const V4<S> qj = tile[0][k], pj = tile[1][k];
+#pragma unroll
+    for (int r = 0; r < RPT; r++)
+      forward_pair_scaled<S, D> (row[r][0], row[r][1], qj, pj, part + r * 2 * D);
   });
-  if (i < n)
-    forward_update<S, D, MODE> (b, t, i, acc);
+#pragma unroll
+  for (int r = 0; r < RPT; r++) {
+    const int i = i0 + r * RB;
+    if (i >= n)
+      break;
+    double *ar = acc + r * 2 * D;
+#pragma unroll
+    for (int d = 0; d < D; d++)
+      ar[D + d] = __dmul_rn (ar[D + d], b.inv_alpha);
+    forward_update<S, D, MODE> (b, t, i, ar);
+  }
 }
 
-template <typename S, int D, int MODE>
-__global__ void __launch_bounds__ (WBLOCK)
+template <typename S, int D, int MODE, int RB, int RPT>
+__global__ void __launch_bounds__ (RB)
 k_backward_rows (Bufs<S> b, int t, int rbuf)
 {
   if (!at_slot (b))
     return;
   const int n = b.n;
-  const int i = blockIdx.x * WBLOCK + threadIdx.x;
+  const int i0 = blockIdx.x * RB * RPT + threadIdx.x;
   const size_t off = (size_t) t * n;
   const V4<S> *src[4] = { (MODE == B_RAL1 ? b.yq_s : b.xq_s) + off,
     (MODE == B_RAL1 ? b.yp_s : b.xp_s) + off,
     MODE == B_RAL2 ? b.wa_s : b.La_s + (size_t) rbuf * n,
     MODE == B_RAL2 ? b.wb_s : b.Lb_s + (size_t) rbuf * n };
-  const S c = (S) b.c;
-  S row[4][D];
-  load_row<S, D, 4> (src, i, n, row);
-  double acc[2 * D];
-  row_sweep<S, 4, 2 * D> (src, n, acc, [&] (V4<S> (*tile)[WBLOCK], int k, S *part) {
-    backward_pair<S, D> (row[0], row[1], row[2], row[3], tile[0][k], tile[1][k],
-        tile[2][k], tile[3][k], c, b.kl, b.r2cut, part);
+  const S sc[4] = { b.alpha, (S) 1, (S) 1, b.beta };
+  S row[RPT][4][D];
+#pragma unroll
+  for (int r = 0; r < RPT; r++)     /* 9: q (array 0) and b (array 3) scaled */
+    load_row<S, D, 4, 9> (src, i0 + r * RB, n, sc, row[r]);
+  double acc[RPT * 3 * D];
+  row_sweep<S, 4, RPT * 3 * D, RB, 9> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
+          S *part) {
+    const V4<S> qj = tile[0][k], pj = tile[1][k], aj = tile[2][k], bj = tile[3][k];
+#pragma unroll
+    for (int r = 0; r < RPT; r++)
+      backward_pair_scaled<S, D> (row[r][0], row[r][1], row[r][2], row[r][3], qj, pj, aj,
+          bj, part + r * 3 * D);
   });
-  if (i < n)
-    backward_update<S, D, MODE> (b, t, i, acc, rbuf);
+#pragma unroll
+  for (int r = 0; r < RPT; r++) {
+    const int i = i0 + r * RB;
+    if (i >= n)
+      break;
+    double *ar = acc + r * 3 * D;
+#pragma unroll
+    for (int d = 0; d < D; d++)     /* rounded as written, in every shape */
+      ar[d] = __dadd_rn (__dmul_rn (ar[d], b.inv_alpha),
+          __dmul_rn (ar[2 * D + d], b.inv_beta));
+    backward_update<S, D, MODE> (b, t, i, ar, rbuf);
+  }
 }
 
 /* ---- small kernels ----------------------------------------------------------------- */
@@ -823,6 +976,8 @@ struct GrShootCuda {
   int tiled;                    /* j points staged in shared memory: 0 no, 1 one
                                  * buffer, 2 double-buffered (cp.async) */
   bool wide;                    /* one row per thread (k_*_rows): populations */
+  int rowvar;                   /* their shape (RowVariant) */
+  bool rowtune;                 /* chosen by timing (tune_rows) */
   cudaStream_t stream;
   size_t cap;                   /* evaluation slots (subjects evaluated at once) */
   int ngraphs;
@@ -831,6 +986,8 @@ struct GrShootCuda {
   void *arena;
   double *h_p0, *h_grad, *h_scal;   /* pinned, [cap] slots each */
   int *h_slots, *slots_d;       /* [0] = count, [1 + k] = subject of slot k */
+  size_t inflight;              /* subjects of the submitted, uncollected evaluation */
+  bool inflight_grad;
   /* device pointers, stored untyped; Bufs<S> is rebuilt from them */
   void *xq_s, *xp_s, *yq_s, *yp_s, *La_s, *Lb_s, *wa_s, *wb_s;
   V4<double> *xq_d, *xp_d, *k1q, *k1p, *hp0, *tgt, *La_d, *Lb_d, *mua, *mub;
@@ -870,6 +1027,10 @@ make_bufs (const GrShootCuda *c)
   else
     b.kl = (S) (-b.k);
   b.r2cut = (S) (CUTOFF / b.k);
+  b.alpha = (S) sqrt (b.k * 1.4426950408889634);
+  b.inv_alpha = 1.0 / (double) b.alpha;
+  b.beta = (S) (b.c / (double) b.alpha);
+  b.inv_beta = 1.0 / (double) b.beta;
   b.xq_s = (V4<S> *) c->xq_s;
   b.xp_s = (V4<S> *) c->xp_s;
   b.yq_s = (V4<S> *) c->yq_s;
@@ -915,20 +1076,21 @@ enqueue_terminal (GrShootCuda *c, const Bufs<S> &b, int G)
   return cudaGetLastError ();
 }
 
-/* enqueue_eval with the row-per-thread kernels (populations, float32). */
-template <typename S, int D>
+/* enqueue_eval with the row-per-thread kernels (populations, float32), RB threads of
+ * RPT rows a block. */
+template <typename S, int D, int RB, int RPT>
 static cudaError_t
 enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
 {
   const int T = c->T;
-  const dim3 grid ((c->n + WBLOCK - 1) / WBLOCK, G);
+  const dim3 grid ((c->n + RB * RPT - 1) / (RB * RPT), G);
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
-      k_forward_rows<S, D, F_EULER><<<grid, WBLOCK, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
     } else {
-      k_forward_rows<S, D, F_RAL1><<<grid, WBLOCK, 0, c->stream>>> (b, t);
-      k_forward_rows<S, D, F_RAL2><<<grid, WBLOCK, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_RAL1, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
+      k_forward_rows<S, D, F_RAL2, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
     }
   }
   {
@@ -938,11 +1100,11 @@ enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
   }
   for (int t = T - 2; t >= 0; t--) {
     if (!ral) {
-      k_backward_rows<S, D, B_EULER><<<grid, WBLOCK, 0, c->stream>>> (b, t,
+      k_backward_rows<S, D, B_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t,
           (T - 2 - t) & 1);
     } else {
-      k_backward_rows<S, D, B_RAL1><<<grid, WBLOCK, 0, c->stream>>> (b, t, 0);
-      k_backward_rows<S, D, B_RAL2><<<grid, WBLOCK, 0, c->stream>>> (b, t, 0);
+      k_backward_rows<S, D, B_RAL1, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t, 0);
+      k_backward_rows<S, D, B_RAL2, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t, 0);
     }
   }
   return cudaGetLastError ();
@@ -961,8 +1123,14 @@ enqueue_eval (GrShootCuda *c, int G)
   const dim3 grid ((n + rows_per_block - 1) / rows_per_block, G);
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   if constexpr (sizeof (S) == sizeof (float)) {
-    if (c->wide)
-      return enqueue_eval_rows<S, D> (c, b, G);
+    if (c->wide) {
+      switch (c->rowvar) {
+        case ROWS_128x1: return enqueue_eval_rows<S, D, 128, 1> (c, b, G);
+        case ROWS_64x1: return enqueue_eval_rows<S, D, 64, 1> (c, b, G);
+        case ROWS_32x2: return enqueue_eval_rows<S, D, 32, 2> (c, b, G);
+        default: return enqueue_eval_rows<S, D, 64, 2> (c, b, G);
+      }
+    }
   }
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
@@ -1062,6 +1230,8 @@ gr_shoot_cuda_free (GrShootCuda *c)
   if (!c)
     return;
   cudaSetDevice (c->dev);
+  if (c->inflight && c->stream)
+    cudaStreamSynchronize (c->stream);  /* its copies still target the staging */
   for (int g = 0; g < c->ngraphs; g++)
     if (c->exec[g])
       cudaGraphExecDestroy (c->exec[g]);
@@ -1075,6 +1245,84 @@ gr_shoot_cuda_free (GrShootCuda *c)
   cudaFreeHost (c->h_slots);
   cudaGetLastError ();
   free (c);
+}
+
+/* One forward and one adjoint step (Euler, t = 0) of every slot on shape RB x RPT:
+ * what tune_rows times. */
+template <int D, int RB, int RPT>
+static void
+probe_rows (GrShootCuda *c, const Bufs<float> &b, int G)
+{
+  const dim3 grid ((c->n + RB * RPT - 1) / (RB * RPT), G);
+  k_forward_rows<float, D, F_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, 0);
+  k_backward_rows<float, D, B_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, 0, 0);
+}
+
+template <int D>
+static void
+probe_variant (GrShootCuda *c, const Bufs<float> &b, int G, int v)
+{
+  switch (v) {
+    case ROWS_128x1: probe_rows<D, 128, 1> (c, b, G); break;
+    case ROWS_64x1: probe_rows<D, 64, 1> (c, b, G); break;
+    case ROWS_32x2: probe_rows<D, 32, 2> (c, b, G); break;
+    default: probe_rows<D, 64, 2> (c, b, G); break;
+  }
+}
+
+/* Times each row-kernel shape on the engine's own slots (all of them, on the zeroed
+ * buffers: a step's work does not depend on the values) and keeps the fastest.  The
+ * best shape depends on the GPU (registers against shared-memory traffic), and every
+ * shape gives the same values, so choosing by time changes no result.  About 3 ms a
+ * shape for 1,000 subjects of N = 1,847.  On any error the default stays.
+ * GEOREG_SHOOT_TUNE_VERBOSE=1 prints the times on stderr. */
+static void
+tune_rows (GrShootCuda *c)
+{
+  const int G = (int) c->cap;
+  Bufs<float> b = make_bufs<float> (c);
+  c->h_slots[0] = G;
+  for (int k = 0; k < G; k++)
+    c->h_slots[1 + k] = k;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  float ms[ROWS_N];
+  bool ok = cudaMemcpyAsync (c->slots_d, c->h_slots, sizeof (int) * (G + 1),
+      cudaMemcpyHostToDevice, c->stream) == cudaSuccess &&
+      cudaEventCreate (&e0) == cudaSuccess && cudaEventCreate (&e1) == cudaSuccess;
+  int best = -1;
+  for (int v = 0; ok && v < ROWS_N; v++) {
+    for (int rep = 0; rep < 3; rep++) {   /* rep 0 warms up */
+      if (rep == 1)
+        cudaEventRecord (e0, c->stream);
+      if (c->D == 3)
+        probe_variant<3> (c, b, G, v);
+      else
+        probe_variant<2> (c, b, G, v);
+    }
+    cudaEventRecord (e1, c->stream);
+    ok = cudaEventSynchronize (e1) == cudaSuccess &&
+        cudaEventElapsedTime (&ms[v], e0, e1) == cudaSuccess &&
+        cudaGetLastError () == cudaSuccess;
+    if (ok && (best < 0 || ms[v] < ms[best]))
+      best = v;
+  }
+  if (ok && best >= 0)
+    c->rowvar = best;
+  else
+    c->rowtune = false;
+  const char *ev = getenv ("GEOREG_SHOOT_TUNE_VERBOSE");
+  if (ev && *ev && atoi (ev)) {
+    fprintf (stderr, "shoot row kernels, %d slots, one forward + one adjoint step:", G);
+    for (int v = 0; ok && v < ROWS_N; v++)
+      fprintf (stderr, " %s %.3f ms", row_variant_names[v], 0.5 * ms[v]);
+    fprintf (stderr, "%s -> %s\n", ok ? "" : " (failed)", row_variant_names[c->rowvar]);
+  }
+  if (e0)
+    cudaEventDestroy (e0);
+  if (e1)
+    cudaEventDestroy (e1);
+  cudaStreamSynchronize (c->stream);
+  cudaGetLastError ();
 }
 
 /* Captures the evaluation graphs (for slot grids cap, cap/4, ..., 1), replacing any
@@ -1114,15 +1362,36 @@ capture_graphs (GrShootCuda *c, char *errbuf, size_t errlen)
   return true;
 }
 
+static GrShootCuda *new_engine (const GrShootParams *params, size_t subjects,
+    bool population, int device, char *desc, size_t desclen, char *errbuf,
+    size_t errlen);
+
 extern "C" GrShootCuda *
 gr_shoot_cuda_new (const GrShootParams *params, int device, char *desc, size_t desclen,
     char *errbuf, size_t errlen)
 {
-  return gr_shoot_cuda_new_batch (params, 1, device, desc, desclen, errbuf, errlen);
+  return new_engine (params, 1, false, device, desc, desclen, errbuf, errlen);
 }
 
 extern "C" GrShootCuda *
 gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int device,
+    char *desc, size_t desclen, char *errbuf, size_t errlen)
+{
+  return new_engine (params, subjects, subjects > 1, device, desc, desclen, errbuf,
+      errlen);
+}
+
+extern "C" GrShootCuda *
+gr_shoot_cuda_new_population (const GrShootParams *params, size_t subjects, int device,
+    char *desc, size_t desclen, char *errbuf, size_t errlen)
+{
+  return new_engine (params, subjects, true, device, desc, desclen, errbuf, errlen);
+}
+
+/* population: the row kernels (float32), whatever the capacity: a population engine
+ * of one subject gives that subject's values in any population bit for bit. */
+static GrShootCuda *
+new_engine (const GrShootParams *params, size_t subjects, bool population, int device,
     char *desc, size_t desclen, char *errbuf, size_t errlen)
 {
   if (subjects < 1 || subjects > 65535) {
@@ -1196,18 +1465,29 @@ gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int devic
       if (v == 32 || v == 64 || v == 128 || v == 256)
         c->tpr = v;
     }
-    /* Populations (float32): one row per thread (k_*_rows) once there are several
-     * slots, since the slots then fill the device; GEOREG_SHOOT_WIDE=0 keeps the
-     * grouped kernels (whose values a subject alone gets bit for bit), =1 takes the
-     * row kernels for a single subject too (bit for bit the batch's values). */
-    c->wide = f32 && c->cap > 1;
+    /* Populations (float32): one row per thread (k_*_rows) in population engines
+     * (gr_shoot_batch, any capacity, and gr_shoot_cuda_new_batch with several slots),
+     * since the slots then fill the device; GEOREG_SHOOT_WIDE=0 keeps the grouped
+     * kernels (whose values a single-subject GrShoot gets bit for bit), =1 takes the
+     * row kernels for a single-subject GrShoot too (bit for bit the batch's values). */
+    c->wide = f32 && population;
     ev = getenv ("GEOREG_SHOOT_WIDE");
     if (ev && *ev && f32)
       c->wide = atoi (ev) != 0;
-    if (desc && c->wide)
-      snprintf (desc + strlen (desc), desclen - strlen (desc), ", one row per thread "
-          "(%d-row blocks)", WBLOCK);
-    else if (desc)
+    /* the row kernels' shape: GEOREG_SHOOT_ROWS=128x1, 64x1, 32x2 or 64x2 (threads a
+     * block x rows a thread); otherwise engines of 16 subjects or more time each shape
+     * on their own slots once (tune_rows) and keep the fastest, and smaller ones take
+     * 64x1 (one row a thread: the most warps, which few subjects need more than
+     * throughput).  All give the same values. */
+    c->rowvar = ROWS_64x1;
+    c->rowtune = c->wide && c->cap >= 16;
+    ev = getenv ("GEOREG_SHOOT_ROWS");
+    for (int v = 0; ev && v < ROWS_N; v++)
+      if (strcmp (ev, row_variant_names[v]) == 0) {
+        c->rowvar = v;
+        c->rowtune = false;
+      }
+    if (!c->wide && desc)
       snprintf (desc + strlen (desc), desclen - strlen (desc), ", %d threads x %d rows "
           "per group%s", c->tpr, c->rpt, c->tiled == 2 ? ", tiles double-buffered"
           : c->tiled ? ", tiled" : "");
@@ -1263,6 +1543,11 @@ gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects, int devic
   if (!ck (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking),
           "cudaStreamCreate", errbuf, errlen))
     goto fail;
+  if (c->rowtune)
+    tune_rows (c);
+  if (desc && c->wide)
+    snprintf (desc + strlen (desc), desclen - strlen (desc), ", one row per thread, "
+        "%s%s", row_variant_names[c->rowvar], c->rowtune ? " (timed)" : "");
   if (!capture_graphs (c, errbuf, errlen))
     goto fail;
   return c;
@@ -1350,51 +1635,104 @@ gr_shoot_cuda_set_subject_target (GrShootCuda *c, size_t subject, const double *
   return ok ? GR_OK : GR_ERR_CUDA;
 }
 
+/* Stages subjects which[0 .. count-1] (count <= cap) and enqueues their evaluation:
+ * the copies up, the graph, the copies down; returns without waiting, so that the
+ * host can step other subjects while the device works (gr_shoot_cuda_collect waits). */
+extern "C" GrStatus
+gr_shoot_cuda_submit (GrShootCuda *c, const size_t *which, size_t count,
+    const double *const *p0, int want_grad, char *errbuf, size_t errlen)
+{
+  if (c->inflight) {
+    gr_set_err (errbuf, errlen, "an evaluation is already in flight");
+    return GR_ERR_INVALID;
+  }
+  if (count < 1 || count > c->cap) {
+    gr_set_err (errbuf, errlen, "%zu subjects in one evaluation: 1 .. %zu", count, c->cap);
+    return GR_ERR_INVALID;
+  }
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
+    return GR_ERR_CUDA;
+  const size_t m = (size_t) c->n * c->D;
+  for (size_t k = 0; k < count; k++)
+    if (which[k] >= c->cap) {
+      gr_set_err (errbuf, errlen, "subject %zu out of range", which[k]);
+      return GR_ERR_INVALID;
+    }
+  c->h_slots[0] = (int) count;
+  for (size_t k = 0; k < count; k++) {
+    c->h_slots[1 + k] = (int) which[k];
+    memcpy (c->h_p0 + k * m, p0[k], sizeof (double) * m);
+  }
+  int g = 0;
+  while (g + 1 < c->ngraphs && (size_t) c->graph_slots[g + 1] >= count)
+    g++;
+  if (!ck (cudaMemcpyAsync (c->slots_d, c->h_slots, sizeof (int) * (count + 1),
+              cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
+      !ck (cudaMemcpyAsync (c->p0_in, c->h_p0, sizeof (double) * m * count,
+              cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
+      !ck (cudaGraphLaunch (c->exec[g], c->stream), "cudaGraphLaunch", errbuf, errlen) ||
+      (want_grad && !ck (cudaMemcpyAsync (c->h_grad, c->grad_out,
+                  sizeof (double) * m * count, cudaMemcpyDeviceToHost, c->stream),
+              "cudaMemcpyAsync", errbuf, errlen)) ||
+      !ck (cudaMemcpyAsync (c->h_scal, c->scal, 4 * sizeof (double) * count,
+              cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync", errbuf, errlen)) {
+    /* whatever was enqueued must finish before the staging is reused */
+    cudaStreamSynchronize (c->stream);
+    cudaGetLastError ();
+    return GR_ERR_CUDA;
+  }
+  c->inflight = count;
+  c->inflight_grad = want_grad != 0;
+  return GR_OK;
+}
+
+/* Waits for the evaluation gr_shoot_cuda_submit enqueued and hands out its results in
+ * submission order: grad (or grad[k]) and out may be NULL; out[k] = {loss, kinetic,
+ * mismatch}. */
+extern "C" GrStatus
+gr_shoot_cuda_collect (GrShootCuda *c, double *const *grad, double (*out)[3],
+    char *errbuf, size_t errlen)
+{
+  const size_t count = c->inflight;
+  if (!count) {
+    gr_set_err (errbuf, errlen, "no evaluation in flight");
+    return GR_ERR_INVALID;
+  }
+  c->inflight = 0;
+  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen) ||
+      !ck (cudaStreamSynchronize (c->stream), "shooting kernels", errbuf, errlen))
+    return GR_ERR_CUDA;
+  const size_t m = (size_t) c->n * c->D;
+  for (size_t k = 0; k < count; k++) {
+    if (grad && grad[k] && c->inflight_grad)
+      memcpy (grad[k], c->h_grad + k * m, sizeof (double) * m);
+    if (!out)
+      continue;
+    out[k][0] = c->h_scal[4 * k];
+    out[k][1] = c->h_scal[4 * k + 1];
+    out[k][2] = c->h_scal[4 * k + 2];
+  }
+  return GR_OK;
+}
+
 extern "C" GrStatus
 gr_shoot_cuda_eval_batch (GrShootCuda *c, const size_t *which, size_t count,
     const double *const *p0, double *const *grad, double (*out)[3], char *errbuf,
     size_t errlen)
 {
-  if (!ck (cudaSetDevice (c->dev), "cudaSetDevice", errbuf, errlen))
-    return GR_ERR_CUDA;
-  const size_t m = (size_t) c->n * c->D;
   bool want_grad = false;
   for (size_t k = 0; grad && k < count; k++)
     want_grad = want_grad || grad[k];
   /* chunks of at most cap slots */
   for (size_t done = 0; done < count;) {
     const size_t cnt = count - done < c->cap ? count - done : c->cap;
-    c->h_slots[0] = (int) cnt;
-    for (size_t k = 0; k < cnt; k++) {
-      if (which[done + k] >= c->cap) {
-        gr_set_err (errbuf, errlen, "subject %zu out of range", which[done + k]);
-        return GR_ERR_INVALID;
-      }
-      c->h_slots[1 + k] = (int) which[done + k];
-      memcpy (c->h_p0 + k * m, p0[done + k], sizeof (double) * m);
-    }
-    int g = 0;
-    while (g + 1 < c->ngraphs && (size_t) c->graph_slots[g + 1] >= cnt)
-      g++;
-    if (!ck (cudaMemcpyAsync (c->slots_d, c->h_slots, sizeof (int) * (cnt + 1),
-                cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
-        !ck (cudaMemcpyAsync (c->p0_in, c->h_p0, sizeof (double) * m * cnt,
-                cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
-        !ck (cudaGraphLaunch (c->exec[g], c->stream), "cudaGraphLaunch", errbuf, errlen) ||
-        (want_grad && !ck (cudaMemcpyAsync (c->h_grad, c->grad_out,
-                    sizeof (double) * m * cnt, cudaMemcpyDeviceToHost, c->stream),
-                "cudaMemcpyAsync", errbuf, errlen)) ||
-        !ck (cudaMemcpyAsync (c->h_scal, c->scal, 4 * sizeof (double) * cnt,
-                cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync", errbuf, errlen) ||
-        !ck (cudaStreamSynchronize (c->stream), "shooting kernels", errbuf, errlen))
-      return GR_ERR_CUDA;
-    for (size_t k = 0; k < cnt; k++) {
-      if (grad && grad[done + k])
-        memcpy (grad[done + k], c->h_grad + k * m, sizeof (double) * m);
-      out[done + k][0] = c->h_scal[4 * k];
-      out[done + k][1] = c->h_scal[4 * k + 1];
-      out[done + k][2] = c->h_scal[4 * k + 2];
-    }
+    GrStatus st = gr_shoot_cuda_submit (c, which + done, cnt, p0 + done, want_grad,
+        errbuf, errlen);
+    if (st == GR_OK)
+      st = gr_shoot_cuda_collect (c, grad ? grad + done : NULL, out + done, errbuf,
+          errlen);
+    if (st != GR_OK)
+      return st;
     done += cnt;
   }
   return GR_OK;
@@ -1470,6 +1808,12 @@ gr_shoot_cuda_trajectory (GrShootCuda *c, double *xq, double *xp, void *xqR, voi
   if (ok && ral && ypR)
     ok = download_soa (c->yp_s, c->es, false, ypR, T - 1, n, D, errbuf, errlen);
   return ok ? GR_OK : GR_ERR_CUDA;
+}
+
+extern "C" size_t
+gr_shoot_cuda_capacity (const GrShootCuda *c)
+{
+  return c->cap;
 }
 
 extern "C" int

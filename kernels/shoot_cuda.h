@@ -39,6 +39,11 @@ GrStatus gr_shoot_cuda_trajectory (GrShootCuda *c, double *xq, double *xp, void 
  * single-subject functions above are this engine with one subject (subject 0). */
 GrShootCuda *gr_shoot_cuda_new_batch (const GrShootParams *params, size_t subjects,
     int device, char *desc, size_t desclen, char *errbuf, size_t errlen);
+/* The same, always on the population (row) kernels, even for one subject: what
+ * gr_shoot_batch uses, so that a subject registered alone through it (capacity 1)
+ * gets exactly its values in a population. */
+GrShootCuda *gr_shoot_cuda_new_population (const GrShootParams *params, size_t subjects,
+    int device, char *desc, size_t desclen, char *errbuf, size_t errlen);
 GrStatus gr_shoot_cuda_set_subject_target (GrShootCuda *c, size_t subject,
     const double *target, char *errbuf, size_t errlen);
 /* Evaluates subjects which[0 .. count-1] at p0[k] (point-major); grad (or grad[k])
@@ -46,6 +51,14 @@ GrStatus gr_shoot_cuda_set_subject_target (GrShootCuda *c, size_t subject,
 GrStatus gr_shoot_cuda_eval_batch (GrShootCuda *c, const size_t *which, size_t count,
     const double *const *p0, double *const *grad, double (*out)[3], char *errbuf,
     size_t errlen);
+/* The same in two halves, so that the host can work while the device evaluates:
+ * submit stages and enqueues one evaluation of count <= subjects (capacity) subjects
+ * and returns; collect waits for it and writes grad[k] (if want_grad and grad[k]) and
+ * out[k].  One evaluation in flight per engine; eval_batch = submit + collect. */
+GrStatus gr_shoot_cuda_submit (GrShootCuda *c, const size_t *which, size_t count,
+    const double *const *p0, int want_grad, char *errbuf, size_t errlen);
+GrStatus gr_shoot_cuda_collect (GrShootCuda *c, double *const *grad, double (*out)[3],
+    char *errbuf, size_t errlen);
 
 /* A device data term in place of the landmark mismatch (single-subject engines): term
  * enqueues, on `stream` (a cudaStream_t), kernels that read q(1) (q1: n vectors of 4
@@ -61,6 +74,7 @@ typedef int (*GrShootCudaTerm) (void *user, void *stream, const double *q1, doub
 GrStatus gr_shoot_cuda_set_term (GrShootCuda *c, GrShootCudaTerm term, void *user,
     char *errbuf, size_t errlen);
 int gr_shoot_cuda_device (const GrShootCuda *c);
+size_t gr_shoot_cuda_capacity (const GrShootCuda *c);
 
 #ifdef __cplusplus
 }

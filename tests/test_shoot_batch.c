@@ -7,7 +7,9 @@
  *    stops one) leaving the others unchanged;
  *  - ground truth: each subject's target is the template shot by a known momentum
  *    (plus noise); the fitted shape lands within 5% of the initial distance;
- *  - argument checks.
+ *  - argument checks;
+ *  - all of it again with the fit pipelined in two groups (GEOREG_SHOOT_BATCH_GROUPS=2,
+ *    CUDA's default).
  * The CUDA twin is in test_shoot_gpu.c.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
@@ -222,5 +224,11 @@ main (void)
   test_population (40, 2, 0);
   test_population (40, 2, 1);
   test_population (60, 3, 3);
+  /* the pipelined fit (two groups, as on CUDA: subjects 0-2 and 3-4, the second group
+   * with the subject that converges at once): still each subject's lone iterates */
+  setenv ("GEOREG_SHOOT_BATCH_GROUPS", "2", 1);
+  test_population (40, 2, 1);
+  test_population (60, 3, 3);
+  unsetenv ("GEOREG_SHOOT_BATCH_GROUPS");
   return CHECK_DONE ();
 }

@@ -10,7 +10,12 @@
  *    on CUDA (within 1e-6 relative: on the row kernels exactly; on the default
  *    grouped ones wherever both converged), and within 1e-6 of the CPU's lone fit
  *    where both converged;
- *  - ground truth: each fitted shape lands within 5% of its initial distance.
+ *  - ground truth: each fitted shape lands within 5% of its initial distance;
+ *  - every shape of the row kernels (GEOREG_SHOOT_ROWS) gives the same values;
+ *  - the pipelined fit (two engines, the default) equals one engine's bit for bit,
+ *    and a subject registered alone through the population API (capacity 1) gets
+ *    the batch's fit bit for bit (what "alone" means for populations: the same
+ *    kernels).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <stdio.h>
@@ -143,6 +148,35 @@ test_population (size_t n, int dim, GrShootIntegrator integ, int T)
       CHECK (r1 <= 1e-6 && gr1 <= 1e-5, "subject %zu: row vs grouped kernels %.2e %.2e",
           which[k], r1, gr1);
     }
+    /* every shape of the row kernels (GEOREG_SHOOT_ROWS; large engines pick one by
+     * timing) gives the same values bit for bit */
+    static const char *const shapes[] = { "128x1", "64x1", "32x2", "64x2" };
+    double *gs = malloc (sizeof (double) * m * 3);
+    for (int v = 0; v < 4; v++) {
+      setenv ("GEOREG_SHOOT_ROWS", shapes[v], 1);
+      GrShootBatch *bv = gr_shoot_batch_new (&p, SUBJECTS, GR_BACKEND_CUDA, -1, &st, err,
+          sizeof err);
+      unsetenv ("GEOREG_SHOOT_ROWS");
+      CHECK (bv != NULL, "CUDA batch (rows %s): %s", shapes[v], err);
+      if (!bv)
+        exit (1);
+      gr_shoot_batch_set_template (bv, q0, NULL, 0);
+      for (int k = 0; k < SUBJECTS; k++)
+        gr_shoot_batch_set_target (bv, k, targets + k * m, NULL, 0);
+      double *gradv[3] = { gs, gs + m, gs + 2 * m };
+      GrShootLoss lv[3];
+      CHECK (gr_shoot_batch_loss_grad (bv, which, 3, pts, gradv, lv, err, sizeof err) ==
+          GR_OK, "batch eval (rows %s): %s", shapes[v], err);
+      for (int k = 0; k < 3; k++)
+        CHECK (lv[k].loss == lb[k].loss && lv[k].kinetic == lb[k].kinetic &&
+            memcmp (gradv[k], grads[k], sizeof (double) * m) == 0,
+            "subject %zu: rows %s give %.17g, the default %.17g", which[k], shapes[v],
+            lv[k].loss, lb[k].loss);
+      printf ("%dD n=%zu rows %s: %s\n", dim, n, shapes[v],
+          gr_shoot_batch_device_description (bv));
+      gr_shoot_batch_free (bv);
+    }
+    free (gs);
     free (pr);
     free (gb);
     free (gg);
@@ -202,6 +236,62 @@ test_population (size_t n, int dim, GrShootIntegrator integ, int T)
       double after = td_mean_distance (q1, targets + k * m, n, dim);
       CHECK (after <= 0.05 * before, "subject %d: %.4f -> %.4f", k, before, after);
     }
+  }
+  /* the pipeline: the default batch runs two engines (subjects 0-2 and 3-5) whose
+   * evaluations overlap the host's L-BFGS steps; one engine without it
+   * (GEOREG_SHOOT_BATCH_GROUPS=1) must give every subject the same fit bit for bit */
+  {
+    setenv ("GEOREG_SHOOT_BATCH_GROUPS", "1", 1);
+    GrShootBatch *b1 = gr_shoot_batch_new (&p, SUBJECTS, GR_BACKEND_CUDA, -1, &st, err,
+        sizeof err);
+    unsetenv ("GEOREG_SHOOT_BATCH_GROUPS");
+    CHECK (b1 != NULL, "CUDA batch, one engine: %s", err);
+    if (!b1)
+      exit (1);
+    printf ("%s | %s\n", gr_shoot_batch_device_description (b),
+        gr_shoot_batch_device_description (b1));
+    gr_shoot_batch_set_template (b1, q0, NULL, 0);
+    for (int k = 0; k < SUBJECTS; k++)
+      gr_shoot_batch_set_target (b1, k, targets + k * m, NULL, 0);
+    double *p1 = calloc (m * SUBJECTS, sizeof (double));
+    GrShootFitResult r1[SUBJECTS];
+    CHECK (gr_shoot_batch_fit (b1, SUBJECTS, p1, &lp, NULL, NULL, r1, err, sizeof err) ==
+        GR_OK, "one-engine fit: %s", err);
+    for (int k = 0; k < SUBJECTS; k++)
+      CHECK (r1[k].loss == rb[k].loss && r1[k].iterations == rb[k].iterations &&
+          r1[k].evaluations == rb[k].evaluations &&
+          memcmp (p1 + k * m, pb + k * m, sizeof (double) * m) == 0,
+          "subject %d: pipelined %.17g (%d it) vs one engine %.17g (%d it)", k,
+          rb[k].loss, rb[k].iterations, r1[k].loss, r1[k].iterations);
+    free (p1);
+    gr_shoot_batch_free (b1);
+  }
+  /* "registered alone" is the population API with one subject (capacity 1, the same
+   * row kernels): the batch's fit exactly, for a subject of each engine */
+  {
+    GrShootBatch *solo = gr_shoot_batch_new (&p, 1, GR_BACKEND_CUDA, -1, &st, err,
+        sizeof err);
+    CHECK (solo != NULL, "CUDA batch of one: %s", err);
+    if (!solo)
+      exit (1);
+    gr_shoot_batch_set_template (solo, q0, NULL, 0);
+    const int ks[2] = { 0, SUBJECTS - 1 };
+    for (int c = 0; c < 2; c++) {
+      const int k = ks[c];
+      GrShootFitResult ro;
+      gr_shoot_batch_set_target (solo, 0, targets + k * m, NULL, 0);
+      memset (pa, 0, sizeof (double) * m);
+      CHECK (gr_shoot_batch_fit (solo, 1, pa, &lp, NULL, NULL, &ro, err, sizeof err) ==
+          GR_OK, "fit alone: %s", err);
+      printf ("%dD n=%zu subject %d alone (population API): loss %.10g (%d it), batch "
+          "%.10g (%d it)\n", dim, n, k, ro.loss, ro.iterations, rb[k].loss,
+          rb[k].iterations);
+      CHECK (ro.loss == rb[k].loss && ro.iterations == rb[k].iterations &&
+          memcmp (pa, pb + k * m, sizeof (double) * m) == 0,
+          "subject %d: alone (population API) %.17g vs batch %.17g", k, ro.loss,
+          rb[k].loss);
+    }
+    gr_shoot_batch_free (solo);
   }
   gr_shoot_free (cuda1);
   gr_shoot_free (cudaw);

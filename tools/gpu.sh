@@ -33,6 +33,14 @@
 #                                       (tools/bench_varifold_torch.py), same problem and
 #                                       iterations (VARIFOLD_ITERS, default 100,3); ~150 s,
 #                                       bounded by VARIFOLD_BUDGET_S (default 200 s)
+#   bash tools/gpu.sh population [BUILD]  issue 15: test_shoot_batch_gpu and
+#                                       test_shoot_gpu (row kernels vs CPU), then 1,000
+#                                       subjects of N = 1,847 (seed settings) on CUDA,
+#                                       100 subjects as now and 100 as before (one engine,
+#                                       128x1 row blocks) on the same machine; ~5 min,
+#                                       bounded by POPULATION_BUDGET_S (default 420 s);
+#                                       POPULATION_SKIP_TESTS=1 (the suite ran them),
+#                                       POPULATION_QUICK=1 (no 100-subject pair)
 #   bash tools/gpu.sh fits [BUILD]      featurematch's pair fits (issue 14): the CPU bench
 #                                       bench_pairfit (4K scene), the live 4K chain paced
 #                                       at 30 fps, 4 streams paced and unpaced, each with
@@ -411,6 +419,54 @@ flight () {
   return "$rc"
 }
 
+# issue 15: populations.  The two GPU tests that check the population kernels against
+# the CPU, then bench_shoot's population at 1,000, 100 and 100 subjects the way the
+# fifth session ran them (GEOREG_SHOOT_BATCH_GROUPS=1: one engine, no pipeline;
+# GEOREG_SHOOT_ROWS=128x1: its block shape; the pair arithmetic is the new one), each
+# with subjects refitted alone; the row-kernel shapes' timings (tune_rows), the fit's
+# seconds, the floors and the worst relative loss difference alone.
+population () {
+  setup_env
+  mkdir -p "$out/bench"
+  deadline=${deadline:-$(( SECONDS + ${POPULATION_BUDGET_S:-420} ))}
+  local t0=$SECONDS rc=0 r
+  if [ -z "${POPULATION_SKIP_TESTS:-}" ]; then
+    timeout "$(bounded 150)" python3 tools/run-tests.py "$build" --log-dir "$out/population-tests" \
+      shoot_batch_gpu shoot_gpu > "$out/bench/population_tests.log" 2>&1
+    r=$?
+    note "shoot_batch_gpu, shoot_gpu" "$r" $((SECONDS - t0)) \
+      "$(tail -n 1 "$out/bench/population_tests.log"); logs population-tests/"
+    [ "$r" = 0 ] || rc=1
+  fi
+  local pop="GEOREG_BENCH_BACKENDS=cuda GEOREG_BENCH_SIZES=1847 GEOREG_SHOOT_TUNE_VERBOSE=1"
+  # the SM clock and power while the 1,000 subjects run: the floors are computed at the
+  # device's nominal clock, the kernels run at whatever it sustains
+  nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 500 \
+    > "$out/bench/pop1000_clocks.txt" 2>/dev/null & local smi=$!
+  bench_step "population 1000" 230 pop1000.log env $pop GEOREG_BENCH_POPULATION=1000 \
+    GEOREG_BENCH_POP_CHECK=3 "$build/tests/bench_shoot" "$out/bench/pop1000.json" || rc=1
+  kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+  sort -t, -k1,1n "$out/bench/pop1000_clocks.txt" 2>/dev/null | awk -F, '
+    NF >= 2 { c[n] = $1; p += $2; n++ }
+    END { if (n) printf "    pop1000: SM clock during the run: median %d MHz (%d samples), mean power %.0f W\n", c[int(n / 2)], n, p / n }' |
+    tee -a "$out/table.txt"
+  if [ -z "${POPULATION_QUICK:-}" ]; then
+    bench_step "population 100" 35 pop100.log env $pop GEOREG_BENCH_POPULATION=100 \
+      GEOREG_BENCH_POP_CHECK=1 "$build/tests/bench_shoot" "$out/bench/pop100.json" || rc=1
+    bench_step "population 100, as before" 35 pop100_before.log env $pop \
+      GEOREG_BENCH_POPULATION=100 GEOREG_BENCH_POP_CHECK=1 GEOREG_SHOOT_BATCH_GROUPS=1 \
+      GEOREG_SHOOT_ROWS=128x1 "$build/tests/bench_shoot" "$out/bench/pop100_before.json" ||
+      rc=1
+  fi
+  local f
+  for f in pop1000 pop100 pop100_before; do
+    [ -f "$out/bench/$f.log" ] || continue
+    grep -hE '^cuda: |floors on|one evaluation of all|alone \(|agreement|FAIL|^shoot row kernels' \
+      "$out/bench/$f.log" | sed "s/^/    $f: /" | tee -a "$out/table.txt"
+  done
+  return "$rc"
+}
+
 # issue 15: the varifold shooting test, then CUDA and PyTorch on the same matching
 # problems and iteration counts, with the speed-up per size
 varifold () {
@@ -694,6 +750,7 @@ case "$cmd" in
   flight) flight; rc=$?; table; exit "$rc" ;;
   varifold) varifold; rc=$?; table; exit "$rc" ;;
   fits) fits; rc=$?; table; exit "$rc" ;;
+  population) population; rc=$?; table; exit "$rc" ;;
   flightacc) flightacc; rc=$?; table; cat "$out/flightacc.txt" 2>/dev/null; exit "$rc" ;;
   multistream) multistream; rc=$?; table; exit "$rc" ;;
   nccl) nccl; rc=$?; table; exit "$rc" ;;
