@@ -1160,9 +1160,57 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 
+/* the pruned form's count of queued pairs: launch's counter into the slab's total */
+__global__ void
+runs_count_kernel (unsigned *count)
+{
+  count[1] += count[0];
+  count[0] = 0;
+}
+
+/* batch_slab for the pruned form: the slab's matrix rows all -1, then one launch (and
+ * its re-check) per run of images [i0, i1): image run.image against its queries only.
+ * A run holds at most LIST_CAP queries (matcher_cuda.h), so its queue never overflows
+ * and no sweep is needed.  runs: those of images [i0, i1). */
+static GrStatus
+runs_slab (GrMatcherCuda *c, const GrMatcherRun *runs, int64_t nruns, int i0, int i1,
+    long long n, int max_pn, double rr, unsigned debug, long long *rechecked,
+    char *errbuf, size_t errlen)
+{
+  DevDb *db = &c->bdb;
+  cudaStream_t s = c->stream;
+  CK (cudaMemsetAsync (c->d_out, 0xff, (size_t) (i1 - i0) * n * sizeof (int), s),
+      "cudaMemset (slab)");
+  CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
+  for (int64_t r = 0; r < nruns; r++) {
+    MatchParams p;
+    memset (&p, 0, sizeof p);
+    p.qlist = c->d_qlist + runs[r].q0;
+    p.nq = (int) (runs[r].q1 - runs[r].q0);
+    p.imgs = c->d_tab + runs[r].image;
+    p.nimg = 1;
+    p.out = c->d_out + (size_t) (runs[r].image - i0) * n;
+    p.ld = n;
+    p.qbase = 0;
+    p.self_skip = 1;
+    p.rr = rr;
+    GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+    runs_count_kernel<<<1, 1, 0, s>>> (c->d_count);
+    CK (cudaGetLastError (), "count kernel launch");
+  }
+  CK (cudaMemcpyAsync (c->h_count, c->d_count, 2 * sizeof (unsigned),
+          cudaMemcpyDeviceToHost, s), "cudaMemcpy (count)");
+  CK (cudaStreamSynchronize (s), "match kernels");
+  *rechecked += c->h_count[1];
+  return GR_OK;
+}
+
 extern "C" GrStatus
 gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
+    int64_t nruns, double rr, unsigned debug,
     GrMatch **buf, int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf,
     size_t errlen)
 {
@@ -1205,12 +1253,22 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
   CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
   long long rechecked = 0, total = 0;
   int slabs = 0;
+  int64_t run0 = 0;             /* the pruned form: the first run of this slab */
   for (int i0 = row0; i0 < row1; i0 += (int) srows) {
     const int i1 = i0 + srows < row1 ? i0 + (int) srows : row1;
     const int nr = i1 - i0;
     slabs++;
     PHASE (t_setup);
-    st = batch_slab (c, i0, i1, n, max_pn, rr, debug, &rechecked, errbuf, errlen);
+    if (nruns >= 0) {
+      int64_t run1 = run0;
+      while (run1 < nruns && runs[run1].image < i1)
+        run1++;
+      st = runs_slab (c, runs + run0, run1 - run0, i0, i1, n, max_pn, rr, debug,
+          &rechecked, errbuf, errlen);
+      run0 = run1;
+    } else {
+      st = batch_slab (c, i0, i1, n, max_pn, rr, debug, &rechecked, errbuf, errlen);
+    }
     if (st != GR_OK)
       return st;
     PHASE (t_match);

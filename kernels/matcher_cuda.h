@@ -12,6 +12,14 @@ extern "C" {
 
 typedef struct GrMatcherCuda GrMatcherCuda;
 
+/* The pruned sparse form's work (matcher.c builds it from a GrMatcherPairs): image
+ * `image` against the queries q0 .. q1 - 1, descriptors of consecutive listed images
+ * (never its own); the runs in the matrix's order (image, then query). */
+typedef struct {
+  int image;
+  int64_t q0, q1;
+} GrMatcherRun;
+
 GrMatcherCuda *gr_matcher_cuda_new (int device, char *errbuf, size_t errlen);
 void gr_matcher_cuda_free (GrMatcherCuda *c);
 
@@ -21,9 +29,14 @@ GrStatus gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
     GrMatchStats *stats, char *errbuf, size_t errlen);
 /* The sparse form (matcher.h) of the images [row0, row1) (0 <= row0 <= row1 <= m):
  * *buf (malloc'ed, *cap entries) is grown with realloc as needed and receives *count
- * entries. */
+ * entries.  runs (nruns >= 0 of them, images within [row0, row1)): only those pairs
+ * are computed, the rest of the list is left out (nruns < 0: every pair); each run
+ * holds at most GR_MATCHER_CUDA_RUN queries (GR_MATCHER_DEBUG_SMALL_LIST: 16), so
+ * that the re-check queue of its launch cannot overflow. */
+#define GR_MATCHER_CUDA_RUN (1 << 22)
 GrStatus gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
+    int64_t nruns, double rr, unsigned debug,
     GrMatch **buf,
     int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf, size_t errlen);
 /* fwd / bwd: the caller's buffers (NULL: not wanted), or, when vfwd / vbwd are
