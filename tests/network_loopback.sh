@@ -29,6 +29,15 @@ ts=0; klv=0
 have mpegtsmux && have tsdemux && have tsparse && have rtpmp2tpay && ts=1
 [ "${GEOREG_LOOPBACK_TRANSPORT:-}" = tcp ] && ts=0     # the other path, on demand
 [ $ts = 1 ] && have georegklvenc && klv=1
+# GEOREG_LOOPBACK_REQUIRE_KLV=1 (tools/gpu.sh loopback): the KLV must go, no fallback
+if [ "${GEOREG_LOOPBACK_REQUIRE_KLV:-0}" = 1 ] && [ $klv = 0 ]; then
+  missing=""
+  for e in mpegtsmux tsdemux tsparse rtpmp2tpay rtpmp2tdepay georegklvenc; do
+    have $e || missing+=" $e"
+  done
+  echo "FAIL: the KLV path is required; missing:${missing:- (GEOREG_LOOPBACK_TRANSPORT=tcp)}"
+  exit 1
+fi
 [ "$backend" = cuda ] && ! gst-inspect-1.0 nvh264dec > /dev/null 2>&1 &&
   { echo "SKIP: no nvh264dec"; exit 77; }
 d=$(mktemp -d)
