@@ -874,9 +874,10 @@ cpu_sparse (GrMatcher *mt, int row0, int row1, int64_t n, double rr, int64_t *co
   return GR_OK;
 }
 
-/* The (query, image) pairs of images [row0, row1) that pairs lists (self excluded when
- * skip_self), or, weighted, the split's work: each pair counts n_i (the image's
- * descriptors) when weighted. */
+/* The queries image i meets under the pair list: the descriptors of its listed images
+ * (its own excluded when skip_self); pairs_work sums them over images [row0, row1):
+ * the (query, image) pairs decided.  Times n_i, an image's share of the work (the
+ * split's weight). */
 static int64_t
 pairs_work_row (const int64_t *offsets, const GrMatcherPairs *P, int i, bool skip_self)
 {
