@@ -5,7 +5,8 @@
  * slabs of 3 images; every pair settled exactly), k = 32, 64, 128.  Then a survey-like
  * batch (GEOREG_PAIRS_M images, default 1000, of 500 descriptors, k = 64) with a
  * footprint list: CUDA pruned == CUDA full restricted to the list, and the two
- * timings printed (the CPU would take minutes there).
+ * timings printed (the CPU would take minutes there).  GEOREG_TEST_QUICK=1 (the
+ * compute-sanitizer runs of tools/gpu.sh): k = 64 only, two debug modes, no survey.
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -57,13 +58,15 @@ compare (const char *what, const GrMatch *a, int64_t na, const GrMatch *b, int64
       na == nb ? "DIFFERENT" : "counts differ");
 }
 
+static bool quick;
+
 static void
 small_cases (void)
 {
   const int ks[3] = { 32, 64, 128 };
   const unsigned dbg[4] = { 0, GR_MATCHER_DEBUG_SMALL_LIST, GR_MATCHER_DEBUG_SMALL_SLAB,
     GR_MATCHER_DEBUG_FORCE_EXACT };
-  for (int ki = 0; ki < 3; ki++) {
+  for (int ki = quick ? 1 : 0; ki < (quick ? 2 : 3); ki++) {
     const int k = ks[ki], m = 24;
     int64_t *off;
     float *d = mbg_batch (m, 70, 50, k, 21 + ki, &off);
@@ -77,7 +80,7 @@ small_cases (void)
     GrMatcher *cpu = new_matcher (GR_BACKEND_CPU, 0);
     int64_t nfull;
     GrMatch *full = sparse (cpu, d, k, off, m, 0, m, NULL, &nfull, NULL);
-    for (int di = 0; di < 4; di++) {
+    for (int di = 0; di < (quick ? 2 : 4); di++) {
       GrMatcher *gpu = new_matcher (GR_BACKEND_CUDA, dbg[di]);
       if (!gpu)
         break;
@@ -131,7 +134,7 @@ survey (void)
 {
   const char *e = getenv ("GEOREG_PAIRS_M");
   const int m = e ? atoi (e) : 1000, ni = 500, k = 64;
-  if (m < 2)
+  if (m < 2 || quick)
     return;
   int64_t *off;
   float *d = mbg_batch (m, ni, 0, k, 77, &off);
@@ -172,6 +175,8 @@ main (void)
     printf ("SKIP: no usable CUDA device\n");
     return 77;
   }
+  const char *q = getenv ("GEOREG_TEST_QUICK");
+  quick = q && atoi (q) == 1;
   small_cases ();
   survey ();
   return CHECK_DONE ();
