@@ -1160,6 +1160,8 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 
+static_assert (GR_MATCHER_CUDA_RUN <= LIST_CAP, "a run's queued pairs fit the queue");
+
 /* the pruned form's count of queued pairs: launch's counter into the slab's total */
 __global__ void
 runs_count_kernel (unsigned *count)
