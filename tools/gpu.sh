@@ -45,7 +45,8 @@
 #   bash tools/gpu.sh pairs [BUILD]     pair pruning by footprint overlap on CUDA
 #                                       (test_matcher_pairs_gpu: CUDA == CPU entry for
 #                                       entry, and a survey of 1000 x 500 timed pruned vs
-#                                       full; ~1 min, bounded 180 s)
+#                                       full), then 10,000 x 500 pruned on 1 GPU and on
+#                                       every GPU (NCCL); ~2 min, bounded 300 s
 #   bash tools/gpu.sh loopback [BUILD]  a 4K stream and its KLV (MPEG-TS, RTP over UDP on
 #                                       127.0.0.1) into a GPU pipeline: its results and
 #                                       KLV equal the local pipeline's (~1-2 min, bounded
@@ -658,6 +659,15 @@ pairs () {
   rc=$?
   note "pair pruning on CUDA" "$rc" $((SECONDS - t0)) \
     "$(grep -c 'identical' "$out/pairs.txt") cases identical; $(grep -m1 '^survey' "$out/pairs.txt")"
+  # a day's survey (10,000 frames x 500, k = 64) pruned, on one GPU and on every GPU
+  # (NCCL), lists identical: where the NCCL matcher is built and libnccl found
+  if [ -x "$build/tests/bench_matcher_nccl" ] && [ -n "$NCCL_LIB" ]; then
+    mkdir -p "$out/bench"
+    bench_step "matcher_nccl pruned 10000x500" 120 matcher_nccl_pairs.log \
+      env GEOREG_BENCH_PAIRS=1 "$build/tests/bench_matcher_nccl" 10000 500 64 2 || rc=1
+    grep -E '^(pair|single|NCCL|speed-up)' "$out/bench/matcher_nccl_pairs.log" |
+      tee -a "$out/table.txt"
+  fi
   return "$rc"
 }
 
