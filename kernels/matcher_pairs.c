@@ -11,6 +11,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 #include "matcher.h"
+#include "matcher_pairs.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -310,4 +311,35 @@ gr_matcher_pairs_check (const GrMatcherPairs *P, int m, char *errbuf, size_t err
       }
   }
   return GR_OK;
+}
+
+GrStatus
+gr_matcher_pairs_from_poses (const GrCamera *cam, const GrCamera *cams,
+    const GrCameraPose *poses, const double *east, const double *north, int m,
+    double margin, GrMatcherPairs *pairs, char *errbuf, size_t errlen)
+{
+  if (m < 0 || (m > 0 && (!poses || !east || !north || (!cam && !cams)))) {
+    gr_set_err (errbuf, errlen, "bad poses, positions or image count %d", m);
+    return GR_ERR_INVALID;
+  }
+  double *fp = malloc (sizeof (double) * 8 * (size_t) (m > 0 ? m : 1));
+  if (!fp) {
+    gr_set_err (errbuf, errlen, "out of memory");
+    return GR_ERR_NOMEM;
+  }
+  for (int i = 0; i < m; i++) {
+    double *c = fp + 8 * (size_t) i;
+    if (!gr_camera_footprint (cams ? &cams[i] : cam, &poses[i], c)) {
+      for (int t = 0; t < 8; t++)
+        c[t] = NAN;             /* unknown: pairs with every frame */
+      continue;
+    }
+    for (int t = 0; t < 4; t++) {
+      c[2 * t] += east[i];
+      c[2 * t + 1] += north[i];
+    }
+  }
+  GrStatus st = gr_matcher_pairs_from_footprints (fp, m, margin, pairs, errbuf, errlen);
+  free (fp);
+  return st;
 }

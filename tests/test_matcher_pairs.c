@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "matcher.h"
+#include "matcher_pairs.h"
 #include "matcher_batch_gen.h"
 #include "matcher_pairs_gen.h"
 #include "test_check.h"
@@ -314,6 +315,52 @@ test_footprints (void)
   free (fp);
 }
 
+/* from poses: a nadir camera (4000 x 3000 px, f = 3000 px) at 100 m sees 133.3 m (east)
+ * x 100 m (north); frames every 30 m northwards overlap the 3 before and after (a 4th
+ * is 20 m away), so with margin 0 frame i pairs with |i - j| <= 3, with margin 25 with
+ * |i - j| <= 4; a frame looking at the horizon, or without a position, pairs with all */
+static void
+test_poses (void)
+{
+  enum { M = 12 };
+  GrCamera cam = { 4000, 3000, 3000, 3000, 1999.5, 1499.5, 0, 0, 0, 0, 0 };
+  GrCameraPose pose[M];
+  double east[M], north[M];
+  for (int i = 0; i < M; i++) {
+    pose[i] = (GrCameraPose) { 0, 0, 0, 100 };
+    east[i] = 500000;
+    north[i] = 4600000 + 30.0 * i;
+  }
+  char err[256] = "";
+  for (int mi = 0; mi < 2; mi++) {
+    const double margin = mi ? 25 : 0;
+    const int reach = mi ? 4 : 3;
+    GrMatcherPairs P;
+    CHECK (gr_matcher_pairs_from_poses (&cam, NULL, pose, east, north, M, margin, &P, err,
+            sizeof err) == GR_OK, "from poses: %s", err);
+    int wrong = 0;
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < M; j++)
+        wrong += listed (&P, i, j) != (i != j && abs (i - j) <= reach);
+    CHECK (wrong == 0, "poses, margin %g: %d pairs wrong", margin, wrong);
+    gr_matcher_pairs_clear (&P);
+  }
+  /* frame 2 pitched up to the horizon, frame 7 without a position */
+  pose[2].pitch_deg = 80;
+  north[7] = NAN;
+  GrMatcherPairs P;
+  CHECK (gr_matcher_pairs_from_poses (&cam, NULL, pose, east, north, M, 0, &P, err,
+          sizeof err) == GR_OK, "from poses: %s", err);
+  CHECK (P.start[3] - P.start[2] == M - 1 && P.start[8] - P.start[7] == M - 1 &&
+      listed (&P, 11, 2) && listed (&P, 0, 7) && !listed (&P, 0, 5),
+      "unknown footprints (horizon, no position) pair with all, the others as before");
+  gr_matcher_pairs_clear (&P);
+  CHECK (gr_matcher_pairs_from_poses (NULL, NULL, pose, east, north, M, 0, &P, err,
+          sizeof err) == GR_ERR_INVALID, "no camera refused");
+  printf ("poses: frames every 30 m at 100 m pair with their 3 (margin 0) or 4 (25 m) "
+      "neighbours; unknown footprints with all\n");
+}
+
 /* GEOREG_PAIRS_BENCH=m: a survey of m frames x 200 descriptors (k = 64) on the CPU,
  * full vs pruned by footprint overlap (margin 0): times and identity */
 static void
@@ -352,6 +399,7 @@ int
 main (void)
 {
   test_footprints ();
+  test_poses ();
   test_pruned_equals_restricted ();
   const char *b = getenv ("GEOREG_PAIRS_BENCH");
   if (b && atoi (b) > 1)
