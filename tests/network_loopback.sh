@@ -84,8 +84,13 @@ chain () {
   # kernel would drop datagrams)
   echo "queue max-size-buffers=0 max-size-bytes=0 max-size-time=0 ! h264parse ! $dec \
     ! nmilocalize $CTL frame-scale=$scale control-scale=$scale backend=$backend \
-    ! nmiregister $CTL max-keypoints=$kp backend=$backend ! fakesink sync=false"
-  [ $klv = 1 ] && echo "dm. ! queue ! meta/x-klv ! filesink sync=false location=$d/$1.klv"
+    ! nmiregister $CTL max-keypoints=$kp backend=$backend ! fakesink sync=false async=false"
+  # async=false: in the live receiver, a sink linked late (tsdemux's pads come with the
+  # PMT) could miss the pipeline's move to PLAYING and wait in preroll for ever; the
+  # KLV's queue then filled (its 1 s limit), tsdemux blocked on it and no frame reached
+  # the decoder (seen in 2 runs of 6 on the loaded CPU machine, gdb: the KLV filesink
+  # in gst_base_sink_wait_preroll, tsdemux's thread in the full queue)
+  [ $klv = 1 ] && echo "dm. ! queue ! meta/x-klv ! filesink sync=false async=false location=$d/$1.klv"
 }
 # each frame's result: nmiregister's element message (gst-launch -m), less the fields
 # that differ from run to run (the timings, *-ms) or with the receiver's clock
