@@ -760,6 +760,39 @@ done:
 #define SPARSE_CHUNK 4096       /* queries per compaction task */
 #define CPU_SLAB_ENTRIES (1ll << 24)  /* (image, query) entries per slab: 64 MB */
 
+/* mt->sparse holds at least `need` entries */
+static bool
+sparse_reserve (GrMatcher *mt, int64_t need)
+{
+  if (need <= mt->sparse_cap)
+    return true;
+  const int64_t cap = need + need / 2 + 1024;
+  GrMatch *b = realloc (mt->sparse, sizeof (GrMatch) * (size_t) cap);
+  if (!b)
+    return false;
+  mt->sparse = b;
+  mt->sparse_cap = cap;
+  return true;
+}
+
+/* the sparse entry of query q (batch row qrow0 + q) kept in image i with `match`: its
+ * canonical d1, d2 by a full scan of the image */
+static void
+sparse_entry (const CpuDb *db, int64_t qrow0, int64_t q, int i, int32_t match,
+    GrMatch *e)
+{
+  const CpuImg *im = &db->imgs[i];
+  const int k = db->k;
+  double d1, d2;
+  exact_top2 (fbuf_at (&db->desc, (qrow0 + q) * k), fbuf_at (&db->desc, im->row * k),
+      im->n, k, &d1, &d2);
+  e->query = q;
+  e->image = i;
+  e->match = match;
+  e->d1 = (float) sqrt (d1);
+  e->d2 = (float) sqrt (d2);
+}
+
 /* CPU backend of the sparse form: slabs of images through cpu_run, each compacted in
  * parallel (tasks of SPARSE_CHUNK queries of one image: counted, offsets by a prefix
  * sum, then filled, so the order is the matrix's whatever the threads). */
@@ -768,7 +801,6 @@ cpu_sparse (GrMatcher *mt, int row0, int row1, int64_t n, double rr, int64_t *co
     GrMatchStats *s, char *errbuf, size_t errlen)
 {
   const CpuDb *db = &mt->batch;
-  const int k = db->k;
   const int m = row1;           /* the slabs end there */
   int64_t srows64 = CPU_SLAB_ENTRIES / n > 0 ? CPU_SLAB_ENTRIES / n : 1;
   if (mt->debug & GR_MATCHER_DEBUG_SMALL_SLAB)
@@ -819,42 +851,223 @@ cpu_sparse (GrMatcher *mt, int row0, int row1, int64_t n, double rr, int64_t *co
     toff[0] = total;
     for (int64_t t = 0; t < nt; t++)
       toff[t + 1] += toff[t];
-    if (toff[nt] + 1 > mt->sparse_cap) {
-      const int64_t cap = toff[nt] + toff[nt] / 2 + 1024;
-      GrMatch *b = realloc (mt->sparse, sizeof (GrMatch) * (size_t) cap);
-      if (!b) {
-        free (toff);
-        gr_set_err (errbuf, errlen, "out of memory");
-        return GR_ERR_NOMEM;
-      }
-      mt->sparse = b;
-      mt->sparse_cap = cap;
+    if (!sparse_reserve (mt, toff[nt] + 1)) {
+      free (toff);
+      gr_set_err (errbuf, errlen, "out of memory");
+      return GR_ERR_NOMEM;
     }
 #pragma omp parallel for schedule (dynamic, 1) num_threads (threads)
     for (int64_t t = 0; t < nt; t++) {
       const int i = i0 + (int) (t / chunks);
       const int32_t *o = mt->slab + (t / chunks) * n;
-      const CpuImg *im = &db->imgs[i];
-      const float *rows = fbuf_at (&db->desc, im->row * k);
       const int64_t q0 = (t % chunks) * SPARSE_CHUNK;
       const int64_t q1 = q0 + SPARSE_CHUNK < n ? q0 + SPARSE_CHUNK : n;
       GrMatch *e = mt->sparse + toff[t];
-      for (int64_t q = q0; q < q1; q++) {
-        if (o[q] < 0)
-          continue;
-        double d1, d2;
-        exact_top2 (fbuf_at (&db->desc, (qrow0 + q) * k), rows, im->n, k, &d1, &d2);
-        e->query = q;
-        e->image = i;
-        e->match = o[q];
-        e->d1 = (float) sqrt (d1);
-        e->d2 = (float) sqrt (d2);
-        e++;
-      }
+      for (int64_t q = q0; q < q1; q++)
+        if (o[q] >= 0)
+          sparse_entry (db, qrow0, q, i, o[q], e++);
     }
     total = toff[nt];
   }
   free (toff);
+  *count = total;
+  return GR_OK;
+}
+
+/* The queries image i meets under the pair list: the descriptors of its listed images
+ * (its own excluded when skip_self); pairs_work sums them over images [row0, row1):
+ * the (query, image) pairs decided.  Times n_i, an image's share of the work (the
+ * split's weight). */
+static int64_t
+pairs_work_row (const int64_t *offsets, const GrMatcherPairs *P, int i, bool skip_self)
+{
+  int64_t w = 0;
+  for (int64_t e = P->start[i]; e < P->start[i + 1]; e++) {
+    const int b = P->images[e];
+    if (!(skip_self && b == i))
+      w += offsets[b + 1] - offsets[b];
+  }
+  return w;
+}
+
+static int64_t
+pairs_work (const int64_t *offsets, const GrMatcherPairs *P, int row0, int row1,
+    bool skip_self)
+{
+  int64_t w = 0;
+  for (int i = row0; i < row1; i++)
+    w += pairs_work_row (offsets, P, i, skip_self);
+  return w;
+}
+
+void
+gr_matcher_split_rows_pairs (const int64_t *offsets, int m, const GrMatcherPairs *P,
+    int parts, int *bounds)
+{
+  if (!P) {
+    gr_matcher_split_rows (offsets, m, parts, bounds);
+    return;
+  }
+  /* cumulative work; part p starts at the first image at or after p/parts of it */
+  double total = 0;
+  for (int i = 0; i < m; i++)
+    total += (double) (offsets[i + 1] - offsets[i]) *
+        (double) pairs_work_row (offsets, P, i, true);
+  int i = 0;
+  double acc = 0;
+  bounds[0] = 0;
+  for (int p = 1; p < parts; p++) {
+    const double target = total * p / parts;
+    while (i < m && acc < target) {
+      acc += (double) (offsets[i + 1] - offsets[i]) *
+          (double) pairs_work_row (offsets, P, i, true);
+      i++;
+    }
+    bounds[p] = i;
+  }
+  bounds[parts] = m;
+}
+
+/* The listed pairs of images [row0, row1) as runs (matcher_cuda.h's GrMatcherRun: an
+ * image against consecutive listed images' queries, never its own, in chunks of at
+ * most `chunk` queries), in the matrix's order; images of fewer than 2 descriptors
+ * have no run (their entries are all -1).  *cand: the candidates, padded sizes pn. */
+static GrStatus
+pair_runs (const int64_t *offsets, const GrMatcherPairs *P, int row0, int row1,
+    int64_t chunk, int pad, GrMatcherRun **out, int64_t *nout, int64_t *cand)
+{
+  GrMatcherRun *run = NULL;
+  int64_t nr = 0, cap = 0;
+  *cand = 0;
+  for (int i = row0; i < row1; i++) {
+    const int64_t ni = offsets[i + 1] - offsets[i];
+    if (ni < 2)
+      continue;
+    const int64_t pn = (ni + pad - 1) / pad * pad;
+    for (int64_t e = P->start[i]; e < P->start[i + 1];) {
+      const int b0 = P->images[e++];
+      if (b0 == i)
+        continue;
+      int b1 = b0 + 1;
+      while (e < P->start[i + 1] && P->images[e] == b1 && b1 != i) {
+        b1++;
+        e++;
+      }
+      for (int64_t q0 = offsets[b0]; q0 < offsets[b1]; q0 += chunk) {
+        if (nr == cap) {
+          cap = cap ? 2 * cap : 1024;
+          GrMatcherRun *t = realloc (run, sizeof (GrMatcherRun) * (size_t) cap);
+          if (!t) {
+            free (run);
+            return GR_ERR_NOMEM;
+          }
+          run = t;
+        }
+        const int64_t q1 = q0 + chunk < offsets[b1] ? q0 + chunk : offsets[b1];
+        run[nr++] = (GrMatcherRun) { i, q0, q1 };
+        *cand += pn * (q1 - q0);
+      }
+    }
+  }
+  *out = run;
+  *nout = nr;
+  return GR_OK;
+}
+
+/* CPU backend of the pruned sparse form: the runs of pair_runs as tasks, in batches of
+ * about CPU_SLAB_ENTRIES entries (each task through cpu_run on one thread, the tasks
+ * in parallel), each batch compacted as cpu_sparse does. */
+static GrStatus
+cpu_sparse_pairs (GrMatcher *mt, const int64_t *offsets, int row0, int row1,
+    const GrMatcherPairs *P, double rr, int64_t *count, GrMatchStats *s, char *errbuf,
+    size_t errlen)
+{
+  const CpuDb *db = &mt->batch;
+  const int64_t qrow0 = db->imgs[0].row;
+  const int64_t chunk = (mt->debug & GR_MATCHER_DEBUG_SMALL_SLAB) ? 7 : SPARSE_CHUNK;
+  const int64_t slab = (mt->debug & GR_MATCHER_DEBUG_SMALL_SLAB) ? 2000 : CPU_SLAB_ENTRIES;
+  *count = 0;
+  GrMatcherRun *task = NULL;
+  int64_t nt = 0;
+  if (pair_runs (offsets, P, row0, row1, chunk, CB, &task, &nt, &s->candidates)
+      != GR_OK) {
+    gr_set_err (errbuf, errlen, "out of memory");
+    return GR_ERR_NOMEM;
+  }
+  int64_t *toff = malloc (sizeof (int64_t) * (size_t) (nt + 1));
+  int64_t *roff = malloc (sizeof (int64_t) * (size_t) (nt + 1));
+  GrStatus st = toff && roff ? GR_OK : GR_ERR_NOMEM;
+  const int threads = mt->threads > 0 ? mt->threads : omp_get_max_threads ();
+  const bool force = (mt->debug & GR_MATCHER_DEBUG_FORCE_EXACT) != 0;
+  int64_t total = 0;
+  for (int64_t t0 = 0, t1; st == GR_OK && t0 < nt; t0 = t1) {
+    /* a batch: tasks t0 .. t1 - 1, their results at roff[] in mt->slab */
+    int64_t ent = 0;
+    for (t1 = t0; t1 < nt && (t1 == t0 || ent + task[t1].q1 - task[t1].q0 <= slab); t1++) {
+      roff[t1 - t0] = ent;
+      ent += task[t1].q1 - task[t1].q0;
+    }
+    if (mt->slab_cap < ent) {
+      free (mt->slab);
+      mt->slab = malloc (sizeof (int32_t) * (size_t) ent);
+      mt->slab_cap = mt->slab ? ent : 0;
+      if (!mt->slab) {
+        st = GR_ERR_NOMEM;
+        break;
+      }
+    }
+    int64_t rechecked = 0;
+    bool failed = false;
+#pragma omp parallel for schedule (dynamic, 1) reduction (+:rechecked) \
+    num_threads (threads)
+    for (int64_t t = t0; t < t1; t++) {
+      const GrMatcherRun *T = &task[t];
+      int32_t *o = mt->slab + roff[t - t0];
+      CpuJob J = { db, T->image, T->image + 1, qrow0 + T->q0, T->q1 - T->q0, mt->qimg + T->q0,
+        o, T->q1 - T->q0, rr, force, 1
+      };
+      const int64_t r = cpu_run (&J);
+      if (r < 0) {
+#pragma omp atomic write
+        failed = true;
+      } else {
+        rechecked += r;
+      }
+      int64_t c = 0;
+      for (int64_t q = 0; q < T->q1 - T->q0; q++)
+        c += o[q] >= 0;
+      toff[t - t0 + 1] = c;
+    }
+    if (failed) {
+      st = GR_ERR_NOMEM;
+      break;
+    }
+    s->rechecked += rechecked;
+    toff[0] = total;
+    for (int64_t t = 0; t < t1 - t0; t++)
+      toff[t + 1] += toff[t];
+    if (!sparse_reserve (mt, toff[t1 - t0] + 1)) {
+      st = GR_ERR_NOMEM;
+      break;
+    }
+#pragma omp parallel for schedule (dynamic, 1) num_threads (threads)
+    for (int64_t t = t0; t < t1; t++) {
+      const GrMatcherRun *T = &task[t];
+      const int32_t *o = mt->slab + roff[t - t0];
+      GrMatch *e = mt->sparse + toff[t - t0];
+      for (int64_t q = T->q0; q < T->q1; q++)
+        if (o[q - T->q0] >= 0)
+          sparse_entry (db, qrow0, q, T->image, o[q - T->q0], e++);
+    }
+    total = toff[t1 - t0];
+  }
+  free (task);
+  free (toff);
+  free (roff);
+  if (st != GR_OK) {
+    gr_set_err (errbuf, errlen, "out of memory");
+    return st;
+  }
   *count = total;
   return GR_OK;
 }
@@ -874,6 +1087,16 @@ gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
     const GrMatch **matches, int64_t *count, GrMatchStats *stats, char *errbuf,
     size_t errlen)
 {
+  return gr_matcher_match_rows_sparse_pairs (mt, desc, k, offsets, m, row0, row1, NULL,
+      ratio, matches, count, stats, errbuf, errlen);
+}
+
+GrStatus
+gr_matcher_match_rows_sparse_pairs (GrMatcher *mt, const float *desc, int k,
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherPairs *pairs,
+    float ratio, const GrMatch **matches, int64_t *count, GrMatchStats *stats,
+    char *errbuf, size_t errlen)
+{
   const double t0 = now_ms ();
   GrStatus st = batch_check (mt, desc, k, offsets, m, ratio, matches && count, errbuf,
       errlen);
@@ -887,10 +1110,13 @@ gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
     gr_set_err (errbuf, errlen, "bad image range [%d, %d) of %d images", row0, row1, m);
     return GR_ERR_INVALID;
   }
+  if (pairs && (st = gr_matcher_pairs_check (pairs, m, errbuf, errlen)) != GR_OK)
+    return st;
   const int64_t n = offsets[m];
   const double rr = (double) ratio * (double) ratio;
   GrMatchStats s = { 0 };
-  s.pairs = (int64_t) (row1 - row0) * n;
+  s.pairs = pairs ? pairs_work (offsets, pairs, row0, row1, false) :
+      (int64_t) (row1 - row0) * n;
   *count = 0;
   *matches = NULL;
   int64_t total = 0;
@@ -898,11 +1124,25 @@ gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
     goto done;
 #if GR_HAVE_CUDA
   if (mt->backend == GR_BACKEND_CUDA) {
+    GrMatcherRun *runs = NULL;
+    int64_t nruns = 0, cand = 0;
+    /* one launch per run: a run of at most the re-check queue's size never overflows
+     * it (one image, at most one queued pair per query) */
+    if (pairs && pair_runs (offsets, pairs, row0, row1, (mt->debug &
+                GR_MATCHER_DEBUG_SMALL_LIST) ? 16 : GR_MATCHER_CUDA_RUN, 64, &runs,
+            &nruns, &cand) != GR_OK) {
+      gr_set_err (errbuf, errlen, "out of memory");
+      return GR_ERR_NOMEM;
+    }
     const GrMatch *view = NULL;
     st = gr_matcher_cuda_match_all_sparse (mt->cuda, desc, k, offsets, m, row0, row1,
-        rr, mt->debug, &mt->sparse, &mt->sparse_cap, &view, &total, &s, errbuf, errlen);
+        runs, pairs ? nruns : -1, rr, mt->debug, &mt->sparse, &mt->sparse_cap, &view,
+        &total, &s, errbuf, errlen);
+    free (runs);
     if (st != GR_OK)
       return st;
+    if (pairs)
+      s.candidates = cand;
     *count = total;
     *matches = view;
     goto out;
@@ -913,11 +1153,13 @@ gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
     if (st != GR_OK)
       return st;
     const double t1 = now_ms ();
-    st = cpu_sparse (mt, row0, row1, n, rr, &total, &s, errbuf, errlen);
+    st = pairs ? cpu_sparse_pairs (mt, offsets, row0, row1, pairs, rr, &total, &s, errbuf,
+        errlen) : cpu_sparse (mt, row0, row1, n, rr, &total, &s, errbuf, errlen);
     if (st != GR_OK)
       return st;
-    for (int i = row0; i < row1; i++)
-      s.candidates += (int64_t) mt->batch.imgs[i].pn * n;
+    if (!pairs)
+      for (int i = row0; i < row1; i++)
+        s.candidates += (int64_t) mt->batch.imgs[i].pn * n;
     s.kernel_ms = now_ms () - t1;
   }
 done:

@@ -120,6 +120,56 @@ GrStatus gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
  * bounds[p] .. bounds[p+1]-1.  offsets as above; parts >= 1. */
 void gr_matcher_split_rows (const int64_t *offsets, int m, int parts, int *bounds);
 
+/* ---- Pair pruning (issue 16): match only the image pairs that can share points.
+ * A survey does not need frames kilometres apart matched.  GrMatcherPairs says, for
+ * every image i (a row of the matrix), whose queries are matched against it: the
+ * images images[start[i]] .. images[start[i+1] - 1], ascending and distinct, each in
+ * 0 .. m - 1 (a CSR; i itself may be listed: its entries are -1 as always; the lists
+ * need not be symmetric).  start[0] = 0, nondecreasing.
+ *
+ * The pruned sparse form is the sparse form's list restricted to the entries (query j
+ * of image b, image i) with b listed for i, entry for entry and in the same order:
+ * each (query, image) decision is independent of the other pairs.  Only the listed
+ * pairs are computed (CPU: one image against each run of consecutive listed images'
+ * queries; CUDA: one launch of the same kernels per such run), so the work is the
+ * listed pairs' instead of m x n.  docs/multi-gpu.md. */
+typedef struct {
+  int m;                /* images */
+  int64_t *start;       /* m + 1 */
+  int32_t *images;      /* start[m] */
+} GrMatcherPairs;
+
+/* The pairs of images whose ground footprints are at most `margin` apart (overlapping:
+ * 0 apart).  corners: m x 8 doubles, each image's 4 corners (x0, y0, .. x3, y3) in
+ * metres of one projected CRS, in any order and winding (gr_camera_footprint's output;
+ * the convex hull of the 4 is taken, so a crossed or non-convex quadrilateral counts
+ * as its hull: pruning errs towards matching).  An image with any corner not finite
+ * (unknown footprint) is paired with every image.  The result is symmetric and never
+ * lists an image for itself; free it with gr_matcher_pairs_clear.  margin >= 0. */
+GrStatus gr_matcher_pairs_from_footprints (const double *corners, int m, double margin,
+    GrMatcherPairs *pairs, char *errbuf, size_t errlen);
+void gr_matcher_pairs_clear (GrMatcherPairs *pairs);
+/* The distance in metres between two footprints as gr_matcher_pairs_from_footprints
+ * measures it (between the convex hulls; 0 when they overlap; NAN if a corner is not
+ * finite). */
+double gr_matcher_footprint_distance (const double a[8], const double b[8]);
+/* GR_OK when pairs is a valid pair list for m images (as above). */
+GrStatus gr_matcher_pairs_check (const GrMatcherPairs *pairs, int m, char *errbuf,
+    size_t errlen);
+
+/* gr_matcher_match_rows_sparse restricted to pairs (NULL: every pair, the same as
+ * gr_matcher_match_rows_sparse).  The ranges of a split, concatenated, are
+ * gr_matcher_match_all_sparse's list restricted to the pairs. */
+GrStatus gr_matcher_match_rows_sparse_pairs (GrMatcher *mt, const float *desc, int k,
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherPairs *pairs,
+    float ratio, const GrMatch **matches, int64_t *count, GrMatchStats *stats,
+    char *errbuf, size_t errlen);
+
+/* gr_matcher_split_rows by the pruned work: image i weighs n_i times the descriptors
+ * of its listed images (pairs NULL: gr_matcher_split_rows). */
+void gr_matcher_split_rows_pairs (const int64_t *offsets, int m,
+    const GrMatcherPairs *pairs, int parts, int *bounds);
+
 /* ---- Incremental form: the matcher holds images (their descriptors stay resident:
  * in device memory for CUDA) and matches each new image against them, both ways.
  *

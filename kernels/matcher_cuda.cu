@@ -1472,13 +1472,63 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 
+static_assert (GR_MATCHER_CUDA_RUN <= LIST_CAP, "a run's queued pairs fit the queue");
+
+/* the pruned form's count of queued pairs: launch's counter into the slab's total */
+__global__ void
+runs_count_kernel (unsigned *count)
+{
+  count[1] += count[0];
+  count[0] = 0;
+}
+
+/* batch_slab for the pruned form: the slab's matrix rows all -1, then one launch (and
+ * its re-check) per run of images [i0, i1): image run.image against its queries only.
+ * A run holds at most LIST_CAP queries (matcher_cuda.h), so its queue never overflows
+ * and no sweep is needed.  runs: those of images [i0, i1). */
+static GrStatus
+runs_slab (GrMatcherCuda *c, const GrMatcherRun *runs, int64_t nruns, int i0, int i1,
+    long long n, int max_pn, double rr, unsigned debug, long long *rechecked,
+    char *errbuf, size_t errlen)
+{
+  DevDb *db = &c->bdb;
+  cudaStream_t s = c->stream;
+  CK (cudaMemsetAsync (c->d_out, 0xff, (size_t) (i1 - i0) * n * sizeof (int), s),
+      "cudaMemset (slab)");
+  CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
+  for (int64_t r = 0; r < nruns; r++) {
+    MatchParams p;
+    memset (&p, 0, sizeof p);
+    p.qlist = c->d_qlist + runs[r].q0;
+    p.nq = (int) (runs[r].q1 - runs[r].q0);
+    p.imgs = c->d_tab + runs[r].image;
+    p.nimg = 1;
+    p.out = c->d_out + (size_t) (runs[r].image - i0) * n;
+    p.ld = n;
+    p.qbase = 0;
+    p.self_skip = 1;
+    p.rr = rr;
+    GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+    runs_count_kernel<<<1, 1, 0, s>>> (c->d_count);
+    CK (cudaGetLastError (), "count kernel launch");
+  }
+  CK (cudaMemcpyAsync (c->h_count, c->d_count, 2 * sizeof (unsigned),
+          cudaMemcpyDeviceToHost, s), "cudaMemcpy (count)");
+  CK (cudaStreamSynchronize (s), "match kernels");
+  *rechecked += c->h_count[1];
+  return GR_OK;
+}
+
 /* The slab path of the sparse form: the matrix of a slab of images on the device,
  * compacted there, then a float64 scan of the image per kept entry.  The list mode
  * (below) falls back to it when the re-check queue overflows (its sweep reads the
  * matrix) or the list does not fit; GR_MATCHER_DEBUG_SMALL_SLAB selects it. */
 static GrStatus
 sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
+    int64_t nruns, double rr, unsigned debug,
     GrMatch **buf, int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf,
     size_t errlen)
 {
@@ -1521,12 +1571,22 @@ sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
   CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
   long long rechecked = 0, total = 0;
   int slabs = 0;
+  int64_t run0 = 0;             /* the pruned form: the first run of this slab */
   for (int i0 = row0; i0 < row1; i0 += (int) srows) {
     const int i1 = i0 + srows < row1 ? i0 + (int) srows : row1;
     const int nr = i1 - i0;
     slabs++;
     PHASE (t_setup);
-    st = batch_slab (c, i0, i1, n, max_pn, rr, debug, &rechecked, errbuf, errlen);
+    if (nruns >= 0) {
+      int64_t run1 = run0;
+      while (run1 < nruns && runs[run1].image < i1)
+        run1++;
+      st = runs_slab (c, runs + run0, run1 - run0, i0, i1, n, max_pn, rr, debug,
+          &rechecked, errbuf, errlen);
+      run0 = run1;
+    } else {
+      st = batch_slab (c, i0, i1, n, max_pn, rr, debug, &rechecked, errbuf, errlen);
+    }
     if (st != GR_OK)
       return st;
     PHASE (t_match);
@@ -1598,12 +1658,12 @@ sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
 /* the slab path, its entries in *buf (which it may move: *view follows) */
 static GrStatus
 slabs_view (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets, int m,
-    int row0, int row1, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
-    const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
-    size_t errlen)
+    int row0, int row1, const GrMatcherRun *runs, int64_t nruns, double rr,
+    unsigned debug, GrMatch **buf, int64_t *cap, const GrMatch **view, int64_t *count,
+    GrMatchStats *stats, char *errbuf, size_t errlen)
 {
-  const GrStatus st = sparse_slabs (c, desc, k, offsets, m, row0, row1, rr, debug, buf,
-      cap, count, stats, errbuf, errlen);
+  const GrStatus st = sparse_slabs (c, desc, k, offsets, m, row0, row1, runs, nruns, rr,
+      debug, buf, cap, count, stats, errbuf, errlen);
   *view = *buf;
   return st;
 }
@@ -1632,16 +1692,21 @@ slist_reserve (GrMatcherCuda *c, size_t need)
  * a re-check queue that overflows falls back to the slab path. */
 extern "C" GrStatus
 gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
-    GrMatch **buf, int64_t *cap, const GrMatch **view, int64_t *count,
-    GrMatchStats *stats, char *errbuf, size_t errlen)
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
+    int64_t nruns, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
+    const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
+    size_t errlen)
 {
   *count = 0;
   *view = *buf;
   if (row1 <= row0)
     return GR_OK;
+  /* a pair list: the slab path, one launch a run (matcher_cuda.h) */
+  if (nruns >= 0)
+    return slabs_view (c, desc, k, offsets, m, row0, row1, runs, nruns, rr, debug, buf,
+        cap, view, count, stats, errbuf, errlen);
   if (debug & GR_MATCHER_DEBUG_SMALL_SLAB)
-    return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+    return slabs_view (c, desc, k, offsets, m, row0, row1, NULL, -1, rr, debug, buf, cap, view,
         count, stats, errbuf, errlen);
   long long rows;
   int max_pn;
@@ -1688,7 +1753,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     if (want > list_max ||
         slist_reserve (c, (size_t) (want > 4096 ? want : 4096)) != cudaSuccess) {
       cudaGetLastError ();
-      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+      return slabs_view (c, desc, k, offsets, m, row0, row1, NULL, -1, rr, debug, buf, cap, view,
           count, stats, errbuf, errlen);
     }
     p.skey = c->d_skey;
@@ -1709,7 +1774,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
             cudaMemcpyDeviceToHost, s), "cudaMemcpy (list count)");
     CK (cudaStreamSynchronize (s), "match kernels");
     if (c->h_count[0] > pcap)   /* the sweep needs the matrix */
-      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+      return slabs_view (c, desc, k, offsets, m, row0, row1, NULL, -1, rr, debug, buf, cap, view,
           count, stats, errbuf, errlen);
     kept = *c->h_scount;
     if (kept <= want)
@@ -1731,7 +1796,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
       e = gr_cuda_grow (&c->d_wpre, &c->wpre_cap, words, 4096);
     if (e != cudaSuccess) {
       cudaGetLastError ();
-      return slabs_view (c, desc, k, offsets, m, row0, row1, rr, debug, buf, cap, view,
+      return slabs_view (c, desc, k, offsets, m, row0, row1, NULL, -1, rr, debug, buf, cap, view,
           count, stats, errbuf, errlen);
     }
     CK (gr_cuda_grow (&c->d_rcnt, &c->rcnt_cap, (size_t) nr + 1, 1024),

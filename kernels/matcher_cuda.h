@@ -12,6 +12,14 @@ extern "C" {
 
 typedef struct GrMatcherCuda GrMatcherCuda;
 
+/* The pruned sparse form's work (matcher.c builds it from a GrMatcherPairs): image
+ * `image` against the queries q0 .. q1 - 1, descriptors of consecutive listed images
+ * (never its own); the runs in the matrix's order (image, then query). */
+typedef struct {
+  int image;
+  int64_t q0, q1;
+} GrMatcherRun;
+
 GrMatcherCuda *gr_matcher_cuda_new (int device, char *errbuf, size_t errlen);
 void gr_matcher_cuda_free (GrMatcherCuda *c);
 
@@ -22,11 +30,17 @@ GrStatus gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
 /* The sparse form (matcher.h) of the images [row0, row1) (0 <= row0 <= row1 <= m):
  * *count entries at *view, which is either the engine's pinned buffer (the list
  * mode; valid until the next call or free) or *buf (malloc'ed, *cap entries, grown
- * with realloc as needed: the slab path). */
+ * with realloc as needed: the slab path).  runs (nruns >= 0 of them, images within
+ * [row0, row1)): only those pairs are computed (on the slab path), the rest of the list
+ * is left out (nruns < 0: every pair, list mode); each run holds at most
+ * GR_MATCHER_CUDA_RUN queries (GR_MATCHER_DEBUG_SMALL_LIST: 16), so that the re-check
+ * queue of its launch cannot overflow. */
+#define GR_MATCHER_CUDA_RUN (1 << 22)
 GrStatus gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, int row0, int row1, double rr, unsigned debug,
-    GrMatch **buf, int64_t *cap, const GrMatch **view, int64_t *count,
-    GrMatchStats *stats, char *errbuf, size_t errlen);
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
+    int64_t nruns, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
+    const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
+    size_t errlen);
 /* fwd / bwd: the caller's buffers (NULL: not wanted), or, when vfwd / vbwd are
  * non-NULL, that direction goes to the engine's pinned result buffer and *vfwd / *vbwd
  * receive pointers into it (valid until the next call). */

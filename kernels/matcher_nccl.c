@@ -34,6 +34,10 @@ struct GrMatcherNccl {
   size_t hdesc_cap;
   int64_t *hoff;
   size_t hoff_cap;
+  int64_t *hpstart;             /* non-root ranks: the broadcast pair list */
+  size_t hpstart_cap;
+  int32_t *hpimg;
+  size_t hpimg_cap;
   GrMatch *out;                 /* root: the gathered list */
   size_t out_cap;                /* bytes */
 };
@@ -43,6 +47,7 @@ typedef struct {
   int64_t m, k, n;
   double ratio;
   int64_t status;               /* GR_OK, or the root's refusal */
+  int64_t npairs;               /* the pair list's entries, -1: every pair */
 } Header;
 
 static double
@@ -211,6 +216,8 @@ gr_matcher_nccl_free (GrMatcherNccl *mn)
   if (mn->hdesc)
     cudaFreeHost (mn->hdesc);
   free (mn->hoff);
+  free (mn->hpstart);
+  free (mn->hpimg);
   free (mn->out);
   free (mn);
 }
@@ -463,6 +470,16 @@ gr_matcher_nccl_match_all_sparse (GrMatcherNccl *mn, int root, const float *desc
     int k, const int64_t *offsets, int m, float ratio, const GrMatch **matches,
     int64_t *count, GrMatchNcclStats *stats, char *errbuf, size_t errlen)
 {
+  return gr_matcher_nccl_match_all_sparse_pairs (mn, root, desc, k, offsets, m, NULL,
+      ratio, matches, count, stats, errbuf, errlen);
+}
+
+GrStatus
+gr_matcher_nccl_match_all_sparse_pairs (GrMatcherNccl *mn, int root, const float *desc,
+    int k, const int64_t *offsets, int m, const GrMatcherPairs *pairs, float ratio,
+    const GrMatch **matches, int64_t *count, GrMatchNcclStats *stats, char *errbuf,
+    size_t errlen)
+{
   const double t0 = now_ms ();
   GrMatchNcclStats s;
   memset (&s, 0, sizeof s);
@@ -482,6 +499,9 @@ gr_matcher_nccl_match_all_sparse (GrMatcherNccl *mn, int root, const float *desc
   char rerr[256] = "";
   if (mn->rank == root) {
     h.status = root_check (desc, k, offsets, m, ratio, rerr, sizeof rerr);
+    if (h.status == GR_OK && pairs)
+      h.status = gr_matcher_pairs_check (pairs, m, rerr, sizeof rerr);
+    h.npairs = pairs && h.status == GR_OK ? pairs->start[m] : -1;
     if (h.status == GR_OK) {
       h.m = m;
       h.k = k;
@@ -504,7 +524,11 @@ gr_matcher_nccl_match_all_sparse (GrMatcherNccl *mn, int root, const float *desc
   if (mn->rank != root) {
     if (grow_host ((void **) &mn->hoff, &mn->hoff_cap, sizeof (int64_t) * (size_t)
             (h.m + 1)) != GR_OK || grow_pinned (&mn->hdesc, &mn->hdesc_cap,
-            sizeof (float) * (size_t) (h.n * h.k > 0 ? h.n * h.k : 1)) != GR_OK)
+            sizeof (float) * (size_t) (h.n * h.k > 0 ? h.n * h.k : 1)) != GR_OK ||
+        (h.npairs >= 0 && (grow_host ((void **) &mn->hpstart, &mn->hpstart_cap,
+                    sizeof (int64_t) * (size_t) (h.m + 1)) != GR_OK ||
+                grow_host ((void **) &mn->hpimg, &mn->hpimg_cap, sizeof (int32_t) *
+                    (size_t) (h.npairs > 0 ? h.npairs : 1)) != GR_OK)))
       h.status = GR_ERR_NOMEM;
   }
   /* every rank must take part in the broadcasts: agree on having room first */
@@ -525,6 +549,18 @@ gr_matcher_nccl_match_all_sparse (GrMatcherNccl *mn, int root, const float *desc
   if (st == GR_OK)
     st = bcast_host (mn, root, desc, mn->hdesc, sizeof (float) * (size_t) (h.n * h.k),
         errbuf, errlen);
+  /* the pair list: every rank needs its images' lists, and all of them for the split */
+  GrMatcherPairs rp = { (int) h.m, mn->hpstart, mn->hpimg };
+  const GrMatcherPairs *pl = NULL;
+  if (st == GR_OK && h.npairs >= 0) {
+    const bool is_root = mn->rank == root;   /* pairs is read on the root only */
+    st = bcast_host (mn, root, is_root ? pairs->start : NULL, mn->hpstart,
+        sizeof (int64_t) * (size_t) (h.m + 1), errbuf, errlen);
+    if (st == GR_OK)
+      st = bcast_host (mn, root, is_root ? pairs->images : NULL, mn->hpimg,
+          sizeof (int32_t) * (size_t) h.npairs, errbuf, errlen);
+    pl = mn->rank == root ? pairs : &rp;
+  }
   if (st != GR_OK)
     return st;
   const double t1 = now_ms ();
@@ -534,15 +570,16 @@ gr_matcher_nccl_match_all_sparse (GrMatcherNccl *mn, int root, const float *desc
   int *bounds = malloc (sizeof (int) * (size_t) (mn->size + 1));
   if (!bounds)
     return GR_ERR_NOMEM;
-  gr_matcher_split_rows (off, (int) h.m, mn->size, bounds);
+  gr_matcher_split_rows_pairs (off, (int) h.m, pl, mn->size, bounds);
   s.row0 = bounds[mn->rank];
   s.row1 = bounds[mn->rank + 1];
   free (bounds);
   const GrMatch *local = NULL;
   int64_t lc = 0;
   char lerr[256] = "";
-  int64_t lst = gr_matcher_match_rows_sparse (mn->mt, dsc, (int) h.k, off, (int) h.m,
-      s.row0, s.row1, (float) h.ratio, &local, &lc, NULL, lerr, sizeof lerr);
+  int64_t lst = gr_matcher_match_rows_sparse_pairs (mn->mt, dsc, (int) h.k, off,
+      (int) h.m, s.row0, s.row1, pl, (float) h.ratio, &local, &lc, NULL, lerr,
+      sizeof lerr);
   const double t2 = now_ms ();
   s.match_ms = t2 - t1;
   s.local_count = lc;

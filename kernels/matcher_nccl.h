@@ -80,6 +80,16 @@ GrStatus gr_matcher_nccl_match_all_sparse (GrMatcherNccl *mn, int root,
     const GrMatch **matches, int64_t *count, GrMatchNcclStats *stats, char *errbuf,
     size_t errlen);
 
+/* gr_matcher_nccl_match_all_sparse restricted to a pair list (matcher.h's
+ * GrMatcherPairs: pair pruning by footprint overlap), read on the root only (NULL:
+ * every pair) and broadcast with the batch; the images are split by the pruned work
+ * (gr_matcher_split_rows_pairs).  The root's list is then
+ * gr_matcher_match_rows_sparse_pairs's over all images, entry for entry. */
+GrStatus gr_matcher_nccl_match_all_sparse_pairs (GrMatcherNccl *mn, int root,
+    const float *desc, int k, const int64_t *offsets, int m,
+    const GrMatcherPairs *pairs, float ratio, const GrMatch **matches, int64_t *count,
+    GrMatchNcclStats *stats, char *errbuf, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

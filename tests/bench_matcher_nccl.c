@@ -3,11 +3,15 @@
  * the sparse output.  Prints the single-GPU matcher's time, the NCCL matcher's with
  * 1 rank and with R ranks (threads, one per device; GEOREG_NCCL_RANKS limits R), the
  * speed-up, and whether every list is identical to the single-GPU one.
+ * GEOREG_BENCH_PAIRS=1: pair pruning by footprint overlap (the frames along flight
+ * lines of 25, tests/matcher_pairs_gen.h; margin 0) in every run, the single-GPU
+ * pruned list being the reference: a day's survey (m = 10000) matched as a survey is.
  * Usage: bench_matcher_nccl [m [ni [k [reps]]]].  Exit 1 when a list differs.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
 #include "matcher_batch_gen.h"
+#include "matcher_pairs_gen.h"
 #include "nccl_ranks.h"
 
 int
@@ -31,6 +35,20 @@ main (int argc, char **argv)
   printf ("batch: m %d images x %d descriptors (n %lld), k %d, ratio 0.8, sparse "
       "output; %d device(s), best of %d\n", m, ni, (long long) off[m], k, ndev, reps);
   char err[256] = "";
+  const char *penv = getenv ("GEOREG_BENCH_PAIRS");
+  GrMatcherPairs pairs = { 0 };
+  const GrMatcherPairs *P = NULL;
+  if (penv && atoi (penv) == 1) {
+    double *fp = survey_footprints (m, 25);
+    if (gr_matcher_pairs_from_footprints (fp, m, 0.0, &pairs, err, sizeof err) != GR_OK) {
+      fprintf (stderr, "footprints: %s\n", err);
+      return 1;
+    }
+    free (fp);
+    P = &pairs;
+    printf ("pair pruning by footprint overlap: %lld of %lld ordered pairs listed\n",
+        (long long) pairs.start[m], (long long) m * (m - 1));
+  }
   GrStatus st;
   GrMatcher *mt = gr_matcher_new (GR_BACKEND_CUDA, 0, &st, err, sizeof err);
   if (!mt) {
@@ -42,8 +60,8 @@ main (int argc, char **argv)
   double best1 = 1e300;
   for (int r = 0; r < reps; r++) {
     GrMatchStats s;
-    st = gr_matcher_match_all_sparse (mt, d, k, off, m, 0.8f, &l, &n1, &s, err,
-        sizeof err);
+    st = gr_matcher_match_rows_sparse_pairs (mt, d, k, off, m, 0, m, P, 0.8f, &l, &n1,
+        &s, err, sizeof err);
     if (st != GR_OK) {
       fprintf (stderr, "single GPU: %s\n", err);
       return 1;
@@ -64,7 +82,7 @@ main (int argc, char **argv)
   for (int ri = 0; ri < (R > 1 ? 2 : 1); ri++) {
     const int nr = runs[ri];
     NcclRank *ranks = calloc ((size_t) nr, sizeof *ranks);
-    nccl_ranks_run (nr, 0, reps, d, k, off, m, 0.8f, ranks);
+    nccl_ranks_run_pairs (nr, 0, reps, d, k, off, m, P, 0.8f, ranks);
     int ok = 1;
     double worst_match = 0;
     for (int r = 0; r < nr; r++) {
@@ -99,6 +117,7 @@ main (int argc, char **argv)
     free (ranks);
   }
   free (ref);
+  gr_matcher_pairs_clear (&pairs);
   free (d);
   free (off);
   return fail;

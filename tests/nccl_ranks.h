@@ -20,6 +20,7 @@ typedef struct {
   int k, m;
   const int64_t *off;
   float ratio;
+  const GrMatcherPairs *pairs;  /* the root's pair list, or NULL */
   pthread_barrier_t *bar;
   /* out */
   GrStatus st;
@@ -54,8 +55,8 @@ nr_thread (void *arg)
     const double t0 = nr_now_ms ();
     const GrMatch *l;
     int64_t c;
-    t->st = gr_matcher_nccl_match_all_sparse (mn, t->root, t->desc, t->k, t->off, t->m,
-        t->ratio, &l, &c, &t->stats, t->err, sizeof t->err);
+    t->st = gr_matcher_nccl_match_all_sparse_pairs (mn, t->root, t->desc, t->k, t->off,
+        t->m, t->pairs, t->ratio, &l, &c, &t->stats, t->err, sizeof t->err);
     const double ms = nr_now_ms () - t0;
     if (ms < t->best_ms)
       t->best_ms = ms;
@@ -71,11 +72,12 @@ nr_thread (void *arg)
   return NULL;
 }
 
-/* R ranks over devices 0 .. R-1; the root's batch is (desc, k, off, m, ratio); the
- * other ranks pass nothing (NULL, 0).  ranks[] receives each rank's outcome. */
+/* R ranks over devices 0 .. R-1; the root's batch is (desc, k, off, m, ratio, pairs:
+ * NULL for every pair); the other ranks pass nothing (NULL, 0).  ranks[] receives each
+ * rank's outcome. */
 static inline void
-nccl_ranks_run (int R, int root, int reps, const float *desc, int k, const int64_t *off,
-    int m, float ratio, NcclRank *ranks)
+nccl_ranks_run_pairs (int R, int root, int reps, const float *desc, int k,
+    const int64_t *off, int m, const GrMatcherPairs *pairs, float ratio, NcclRank *ranks)
 {
   unsigned char id[GR_NCCL_ID_BYTES];
   char err[256] = "";
@@ -109,11 +111,19 @@ nccl_ranks_run (int R, int root, int reps, const float *desc, int k, const int64
     t->k = r == root ? k : 0;
     t->m = r == root ? m : 0;
     t->ratio = r == root ? ratio : 0.f;
+    t->pairs = r == root ? pairs : NULL;
     pthread_create (&th[r], NULL, nr_thread, t);
   }
   for (int r = 0; r < R; r++)
     pthread_join (th[r], NULL);
   pthread_barrier_destroy (&bar);
   free (th);
+}
+
+static inline void
+nccl_ranks_run (int R, int root, int reps, const float *desc, int k, const int64_t *off,
+    int m, float ratio, NcclRank *ranks)
+{
+  nccl_ranks_run_pairs (R, root, reps, desc, k, off, m, NULL, ratio, ranks);
 }
 #endif

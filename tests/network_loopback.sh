@@ -29,6 +29,15 @@ ts=0; klv=0
 have mpegtsmux && have tsdemux && have tsparse && have rtpmp2tpay && ts=1
 [ "${GEOREG_LOOPBACK_TRANSPORT:-}" = tcp ] && ts=0     # the other path, on demand
 [ $ts = 1 ] && have georegklvenc && klv=1
+# GEOREG_LOOPBACK_REQUIRE_KLV=1 (tools/gpu.sh loopback): the KLV must go, no fallback
+if [ "${GEOREG_LOOPBACK_REQUIRE_KLV:-0}" = 1 ] && [ $klv = 0 ]; then
+  missing=""
+  for e in mpegtsmux tsdemux tsparse rtpmp2tpay rtpmp2tdepay georegklvenc; do
+    have $e || missing+=" $e"
+  done
+  echo "FAIL: the KLV path is required; missing:${missing:- (GEOREG_LOOPBACK_TRANSPORT=tcp)}"
+  exit 1
+fi
 [ "$backend" = cuda ] && ! gst-inspect-1.0 nvh264dec > /dev/null 2>&1 &&
   { echo "SKIP: no nvh264dec"; exit 77; }
 d=$(mktemp -d)
@@ -75,8 +84,13 @@ chain () {
   # kernel would drop datagrams)
   echo "queue max-size-buffers=0 max-size-bytes=0 max-size-time=0 ! h264parse ! $dec \
     ! nmilocalize $CTL frame-scale=$scale control-scale=$scale backend=$backend \
-    ! nmiregister $CTL max-keypoints=$kp backend=$backend ! fakesink sync=false"
-  [ $klv = 1 ] && echo "dm. ! queue ! meta/x-klv ! filesink sync=false location=$d/$1.klv"
+    ! nmiregister $CTL max-keypoints=$kp backend=$backend ! fakesink sync=false async=false"
+  # async=false: in the live receiver, a sink linked late (tsdemux's pads come with the
+  # PMT) could miss the pipeline's move to PLAYING and wait in preroll for ever; the
+  # KLV's queue then filled (its 1 s limit), tsdemux blocked on it and no frame reached
+  # the decoder (seen in 2 runs of 6 on the loaded CPU machine, gdb: the KLV filesink
+  # in gst_base_sink_wait_preroll, tsdemux's thread in the full queue)
+  [ $klv = 1 ] && echo "dm. ! queue ! meta/x-klv ! filesink sync=false async=false location=$d/$1.klv"
 }
 # each frame's result: nmiregister's element message (gst-launch -m), less the fields
 # that differ from run to run (the timings, *-ms) or with the receiver's clock

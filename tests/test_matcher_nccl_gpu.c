@@ -3,13 +3,16 @@
  * gives the single-GPU matcher's list exactly; with 2 or more GPUs, one rank per GPU
  * (threads, unique id) gives it exactly too, whichever rank is the root, and over a
  * communicator of ncclCommInitAll; an invalid batch on the root fails every rank
- * (none is left waiting).  Exit 77 without a CUDA device.
+ * (none is left waiting); with a pair list (pair pruning) the ranks' list is the
+ * single-GPU pruned list exactly, and that is the full list restricted to the pairs.
+ * Exit 77 without a CUDA device.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
 #include <nccl.h>
 
 #include "matcher_batch_gen.h"
+#include "matcher_pairs_gen.h"
 #include "nccl_ranks.h"
 #include "test_check.h"
 
@@ -130,6 +133,40 @@ main (void)
         }
         free (ranks);
       }
+    }
+
+    /* a pair list (random, asymmetric), one rank and every device: == the single-GPU
+     * pruned list == the full list restricted to the pairs */
+    {
+      GrMatcherPairs P = random_pairs (m, 0.4, 31 + c);
+      int64_t np = 0;
+      st = gr_matcher_match_rows_sparse_pairs (mt, d, k, off, m, 0, m, &P, 0.8f, &l, &np,
+          NULL, err, sizeof err);
+      CHECK (st == GR_OK, "single GPU, pruned: %s", err);
+      GrMatch *pref = malloc (sizeof (GrMatch) * (size_t) (np + 1));
+      memcpy (pref, l, sizeof (GrMatch) * (size_t) np);
+      GrMatch *want = malloc (sizeof (GrMatch) * (size_t) (n1 + 1));
+      const int64_t nw = restrict_to_pairs (ref, n1, off, m, &P, want);
+      CHECK (same_list (pref, np, want, nw), "pruned (%lld) == restricted (%lld)",
+          (long long) np, (long long) nw);
+      for (int ci = 0; ci < (R > 1 ? 2 : 1); ci++) {
+        const int nr = ci ? R : 1;
+        NcclRank *ranks = calloc ((size_t) nr, sizeof *ranks);
+        nccl_ranks_run_pairs (nr, nr - 1, 1, d, k, off, m, &P, 0.8f, ranks);
+        const int ok = ranks[nr - 1].st == GR_OK &&
+            same_list (ranks[nr - 1].list, ranks[nr - 1].count, pref, np);
+        CHECK (ok, "%d rank(s), pairs: %lld entries vs %lld (%s)", nr,
+            (long long) ranks[nr - 1].count, (long long) np, ranks[nr - 1].err);
+        printf ("%d rank(s), root %d, pair list of %lld: %lld entries, %s\n", nr,
+            nr - 1, (long long) P.start[m], (long long) ranks[nr - 1].count,
+            ok ? "identical" : "DIFFERENT");
+        for (int r = 0; r < nr; r++)
+          free (ranks[r].list);
+        free (ranks);
+      }
+      free (want);
+      free (pref);
+      gr_matcher_pairs_clear (&P);
     }
 
     /* an invalid batch on the root (k = 0): every rank fails, none hangs */

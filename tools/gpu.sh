@@ -53,6 +53,15 @@
 #                                       then (a) and (b) dense and sparse with checks
 #                                       and goal lines (about 3 minutes at most)
 #   bash tools/gpu.sh multigpu [BUILD]  both (a host with several GPUs: nvidia-h100-x2)
+#   bash tools/gpu.sh pairs [BUILD]     pair pruning by footprint overlap on CUDA
+#                                       (test_matcher_pairs_gpu: CUDA == CPU entry for
+#                                       entry, and a survey of 1000 x 500 timed pruned vs
+#                                       full), then 10,000 x 500 pruned on 1 GPU and on
+#                                       every GPU (NCCL); ~2 min, bounded 300 s
+#   bash tools/gpu.sh loopback [BUILD]  a 4K stream and its KLV (MPEG-TS, RTP over UDP on
+#                                       127.0.0.1) into a GPU pipeline: its results and
+#                                       KLV equal the local pipeline's (~1-2 min, bounded
+#                                       240 s; tests/network_loopback.sh)
 #   bash tools/gpu.sh all [BUILD]       suite and sanitize side by side, then bench, then
 #                                       live: about 8 minutes on an H100 host with 16
 #                                       cores, bounded by GPU_BUDGET_S (default 560 s)
@@ -86,6 +95,7 @@ stage () {
     [ -x "$mk" ] || { echo "make-gstroot.sh not found: set MAKE_GSTROOT" >&2; return 1; }
     "$mk" || { echo "make-gstroot.sh failed (apt-get update once first?)" >&2; return 1; }
   fi
+  gstroot_ts || return 1
   # GDAL: the GPU machine has none, so its closure is carried packed (gdal_pack);
   # GPU_GDAL=0 builds without it as before
   local gdal=enabled
@@ -128,6 +138,35 @@ stage () {
   tar -cf - .gstroot | xz -T0 -6 > .carry/gstroot.tar.xz || return 1
   echo "then: run with carry [\".carry\", \"$build\"] and \"tar -xJf" \
     ".carry/gstroot.tar.xz; source .gstroot/env.sh; bash tools/gpu.sh all $build\""
+}
+
+# the MPEG-TS plugins that make-gstroot.sh leaves out (tsdemux and tsparse in
+# mpegtsdemux, mpegtsmux), added to .gstroot from this machine's Debian 12 GStreamer
+# (the same 1.22 plugins-bad package make-gstroot unpacks): the network loopback
+# (tests/network_loopback.sh) carries the video and its KLV in MPEG-TS over RTP (rtp,
+# udp are kept already).  Their libraries (libgstmpegts, libgstcodecparsers, GLib...)
+# are in .gstroot or BUILD/fallback-lib; any other one is copied beside them, except
+# glibc's and the compression libraries every host has (GLib's gio already needs
+# them).  About 300 KB.
+gstroot_ts () {
+  local sys dst=.gstroot/usr/lib/x86_64-linux-gnu p lib n
+  sys=$(pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null)
+  [ -d "$sys" ] || sys=/usr/lib/x86_64-linux-gnu/gstreamer-1.0
+  for p in mpegtsdemux mpegtsmux; do
+    [ -f "$dst/gstreamer-1.0/libgst$p.so" ] && continue
+    [ -f "$sys/libgst$p.so" ] ||
+      { echo "no $sys/libgst$p.so (install gstreamer1.0-plugins-bad)" >&2; return 1; }
+    cp "$sys/libgst$p.so" "$dst/gstreamer-1.0/" || return 1
+    for lib in $(ldd "$sys/libgst$p.so" | awk '$3 ~ /^\// {print $3}'); do
+      n=${lib##*/}
+      case $n in
+        libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libz.so*|liblzma.so*|libbz2.so*|libffi.so*|libpcre2-8.so*) continue ;;
+      esac
+      [ -e "$dst/$n" ] || [ -e ".gstroot/lib/x86_64-linux-gnu/$n" ] ||
+        { cp -L "$lib" "$dst/$n" && echo "gstroot_ts: added $n (for $p)"; }
+    done
+    echo "gstroot_ts: added the $p plugin to .gstroot"
+  done
 }
 
 restore () {
@@ -634,6 +673,12 @@ nccl () {
   timeout "$(bounded 60)" "$t/test_matcher_nccl_gpu" > "$out/nccl-test.txt" 2>&1 || rc=1
   note "nccl test (libnccl: $lib)" "$rc" $((SECONDS - t0)) \
     "$(grep -cE 'identical' "$out/nccl-test.txt") identical, $(tail -n 1 "$out/nccl-test.txt")"
+  # the unique id across separate processes (env, then a file by rank 0)
+  local r2=0 t1=$SECONDS
+  timeout "$(bounded 90)" "$t/test_matcher_nccl_procs_gpu" > "$out/nccl-procs.txt" 2>&1 || r2=1
+  note "nccl ranks as processes" "$r2" $((SECONDS - t1)) \
+    "$(grep -cE 'identical' "$out/nccl-procs.txt") identical of 4, $(tail -n 1 "$out/nccl-procs.txt")"
+  rc=$((rc | r2))
   bench_step "matcher_nccl 4000x500 k64" 110 matcher_nccl.log "$t/bench_matcher_nccl" \
     4000 500 64 2 || rc=1
   grep -E '^(single|NCCL|speed-up)' "$out/bench/matcher_nccl.log" | tee -a "$out/table.txt"
@@ -659,6 +704,54 @@ matcher () {
     for mm in 1024 1000; do
       grep -E "^matcher sparse \(list\): m $mm " "$out/bench/matcher_goals.log" | tail -n 1
     done; } | tee -a "$out/table.txt"
+  return "$rc"
+}
+
+# loopback: issue 16's "Done when": the loopback RTP pair carries a 4K stream and its
+# KLV into a GPU pipeline (nvh264dec into CUDA memory, nmilocalize ! nmiregister on
+# CUDA), whose results (each frame's nmiregister message less timings and timestamp)
+# and KLV bytes must equal the local pipeline's on the same frames
+# (tests/network_loopback.sh cuda, GEOREG_LOOPBACK_4K=1, GEOREG_LOOPBACK_REQUIRE_KLV=1:
+# no falling back to the video alone).  Needs the MPEG-TS plugins in .gstroot
+# (stage's gstroot_ts) and a BUILD with GDAL (georegklvenc).  ~1-2 min, bounded 240 s
+loopback () {
+  setup_env
+  local t0=$SECONDS rc verdict
+  GEOREG_BUILD_ROOT=$root/$build GEOREG_SOURCE_ROOT=$root GEOREG_LOOPBACK_4K=1 \
+    GEOREG_LOOPBACK_REQUIRE_KLV=1 timeout "$(bounded 240)" \
+    bash tests/network_loopback.sh cuda > "$out/loopback.txt" 2>&1
+  rc=$?
+  case $rc in
+    0) verdict="equal" ;;
+    77) verdict="skipped" ;;
+    124) verdict="timed out" ;;
+    *) verdict="NOT equal" ;;
+  esac
+  note "loopback 4K + KLV, CUDA receiver" "$rc" $((SECONDS - t0)) \
+    "$verdict: $(grep -E '^(loopback|FAIL|SKIP|frames)' "$out/loopback.txt" | tr '\n' ' ')"
+  return "$rc"
+}
+
+# pairs: pair pruning by footprint overlap on CUDA (test_matcher_pairs_gpu): the pruned
+# list on CUDA == the CPU's entry for entry (random and footprint lists, the debug
+# paths, k = 32, 64, 128), == CUDA's full list restricted to the pairs, and a survey of
+# GEOREG_PAIRS_M (1000) images x 500 descriptors, k = 64, timed pruned vs full; ~1 min
+pairs () {
+  setup_env
+  local t0=$SECONDS rc
+  timeout "$(bounded 180)" "$build/tests/test_matcher_pairs_gpu" > "$out/pairs.txt" 2>&1
+  rc=$?
+  note "pair pruning on CUDA" "$rc" $((SECONDS - t0)) \
+    "$(grep -c 'identical' "$out/pairs.txt") cases identical; $(grep -m1 '^survey' "$out/pairs.txt")"
+  # a day's survey (10,000 frames x 500, k = 64) pruned, on one GPU and on every GPU
+  # (NCCL), lists identical: where the NCCL matcher is built and libnccl found
+  if [ -x "$build/tests/bench_matcher_nccl" ] && [ -n "$NCCL_LIB" ]; then
+    mkdir -p "$out/bench"
+    bench_step "matcher_nccl pruned 10000x500" 120 matcher_nccl_pairs.log \
+      env GEOREG_BENCH_PAIRS=1 "$build/tests/bench_matcher_nccl" 10000 500 64 2 || rc=1
+    grep -E '^(pair|single|NCCL|speed-up)' "$out/bench/matcher_nccl_pairs.log" |
+      tee -a "$out/table.txt"
+  fi
   return "$rc"
 }
 
@@ -755,6 +848,8 @@ case "$cmd" in
   multistream) multistream; rc=$?; table; exit "$rc" ;;
   nccl) nccl; rc=$?; table; exit "$rc" ;;
   matcher) matcher; rc=$?; table; exit "$rc" ;;
+  loopback) loopback; rc=$?; table; exit "$rc" ;;
+  pairs) pairs; rc=$?; table; exit "$rc" ;;
   multigpu) deadline=$(( SECONDS + ${GPU_BUDGET_S:-320} )); setup_env; : > "$out/table.txt"
     nccl; r1=$?; multistream; r2=$?; table; [ $((r1 + r2)) = 0 ]; exit $? ;;
   all)
