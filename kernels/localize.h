@@ -120,6 +120,23 @@ GrStatus gr_localize_run (GrLocalize *loc, const GrPlaneF *frame,
     const GrLocalizePrior *prior, const GrLocalizeParams *params,
     GrLocalizeResult *out, char *errbuf, size_t errlen);
 
+/* The frame's area downscale at `scale` (0 < scale <= 1) into *out (a plane the
+ * caller zeroed or a previous result; gr_plane_alloc'd, freed by the localizer with
+ * gr_plane_clear), equal to gr_plane_downscale of the frame bit for bit, e.g. made on
+ * the GPU where the frame already is (frame_cuda.h).  GR_OK or an error. */
+typedef GrStatus (*GrLocalizeDownscaleFunc) (void *user, double scale, GrPlaneF *out,
+    char *errbuf, size_t errlen);
+
+/* gr_localize_run for a width x height frame of which `valid` pixels are valid, read
+ * only through its downscales (the search never needs its full-resolution pixels):
+ * the same result as gr_localize_run on the frame itself when `downscale` gives
+ * gr_plane_downscale's planes.  A frame on the GPU then never comes to the host
+ * whole (nmilocalize with a pose prior on CUDA). */
+GrStatus gr_localize_run_downscaled (GrLocalize *loc, int width, int height,
+    size_t valid, GrLocalizeDownscaleFunc downscale, void *user,
+    const GrLocalizePrior *prior, const GrLocalizeParams *params, GrLocalizeResult *out,
+    char *errbuf, size_t errlen);
+
 /* ---- Fine registration from a coarse result: the frame is warped onto the control's
  * grid at the coarser of the two resolutions (the control area-downscaled when it is
  * finer, the frame when it is), templates on a regular grid of the warped frame are
