@@ -376,6 +376,7 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   if (!self->georef)
     GST_INFO_OBJECT (self, "no georeference: pose metas are not used (%s)", why);
   self->warned_pose = FALSE;
+  self->warned_no_prior = FALSE;
 
   if (s.mask_location && *s.mask_location) {
     GrRaster m = { 0 };
@@ -526,13 +527,23 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     /* the heading and scale search on the window around the prior (its result comes
      * back in full-control pixels) */
     GrLocalizePrior wprior;
-    if (!gst_nmi_localize_window_prepare (self, &s, &fp, &wprior)) {
+    gboolean no_prior = FALSE;
+    if (!gst_nmi_localize_window_prepare (self, &s, &fp, &wprior, &no_prior)) {
       g_free (s.score_map_location);
       return GST_FLOW_ERROR;
     }
-    ret = gst_nmi_localize_full (self, buf, &s, &c, &wprior, pose, &rejected,
-        &elapsed_ms, &positions);
-    search_done = rejected ? "prior, then sweep (window)" : "prior (window)";
+    if (no_prior) {
+      GstNmiLocalizeMeta *nm = gst_buffer_add_nmi_localize_meta (buf);
+      nm->frame_scale = s.frame_scale;
+      nm->control_scale = s.control_scale;
+      nm->flags = GST_NMI_LOCALIZE_FLAG_PRIOR_NEEDED | GST_NMI_LOCALIZE_FLAG_NO_OVERLAP;
+      ret = GST_FLOW_OK;
+      search_done = "none (prior needed)";
+    } else {
+      ret = gst_nmi_localize_full (self, buf, &s, &c, &wprior, pose, &rejected,
+          &elapsed_ms, &positions);
+      search_done = rejected ? "prior, then sweep (window)" : "prior (window)";
+    }
   } else if (s.search == GST_NMI_LOCALIZE_SEARCH_TRANSLATION ||
       (s.search == GST_NMI_LOCALIZE_SEARCH_AUTO && !pose && self->translation_ok)) {
     ret = gst_nmi_localize_translation (self, buf, &s, &c, &fp, &elapsed_ms, &positions);
