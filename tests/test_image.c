@@ -154,11 +154,61 @@ test_downscale_bit_exact (void)
       cases);
 }
 
+static int
+cmp_f (const void *a, const void *b)
+{
+  const float x = *(const float *) a, y = *(const float *) b;
+  return (x > y) - (x < y);
+}
+
+/* Percentile ranges are two order statistics of the valid values: the kernel selects
+ * them without sorting and must give the sorted array's values, exactly (few distinct
+ * values, many, masks, one value). */
+static void
+test_percentile_exact (void)
+{
+  srand (11);
+  int differ = 0;
+  const int cases = 300;
+  for (int t = 0; t < cases; t++) {
+    const int w = 1 + rand () % 150, h = 1 + rand () % 120;
+    const int distinct = t % 3 == 0 ? 1 + rand () % 4 : 1 + rand () % 100000;
+    GrPlaneF p;
+    gr_plane_alloc (&p, w, h, t % 2);
+    for (size_t i = 0; i < (size_t) w * h; i++) {
+      p.data[i] = (float) (rand () % distinct) * 0.37f;
+      if (p.mask)
+        p.mask[i] = rand () % 4 != 0;
+    }
+    const double lo = (rand () % 500) / 10.0, hi = lo + 0.1 + (rand () % 500) / 10.0;
+    double a, b;
+    CHECK (gr_plane_value_range (&p, GR_BINS_PERCENTILE, 8, lo, hi, &a, &b) == GR_OK,
+        "percentile %g %g", lo, hi);
+    float *v = malloc (sizeof (float) * (size_t) w * h);
+    size_t n = 0;
+    for (size_t i = 0; i < (size_t) w * h; i++)
+      if (!p.mask || p.mask[i])
+        v[n++] = p.data[i];
+    double wa = 0.0, wb = 0.0;
+    if (n > 0) {
+      qsort (v, n, sizeof (float), cmp_f);
+      wa = v[(size_t) floor (lo / 100.0 * (n - 1) + 0.5)];
+      wb = v[(size_t) floor (hi / 100.0 * (n - 1) + 0.5)];
+    }
+    differ += a != wa || b != wb;
+    free (v);
+    gr_plane_clear (&p);
+  }
+  CHECK (differ == 0, "%d of %d percentile ranges differ from the sorted values", differ,
+      cases);
+}
+
 int
 main (void)
 {
   test_downscale_means_and_masks ();
   test_downscale_bit_exact ();
+  test_percentile_exact ();
   test_bins ();
   return CHECK_DONE ();
 }
