@@ -163,8 +163,11 @@ gst_nmi_localize_window_prepare (GstNmiLocalize * self, const GstNmiLocalizeSett
       ok = gst_nmi_localize_nodata_copy (plane, s->control_nodata, &masked);
       plane = &masked;
     }
-    ok = ok && gr_localize_set_control (self->localizer, plane, err, sizeof err) ==
-        GR_OK;
+    /* the window itself is borrowed (self->follow holds it until the next one is
+     * set): no copy of its pixels at every slide */
+    ok = ok && (plane == &masked ? gr_localize_set_control (self->localizer, plane, err,
+            sizeof err) : gr_localize_set_control_ref (self->localizer, plane, err,
+            sizeof err)) == GR_OK;
     gr_plane_clear (&masked);
     if (!ok) {
       GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("Could not prepare the control window "

@@ -354,8 +354,12 @@ gst_nmi_localize_start (GstBaseTransform * trans)
       /* the localizer keeps its own pyramid of the full-resolution control */
       self->localizer = gr_localize_new (gr_nmi_dense_backend (self->engine),
           gst_georeg_base_engine_device (base, c.cuda_device_id), &est, err, sizeof err);
-      if (!self->localizer ||
-          gr_localize_set_control (self->localizer, full, err, sizeof err) != GR_OK) {
+      /* the shared control is borrowed (the base holds it until stop, after the
+       * localizer is freed); a nodata copy is freed below, so it is copied */
+      if (!self->localizer || (full == &nodata_copy ?
+              gr_localize_set_control (self->localizer, full, err, sizeof err) :
+              gr_localize_set_control_ref (self->localizer, full, err, sizeof err)) !=
+          GR_OK) {
         GST_ELEMENT_ERROR (self, LIBRARY, INIT,
             ("Could not prepare the control image for the heading and scale search."),
             ("%s", err));

@@ -38,7 +38,8 @@ struct GrLocalize {
   GrBackend backend;
   int device;
   GrBackend actual;
-  GrPlaneF control;       /* packed copy */
+  GrPlaneF control;       /* packed copy, or the caller's plane when borrowed */
+  bool borrowed;          /* gr_localize_set_control_ref: not ours to free */
   Level level[MAX_LEVELS];
   int nlevels;
   int threads;
@@ -129,6 +130,17 @@ gr_localize_new (GrBackend backend, int cuda_device, GrStatus *status, char *err
   return loc;
 }
 
+/* Lets go of the control plane (freed when it was our copy). */
+static void
+forget_control (GrLocalize *loc)
+{
+  if (loc->borrowed)
+    memset (&loc->control, 0, sizeof loc->control);
+  else
+    gr_plane_clear (&loc->control);
+  loc->borrowed = false;
+}
+
 static void
 drop_levels (GrLocalize *loc)
 {
@@ -146,7 +158,7 @@ gr_localize_free (GrLocalize *loc)
   if (!loc)
     return;
   drop_levels (loc);
-  gr_plane_clear (&loc->control);
+  forget_control (loc);
   free (loc);
 }
 
@@ -187,9 +199,27 @@ gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control, char *errbuf,
     return GR_ERR_INVALID;
   }
   drop_levels (loc);
-  gr_plane_clear (&loc->control);
+  forget_control (loc);
   if (!plane_copy (control, &loc->control))
     return GR_ERR_NOMEM;
+  return GR_OK;
+}
+
+GrStatus
+gr_localize_set_control_ref (GrLocalize *loc, const GrPlaneF *control, char *errbuf,
+    size_t errlen)
+{
+  if (loc) {
+    /* whatever happens, the previous plane is no longer read */
+    drop_levels (loc);
+    forget_control (loc);
+  }
+  if (!loc || !plane_ok (control)) {
+    gr_set_err (errbuf, errlen, "control: bad size, stride or pointer");
+    return GR_ERR_INVALID;
+  }
+  loc->control = *control;
+  loc->borrowed = true;
   return GR_OK;
 }
 

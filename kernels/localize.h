@@ -112,6 +112,12 @@ GrBackend gr_localize_backend (const GrLocalize *loc);
  * dropped. */
 GrStatus gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control,
     char *errbuf, size_t errlen);
+/* The same without the copy: the plane is borrowed and must stay alive and unchanged
+ * until the next set_control(_ref) or gr_localize_free (a shared control, or a window
+ * the caller holds: a 4K flight's window is 14 M pixels, copied at every slide).  On
+ * any return the previous control is no longer read. */
+GrStatus gr_localize_set_control_ref (GrLocalize *loc, const GrPlaneF *control,
+    char *errbuf, size_t errlen);
 
 /* Localizes one frame (float values, mask or NULL).  prior may be NULL.  Returns an
  * error only for bad arguments, memory or a failing backend; a frame that cannot be

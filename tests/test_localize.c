@@ -306,6 +306,19 @@ test_over_the_edge (void)
                 isnan (rd.score))), "frame %d: from downscales: flags 0x%x/0x%x, "
         "%d calls", i, r.flags, rd.flags, hs.calls);
     if (i == 0) {
+      /* a borrowed control (gr_localize_set_control_ref: nmilocalize's windows and
+       * shared control) searches as the copied one; a bad plane leaves no control */
+      GrLocalize *ref = gr_localize_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
+      GrLocalizeResult rr;
+      CHECK (ref && gr_localize_set_control_ref (ref, &ctl, e, sizeof e) == GR_OK &&
+          gr_localize_run (ref, &f, &pr, &lp, &rr, e, sizeof e) == GR_OK &&
+          !memcmp (r.h, rr.h, sizeof r.h) && r.flags == rr.flags, "borrowed control: "
+          "%s", e);
+      GrPlaneF none = { 0 };
+      CHECK (gr_localize_set_control_ref (ref, &none, e, sizeof e) == GR_ERR_INVALID &&
+          gr_localize_run (ref, &f, &pr, &lp, &rr, e, sizeof e) == GR_ERR_INVALID,
+          "a bad borrowed plane leaves no control");
+      gr_localize_free (ref);
       HostSource bad = { &f, 0, true };
       CHECK (gr_localize_run_downscaled (loc, f.width, f.height, 1, host_downscale, &bad,
               &pr, &lp, &rd, e, sizeof e) == GR_ERR_INVALID, "a source of the wrong "
