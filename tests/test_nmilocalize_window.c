@@ -61,6 +61,9 @@ main (void)
 
 #include "camera.h"
 #include "cuda_util.h"
+#if GR_HAVE_CUDA
+#include "frame_cuda.h"     /* gr_cuda_mem_info */
+#endif
 #include "fit.h"
 #include "geo.h"
 #include "georeg-meta.h"
