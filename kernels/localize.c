@@ -380,6 +380,9 @@ rotate_frame (const GrPlaneF *sf, double heading, GrPlaneF *tpl, double rot[9])
     0, 0, 1
   };
   memcpy (rot, m, sizeof m);
+  /* each pixel on its own (the same values on any number of threads): the fine
+   * templates (~140 x 120 at 4K) are rotated 16 times a frame */
+#pragma omp parallel for schedule(static) if (th >= 64)
   for (int j = 0; j < th; j++)
     for (int i = 0; i < tw; i++) {
       /* inverse rotation: template index -> small-frame index */
