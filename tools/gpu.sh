@@ -381,7 +381,8 @@ live () {
 # others, the worst), the process's peak RSS (checked < 2048 MiB) and the device
 # memory in use (cudaMemGetInfo) before, at peak and after; nvidia-smi samples the
 # whole device every 200 ms besides.  The frames are synthesized ahead in batches,
-# outside the timings.  Bounded to about 200 s (FLIGHT_200_S, FLIGHT_20_S).
+# outside the timings.  Before them, test_frame_downscale_gpu and the small windowed
+# test on CUDA.  Bounded to about 250 s (90 + FLIGHT_200_S 130 + FLIGHT_20_S 75).
 flight () {
   setup_env
   mkdir -p "$out/flight"
@@ -390,6 +391,13 @@ flight () {
   local common="GEOREG_TEST_BACKEND=cuda GEOREG_WINDOW_W=3840 GEOREG_WINDOW_H=2160
     GEOREG_WINDOW_SCALE=0.5 GEOREG_WINDOW_CONTROL_W=6144 GEOREG_WINDOW_CONTROL_H=4608
     GEOREG_WINDOW_REGISTER_FRAMES=0 GEOREG_WINDOW_RSS_MIB=2048"
+  # first the GPU tests of the pose path: the device downscales equal the host's bit
+  # for bit (what keeps the CUDA path's results), the windowed chain on small frames
+  t0=$SECONDS
+  timeout "$(bounded 90)" python3 tools/run-tests.py "$build" --log-dir "$out/flight/tests" \
+    frame_downscale_gpu nmilocalize_window_cuda > "$out/flight/tests.txt" 2>&1; r=$?
+  [ "$r" = 0 ] || rc=1
+  note "flight: pose-path GPU tests" "$r" $((SECONDS - t0)) "$(tail -n 1 "$out/flight/tests.txt")"
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 \
     > "$out/flight/gpumem.txt" 2>/dev/null & local smi=$!
   for run in 200 20; do
