@@ -43,6 +43,11 @@ typedef enum {
   /* the result disagrees with the prior beyond its stated uncertainty (position,
    * heading or scale), or frame_to_control is degenerate: do not trust it as good */
   GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE = 1 << 9,
+  /* the control is read in windows around each frame's prior (too large to hold
+   * whole: docs/controls.md) and this frame has no prior position: it was not
+   * searched.  Always with NO_OVERLAP (no position).  Set by the element, never by
+   * GrLocalize (whose flags share bits 0-15) */
+  GST_NMI_LOCALIZE_FLAG_PRIOR_NEEDED = 1 << 16,
 } GstNmiLocalizeFlags;
 
 typedef struct _GstNmiLocalizeMeta GstNmiLocalizeMeta;

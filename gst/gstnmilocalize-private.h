@@ -77,6 +77,7 @@ struct _GstNmiLocalize {
    * localizer holds the current window */
   gboolean windowed;
   GstGeoregControlFollow follow;
+  gboolean warned_no_prior;     /* the first frame without a prior was reported */
 };
 
 /* What a frame's search starts from (per frame: the pose meta is per buffer and the
@@ -134,9 +135,11 @@ void gst_nmi_localize_window_release (GstNmiLocalize * self);
 gboolean gst_nmi_localize_nodata_copy (const GrPlaneF * in, gint nodata,
     GrPlaneF * out);
 /* The window around the frame's prior into the localizer, and the prior in window
- * pixels.  FALSE after posting an error (no prior position: a prior is needed). */
+ * pixels.  A frame without a prior position is not searched: *no_prior, TRUE (the
+ * caller flags it PRIOR_NEEDED).  FALSE after posting an error. */
 gboolean gst_nmi_localize_window_prepare (GstNmiLocalize * self,
-    const GstNmiLocalizeSettings * s, const FramePrior * fp, GrLocalizePrior * wprior);
+    const GstNmiLocalizeSettings * s, const FramePrior * fp, GrLocalizePrior * wprior,
+    gboolean * no_prior);
 /* A result in window pixels back into full-control pixels (no-op on a whole
  * control). */
 void gst_nmi_localize_window_result (GstNmiLocalize * self, GrLocalizeResult * res);

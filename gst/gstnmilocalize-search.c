@@ -222,6 +222,52 @@ heading_difference (gdouble a, gdouble b)
   return d > 180.0 ? 360.0 - d : d;
 }
 
+/* The frame's downscales for GrLocalize (gr_localize_run_downscaled): the search
+ * reads a frame only through a few small downscales (6 or 7 at a pose prior's
+ * scales), so a frame for a CUDA localizer goes up once as 8-bit rows (shared with
+ * nmiregister downstream: gstgeoregcuda.h) and each downscale is made there and comes
+ * back small, as the translation search does, instead of a float copy of the whole
+ * frame on the host and 4K-wide downscales on the CPU (issue 13: they were most of
+ * the pose path's ~90 ms a 4K frame).  The device downscale equals gr_plane_downscale
+ * bit for bit (frame_cuda.h; test_frame_downscale_gpu), so results do not move.
+ * Elsewhere (a CPU localizer, or no device form), the host plane, read once. */
+typedef struct {
+  GstNmiLocalize *self;
+  GstBuffer *buf;
+  gint nodata;
+  gint device;                  /* the localizer's device, -1: host downscales */
+  gboolean host_read;           /* self->full holds the frame */
+} FrameSource;
+
+static GrStatus
+frame_downscale (void *user, double scale, GrPlaneF * out, char *errbuf, size_t errlen)
+{
+  FrameSource *fs = user;
+  GstGeoregBase *base = GST_GEOREG_BASE (fs->self);
+  if (fs->device >= 0 && !fs->host_read) {
+    /* a CUDA frame of our context is read in place; any other goes up once */
+    if (!gst_georeg_base_frame_to_plane (base, fs->buf, fs->nodata, scale, TRUE, out,
+            errbuf, errlen))
+      return GR_ERR_CUDA;
+    if (gst_georeg_base_input (base) == GST_GEOREG_INPUT_CUDA_DEVICE)
+      return GR_OK;
+    gboolean done = FALSE;
+    if (!gst_georeg_base_frame_to_device (base, fs->buf, fs->nodata, fs->device, scale,
+            TRUE, out, &done, errbuf, errlen))
+      return GR_ERR_CUDA;
+    if (done)
+      return GR_OK;
+  }
+  if (!fs->host_read) {
+    if (!gst_georeg_base_read_plane (base, fs->buf, fs->nodata, &fs->self->full)) {
+      g_strlcpy (errbuf, "the frame could not be read", errlen);
+      return GR_ERR_INVALID;
+    }
+    fs->host_read = TRUE;
+  }
+  return gr_plane_downscale (&fs->self->full, scale, out);
+}
+
 /* GrLocalize over the full-resolution frame and control from prior (NULL: none).
  * With `fallback`, a doubtful result from a prior with a heading or a scale is
  * searched again over every heading and scale (the position kept, its window doubled)
@@ -241,12 +287,23 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
   char err[512] = "";
 
   *rejected = FALSE;
-  if (!gst_georeg_base_read_plane (base, buf, c->nodata, &self->full))
-    return GST_FLOW_ERROR;
-  if (self->frame_mask.data && !gst_georeg_plane_and_mask (&self->full,
-          &self->frame_mask)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
-    return GST_FLOW_ERROR;
+  /* the frame through its downscales when its valid pixels are known without reading
+   * it (no nodata, no alpha, no frame mask: every pixel), else the host plane */
+  const gboolean by_downscales = c->nodata < 0 && !self->frame_mask.data &&
+      !GST_VIDEO_INFO_HAS_ALPHA (info);
+  FrameSource src = { self, buf, c->nodata, -1, FALSE };
+  if (by_downscales && gr_localize_backend (self->localizer) == GR_BACKEND_CUDA)
+    src.device = MAX (gst_georeg_base_engine_device (base, c->cuda_device_id), 0);
+  gsize valid = (gsize) fw * fh;
+  if (!by_downscales) {
+    if (!gst_georeg_base_read_plane (base, buf, c->nodata, &self->full))
+      return GST_FLOW_ERROR;
+    if (self->frame_mask.data && !gst_georeg_plane_and_mask (&self->full,
+            &self->frame_mask)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    valid = gr_plane_count_valid (&self->full);
   }
 
   GrLocalizeParams lp;
@@ -257,8 +314,9 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
   lp.min_peak_ratio = s->min_peak_ratio;
   GrLocalizeResult res;
   gint64 t0 = g_get_monotonic_time ();
-  GrStatus st = gr_localize_run (self->localizer, &self->full, prior, &lp, &res, err,
-      sizeof err);
+  GrStatus st = by_downscales ? gr_localize_run_downscaled (self->localizer, fw, fh,
+      valid, frame_downscale, &src, prior, &lp, &res, err, sizeof err) :
+      gr_localize_run (self->localizer, &self->full, prior, &lp, &res, err, sizeof err);
   *searches = st == GR_OK ? (guint64) res.searches : 0;
   if (st == GR_OK && fallback && prior && (prior->has_heading || prior->has_scale) &&
       (res.flags & DOUBTFUL_FULL)) {
@@ -271,8 +329,10 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
       wide.position_sigma = 2.0 * prior->position_sigma;
     }
     GrLocalizeResult again;
-    st = gr_localize_run (self->localizer, &self->full, wide.has_position ? &wide : NULL,
-        &lp, &again, err, sizeof err);
+    st = by_downscales ? gr_localize_run_downscaled (self->localizer, fw, fh, valid,
+        frame_downscale, &src, wide.has_position ? &wide : NULL, &lp, &again, err,
+        sizeof err) : gr_localize_run (self->localizer, &self->full,
+        wide.has_position ? &wide : NULL, &lp, &again, err, sizeof err);
     if (st == GR_OK) {
       *searches += (guint64) again.searches;
       const gboolean again_doubtful = (again.flags & DOUBTFUL_FULL) != 0;
@@ -317,7 +377,7 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
   m->second_score = res.second;
   m->peak_ratio = res.peak_ratio;
   m->overlap = res.overlap;
-  m->valid_pixels = (guint64) (res.overlap * gr_plane_count_valid (&self->full));
+  m->valid_pixels = (guint64) (res.overlap * valid);
   m->control_x = res.h[2];      /* frame (0, 0) on the control */
   m->control_y = res.h[5];
   m->offset_x = m->control_x * s->control_scale;

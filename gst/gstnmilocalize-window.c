@@ -103,7 +103,7 @@ window_level (GrControlSource * src, const GrLocalizePrior * p, gint frame_long)
 
 gboolean
 gst_nmi_localize_window_prepare (GstNmiLocalize * self, const GstNmiLocalizeSettings * s,
-    const FramePrior * fp, GrLocalizePrior * wprior)
+    const FramePrior * fp, GrLocalizePrior * wprior, gboolean * no_prior)
 {
   GstGeoregBase *base = GST_GEOREG_BASE (self);
   GstGeoregControl *control = gst_georeg_base_control_windowed (base);
@@ -112,15 +112,23 @@ gst_nmi_localize_window_prepare (GstNmiLocalize * self, const GstNmiLocalizeSett
   const gint fw = GST_VIDEO_INFO_WIDTH (info), fh = GST_VIDEO_INFO_HEIGHT (info);
   char err[512] = "";
 
+  *no_prior = FALSE;
   if (!fp->has_prior || !fp->prior.has_position) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Frame %" G_GUINT64_FORMAT " has no "
-            "prior position, and the control (%d x %d) is read in windows around "
-            "each frame's prior (control-mode, control-budget): a pose prior is "
-            "needed.", self->frame_count, self->ctl_full_w, self->ctl_full_h),
-        ("give the frames a pose meta (georegtelemetry, use-pose=true, a "
-            "georeferenced control with a CRS) or set search-x, search-y and "
-            "search-radius; or prepare a smaller control (docs/controls.md)"));
-    return FALSE;
+    /* issue 18: a flag on this frame, not an error that ends the stream (a gap in the
+     * telemetry must not stop a flight); said once on the bus as a warning */
+    *no_prior = TRUE;
+    if (!self->warned_no_prior) {
+      self->warned_no_prior = TRUE;
+      GST_ELEMENT_WARNING (self, STREAM, FAILED, ("Frame %" G_GUINT64_FORMAT " has no "
+              "prior position, and the control (%d x %d) is read in windows around "
+              "each frame's prior (control-mode, control-budget): a pose prior is "
+              "needed.  Such frames are flagged prior-needed and not searched.",
+              self->frame_count, self->ctl_full_w, self->ctl_full_h),
+          ("give the frames a pose meta (georegtelemetry, use-pose=true, a "
+              "georeferenced control with a CRS) or set search-x, search-y and "
+              "search-radius; or prepare a smaller control (docs/controls.md)"));
+    }
+    return TRUE;
   }
   const GrLocalizePrior *p = &fp->prior;
   const gdouble s_hi = p->has_scale && p->scale > 0 ?
@@ -155,8 +163,11 @@ gst_nmi_localize_window_prepare (GstNmiLocalize * self, const GstNmiLocalizeSett
       ok = gst_nmi_localize_nodata_copy (plane, s->control_nodata, &masked);
       plane = &masked;
     }
-    ok = ok && gr_localize_set_control (self->localizer, plane, err, sizeof err) ==
-        GR_OK;
+    /* the window itself is borrowed (self->follow holds it until the next one is
+     * set): no copy of its pixels at every slide */
+    ok = ok && (plane == &masked ? gr_localize_set_control (self->localizer, plane, err,
+            sizeof err) : gr_localize_set_control_ref (self->localizer, plane, err,
+            sizeof err)) == GR_OK;
     gr_plane_clear (&masked);
     if (!ok) {
       GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("Could not prepare the control window "

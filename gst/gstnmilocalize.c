@@ -354,8 +354,12 @@ gst_nmi_localize_start (GstBaseTransform * trans)
       /* the localizer keeps its own pyramid of the full-resolution control */
       self->localizer = gr_localize_new (gr_nmi_dense_backend (self->engine),
           gst_georeg_base_engine_device (base, c.cuda_device_id), &est, err, sizeof err);
-      if (!self->localizer ||
-          gr_localize_set_control (self->localizer, full, err, sizeof err) != GR_OK) {
+      /* the shared control is borrowed (the base holds it until stop, after the
+       * localizer is freed); a nodata copy is freed below, so it is copied */
+      if (!self->localizer || (full == &nodata_copy ?
+              gr_localize_set_control (self->localizer, full, err, sizeof err) :
+              gr_localize_set_control_ref (self->localizer, full, err, sizeof err)) !=
+          GR_OK) {
         GST_ELEMENT_ERROR (self, LIBRARY, INIT,
             ("Could not prepare the control image for the heading and scale search."),
             ("%s", err));
@@ -376,6 +380,7 @@ gst_nmi_localize_start (GstBaseTransform * trans)
   if (!self->georef)
     GST_INFO_OBJECT (self, "no georeference: pose metas are not used (%s)", why);
   self->warned_pose = FALSE;
+  self->warned_no_prior = FALSE;
 
   if (s.mask_location && *s.mask_location) {
     GrRaster m = { 0 };
@@ -526,13 +531,23 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     /* the heading and scale search on the window around the prior (its result comes
      * back in full-control pixels) */
     GrLocalizePrior wprior;
-    if (!gst_nmi_localize_window_prepare (self, &s, &fp, &wprior)) {
+    gboolean no_prior = FALSE;
+    if (!gst_nmi_localize_window_prepare (self, &s, &fp, &wprior, &no_prior)) {
       g_free (s.score_map_location);
       return GST_FLOW_ERROR;
     }
-    ret = gst_nmi_localize_full (self, buf, &s, &c, &wprior, pose, &rejected,
-        &elapsed_ms, &positions);
-    search_done = rejected ? "prior, then sweep (window)" : "prior (window)";
+    if (no_prior) {
+      GstNmiLocalizeMeta *nm = gst_buffer_add_nmi_localize_meta (buf);
+      nm->frame_scale = s.frame_scale;
+      nm->control_scale = s.control_scale;
+      nm->flags = GST_NMI_LOCALIZE_FLAG_PRIOR_NEEDED | GST_NMI_LOCALIZE_FLAG_NO_OVERLAP;
+      ret = GST_FLOW_OK;
+      search_done = "none (prior needed)";
+    } else {
+      ret = gst_nmi_localize_full (self, buf, &s, &c, &wprior, pose, &rejected,
+          &elapsed_ms, &positions);
+      search_done = rejected ? "prior, then sweep (window)" : "prior (window)";
+    }
   } else if (s.search == GST_NMI_LOCALIZE_SEARCH_TRANSLATION ||
       (s.search == GST_NMI_LOCALIZE_SEARCH_AUTO && !pose && self->translation_ok)) {
     ret = gst_nmi_localize_translation (self, buf, &s, &c, &fp, &elapsed_ms, &positions);

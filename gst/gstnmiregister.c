@@ -73,6 +73,7 @@ struct _GstNmiRegister {
    * engine registers on the window around each frame's prior */
   gboolean windowed;
   GstGeoregControlFollow follow;
+  gboolean warned_prior_needed; /* the first frame without a position was reported */
   gboolean range_set;           /* ctl_a, ctl_b taken (once: a place keeps its grey
                                  * levels as the window slides) */
   gdouble ctl_a, ctl_b;
@@ -235,6 +236,7 @@ gst_nmi_register_start (GstBaseTransform * trans)
     self->bit_depth = ci.bit_depth;
     memset (&self->follow, 0, sizeof self->follow);
     self->range_set = FALSE;
+    self->warned_prior_needed = FALSE;
   }
   if (!self->windowed && gr_plane_count_valid (&r->plane) == 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
@@ -577,12 +579,20 @@ window_for_frame (GstNmiRegister * self, const GstNmiRegisterSettings * s,
   *wprior = *prior;
   *skip = FALSE;
   if (prior->search) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Frame %" G_GUINT64_FORMAT " has no "
-            "usable coarse result and coarse-fallback=full-search needs the whole "
-            "control, which is read in windows (control-mode, control-budget): a "
-            "prior is needed.", self->frame_count), ("put nmilocalize with pose "
-            "priors before nmiregister, or use coarse-fallback=none"));
-    return FALSE;
+    /* issue 18: a flag on this frame (PRIOR_NEEDED, set by the caller), not an error
+     * that ends the stream; said once on the bus */
+    if (!self->warned_prior_needed) {
+      self->warned_prior_needed = TRUE;
+      GST_ELEMENT_WARNING (self, STREAM, FAILED, ("Frame %" G_GUINT64_FORMAT " has "
+              "no usable coarse result and coarse-fallback=full-search needs the "
+              "whole control, which is read in windows (control-mode, "
+              "control-budget): a prior is needed.  Such frames are flagged "
+              "prior-needed and not registered.", self->frame_count),
+          ("put nmilocalize with pose priors before nmiregister, or use "
+              "coarse-fallback=none"));
+    }
+    *skip = TRUE;
+    return TRUE;
   }
   if (!prior->has_prior) {
     *skip = TRUE;
@@ -718,6 +728,15 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   gboolean skip = FALSE;
   if (self->windowed && !window_for_frame (self, &s, &prior, &wprior, &skip))
     return GST_FLOW_ERROR;
+  if (self->windowed && skip && !prior.has_prior) {
+    /* nothing to cut a window around, for want of a prior (nmilocalize's flag, or
+     * the full search that a windowed control cannot serve): no transform */
+    const GstNmiLocalizeMeta *lm = gst_buffer_get_nmi_localize_meta (buf);
+    if (prior.search || (lm && (lm->flags & GST_NMI_LOCALIZE_FLAG_PRIOR_NEEDED)))
+      m->flags |= GST_NMI_REGISTER_FLAG_PRIOR_NEEDED;
+    if (prior.search)
+      m->flags |= GST_NMI_REGISTER_FLAG_COARSE_UNUSABLE;
+  }
   GrStatus st = skip ? GR_OK : gr_register_run (self->engine, &p, &wprior, &res, err,
       sizeof err);
   if (st != GR_OK) {

@@ -44,6 +44,11 @@ typedef enum {
   GST_NMI_REGISTER_FLAG_POOR_SPREAD = 1 << 10,
   /* the refinement pass failed; the transform is the first pass's */
   GST_NMI_REGISTER_FLAG_REFINE_FAILED = 1 << 11,
+  /* no transform: the control is read in windows around each frame's prior (too
+   * large to hold whole: docs/controls.md), and this frame has no coarse position to
+   * cut a window around; coarse-fallback=full-search cannot run on such a control.
+   * Set by the element, never by the engine (whose flags share bits 0-15) */
+  GST_NMI_REGISTER_FLAG_PRIOR_NEEDED = 1 << 16,
 } GstNmiRegisterFlags;
 
 typedef struct _GstNmiRegisterMeta GstNmiRegisterMeta;

@@ -38,7 +38,8 @@ struct GrLocalize {
   GrBackend backend;
   int device;
   GrBackend actual;
-  GrPlaneF control;       /* packed copy */
+  GrPlaneF control;       /* packed copy, or the caller's plane when borrowed */
+  bool borrowed;          /* gr_localize_set_control_ref: not ours to free */
   Level level[MAX_LEVELS];
   int nlevels;
   int threads;
@@ -129,6 +130,17 @@ gr_localize_new (GrBackend backend, int cuda_device, GrStatus *status, char *err
   return loc;
 }
 
+/* Lets go of the control plane (freed when it was our copy). */
+static void
+forget_control (GrLocalize *loc)
+{
+  if (loc->borrowed)
+    memset (&loc->control, 0, sizeof loc->control);
+  else
+    gr_plane_clear (&loc->control);
+  loc->borrowed = false;
+}
+
 static void
 drop_levels (GrLocalize *loc)
 {
@@ -146,7 +158,7 @@ gr_localize_free (GrLocalize *loc)
   if (!loc)
     return;
   drop_levels (loc);
-  gr_plane_clear (&loc->control);
+  forget_control (loc);
   free (loc);
 }
 
@@ -187,9 +199,27 @@ gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control, char *errbuf,
     return GR_ERR_INVALID;
   }
   drop_levels (loc);
-  gr_plane_clear (&loc->control);
+  forget_control (loc);
   if (!plane_copy (control, &loc->control))
     return GR_ERR_NOMEM;
+  return GR_OK;
+}
+
+GrStatus
+gr_localize_set_control_ref (GrLocalize *loc, const GrPlaneF *control, char *errbuf,
+    size_t errlen)
+{
+  if (loc) {
+    /* whatever happens, the previous plane is no longer read */
+    drop_levels (loc);
+    forget_control (loc);
+  }
+  if (!loc || !plane_ok (control)) {
+    gr_set_err (errbuf, errlen, "control: bad size, stride or pointer");
+    return GR_ERR_INVALID;
+  }
+  loc->control = *control;
+  loc->borrowed = true;
   return GR_OK;
 }
 
@@ -350,6 +380,9 @@ rotate_frame (const GrPlaneF *sf, double heading, GrPlaneF *tpl, double rot[9])
     0, 0, 1
   };
   memcpy (rot, m, sizeof m);
+  /* each pixel on its own (the same values on any number of threads): the fine
+   * templates (~140 x 120 at 4K) are rotated 16 times a frame */
+#pragma omp parallel for schedule(static) if (th >= 64)
   for (int j = 0; j < th; j++)
     for (int i = 0; i < tw; i++) {
       /* inverse rotation: template index -> small-frame index */
@@ -363,7 +396,9 @@ rotate_frame (const GrPlaneF *sf, double heading, GrPlaneF *tpl, double rot[9])
 
 typedef struct {
   GrLocalize *loc;
-  const GrPlaneF *frame;
+  const GrPlaneF *frame;  /* its size always; its pixels only without `downscale` */
+  GrLocalizeDownscaleFunc downscale;    /* the frame's downscales from elsewhere */
+  void *user;
   const GrLocalizeParams *p;
   SmallFrame sf[2];       /* the two most recent downscales */
   int searches;
@@ -381,7 +416,19 @@ small_frame (Ctx *cx, double fs, GrStatus *st)
   cx->sf[1] = cx->sf[0];
   memset (&cx->sf[0], 0, sizeof cx->sf[0]);
   cx->sf[0].fs = fs;
-  *st = gr_plane_downscale (cx->frame, fs, &cx->sf[0].small);
+  if (cx->downscale) {
+    *st = cx->downscale (cx->user, fs, &cx->sf[0].small, cx->errbuf, cx->errlen);
+    if (*st == GR_OK && (!cx->sf[0].small.data || cx->sf[0].small.width !=
+            (int) fmax (1.0, floor (cx->frame->width * fs + 0.5)) ||
+            cx->sf[0].small.height != (int) fmax (1.0, floor (cx->frame->height * fs +
+                    0.5)))) {
+      /* not gr_plane_downscale's size: the source is broken */
+      gr_set_err (cx->errbuf, cx->errlen, "the frame's downscale has the wrong size");
+      *st = GR_ERR_INVALID;
+    }
+  } else {
+    *st = gr_plane_downscale (cx->frame, fs, &cx->sf[0].small);
+  }
   return *st == GR_OK ? &cx->sf[0].small : NULL;
 }
 
@@ -535,12 +582,13 @@ engine_ready (const GrLocalize *loc, const GrPlaneF *frame, bool outputs, char *
   return true;
 }
 
-GrStatus
-gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *prior,
+/* gr_localize_run on a frame of frame->width x frame->height with `valid` valid
+ * pixels, its downscales from `downscale` (NULL: gr_plane_downscale of frame). */
+static GrStatus
+localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
+    GrLocalizeDownscaleFunc downscale, void *user, const GrLocalizePrior *prior,
     const GrLocalizeParams *params, GrLocalizeResult *out, char *errbuf, size_t errlen)
 {
-  if (!engine_ready (loc, frame, out != NULL, errbuf, errlen))
-    return GR_ERR_INVALID;
   GrLocalizeParams p;
   if (params)
     p = *params;
@@ -561,7 +609,7 @@ gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *
     out->h[i] = NAN;
   out->x = out->y = out->heading_deg = out->scale = NAN;
   out->score = out->second = out->peak_ratio = out->overlap = NAN;
-  if (gr_plane_count_valid (frame) == 0) {
+  if (valid == 0) {
     out->flags = GR_LOCALIZE_NO_VALID_PIXELS;
     return GR_OK;
   }
@@ -570,6 +618,8 @@ gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *
   memset (&cx, 0, sizeof cx);
   cx.loc = loc;
   cx.frame = frame;
+  cx.downscale = downscale;
+  cx.user = user;
   cx.p = &p;
   cx.errbuf = errbuf;
   cx.errlen = errlen;
@@ -731,6 +781,36 @@ gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *
     flags |= GR_LOCALIZE_IMPLAUSIBLE;
   out->flags = flags;
   return GR_OK;
+}
+
+GrStatus
+gr_localize_run (GrLocalize *loc, const GrPlaneF *frame, const GrLocalizePrior *prior,
+    const GrLocalizeParams *params, GrLocalizeResult *out, char *errbuf, size_t errlen)
+{
+  if (!engine_ready (loc, frame, out != NULL, errbuf, errlen))
+    return GR_ERR_INVALID;
+  return localize_run (loc, frame, gr_plane_count_valid (frame), NULL, NULL, prior,
+      params, out, errbuf, errlen);
+}
+
+GrStatus
+gr_localize_run_downscaled (GrLocalize *loc, int width, int height, size_t valid,
+    GrLocalizeDownscaleFunc downscale, void *user, const GrLocalizePrior *prior,
+    const GrLocalizeParams *params, GrLocalizeResult *out, char *errbuf, size_t errlen)
+{
+  if (!loc || width <= 0 || height <= 0 || !downscale || !out ||
+      valid > (size_t) width * height) {
+    gr_set_err (errbuf, errlen, "bad frame size, valid count, source or output");
+    return GR_ERR_INVALID;
+  }
+  if (!loc->control.data) {
+    gr_set_err (errbuf, errlen, "no control image set");
+    return GR_ERR_INVALID;
+  }
+  /* the size only: every pixel comes through `downscale` */
+  const GrPlaneF shape = { .width = width, .height = height, .stride = (size_t) width };
+  return localize_run (loc, &shape, valid, downscale, user, prior, params, out, errbuf,
+      errlen);
 }
 
 /* ------------------------------------------------------------------ refinement */

@@ -112,6 +112,12 @@ GrBackend gr_localize_backend (const GrLocalize *loc);
  * dropped. */
 GrStatus gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control,
     char *errbuf, size_t errlen);
+/* The same without the copy: the plane is borrowed and must stay alive and unchanged
+ * until the next set_control(_ref) or gr_localize_free (a shared control, or a window
+ * the caller holds: a 4K flight's window is 14 M pixels, copied at every slide).  On
+ * any return the previous control is no longer read. */
+GrStatus gr_localize_set_control_ref (GrLocalize *loc, const GrPlaneF *control,
+    char *errbuf, size_t errlen);
 
 /* Localizes one frame (float values, mask or NULL).  prior may be NULL.  Returns an
  * error only for bad arguments, memory or a failing backend; a frame that cannot be
@@ -119,6 +125,23 @@ GrStatus gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control,
 GrStatus gr_localize_run (GrLocalize *loc, const GrPlaneF *frame,
     const GrLocalizePrior *prior, const GrLocalizeParams *params,
     GrLocalizeResult *out, char *errbuf, size_t errlen);
+
+/* The frame's area downscale at `scale` (0 < scale <= 1) into *out (a plane the
+ * caller zeroed or a previous result; gr_plane_alloc'd, freed by the localizer with
+ * gr_plane_clear), equal to gr_plane_downscale of the frame bit for bit, e.g. made on
+ * the GPU where the frame already is (frame_cuda.h).  GR_OK or an error. */
+typedef GrStatus (*GrLocalizeDownscaleFunc) (void *user, double scale, GrPlaneF *out,
+    char *errbuf, size_t errlen);
+
+/* gr_localize_run for a width x height frame of which `valid` pixels are valid, read
+ * only through its downscales (the search never needs its full-resolution pixels):
+ * the same result as gr_localize_run on the frame itself when `downscale` gives
+ * gr_plane_downscale's planes.  A frame on the GPU then never comes to the host
+ * whole (nmilocalize with a pose prior on CUDA). */
+GrStatus gr_localize_run_downscaled (GrLocalize *loc, int width, int height,
+    size_t valid, GrLocalizeDownscaleFunc downscale, void *user,
+    const GrLocalizePrior *prior, const GrLocalizeParams *params, GrLocalizeResult *out,
+    char *errbuf, size_t errlen);
 
 /* ---- Fine registration from a coarse result: the frame is warped onto the control's
  * grid at the coarser of the two resolutions (the control area-downscaled when it is

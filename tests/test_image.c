@@ -85,10 +85,130 @@ test_bins (void)
   gr_plane_clear (&q);
 }
 
+/* The area downscale as the plain definition: every source pixel's overlap with its
+ * output cell, weights summed in source order (rows, then columns).  The kernel skips
+ * the per-pixel overlap of the columns inside a cell (their weight is exactly 1) and
+ * must give these values bit for bit: the coarse search's grey levels, hence its
+ * results, must not move by a rounding. */
+static void
+reference_downscale (const GrPlaneF * src, double scale, GrPlaneF * dst)
+{
+  const int ow = (int) fmax (1.0, floor (src->width * scale + 0.5));
+  const int oh = (int) fmax (1.0, floor (src->height * scale + 0.5));
+  gr_plane_alloc (dst, ow, oh, src->mask != NULL);
+  const double invx = (double) src->width / ow, invy = (double) src->height / oh;
+  for (int oy = 0; oy < oh; oy++) {
+    const double ya = oy * invy, yb = fmin ((oy + 1) * invy, src->height);
+    for (int ox = 0; ox < ow; ox++) {
+      const double xa = ox * invx, xb = fmin ((ox + 1) * invx, src->width);
+      double sum = 0.0, wvalid = 0.0, wall = 0.0;
+      for (int sy = (int) ya; sy < yb; sy++) {
+        const double wy = fmin (yb, sy + 1.0) - fmax (ya, (double) sy);
+        for (int sx = (int) xa; sx < xb; sx++) {
+          const double w = wy * (fmin (xb, sx + 1.0) - fmax (xa, (double) sx));
+          wall += w;
+          if (src->mask && !src->mask[(size_t) sy * src->width + sx])
+            continue;
+          wvalid += w;
+          sum += w * src->data[(size_t) sy * src->stride + sx];
+        }
+      }
+      const size_t o = (size_t) oy * ow + ox;
+      dst->data[o] = wvalid > 0.0 ? (float) (sum / wvalid) : 0.0f;
+      if (dst->mask)
+        dst->mask[o] = wvalid >= 0.5 * wall && wvalid > 0.0;
+    }
+  }
+}
+
+static void
+test_downscale_bit_exact (void)
+{
+  srand (7);
+  int differ = 0;
+  const int cases = 200;
+  for (int t = 0; t < cases; t++) {
+    const int w = 1 + rand () % 600, h = 1 + rand () % 400;
+    const bool masked = t % 2;
+    GrPlaneF src, got = { 0 }, want;
+    gr_plane_alloc (&src, w, h, masked);
+    for (size_t i = 0; i < (size_t) w * h; i++) {
+      src.data[i] = (float) (rand () % 100000) / 37.0f;
+      if (masked)
+        src.mask[i] = rand () % 5 != 0;
+    }
+    /* scales from 1/1000 to 1, and the pose path's ~1/80 and ~1/30 */
+    const double scale = t < 4 ? (t < 2 ? 0.0125 : 0.0333) : (rand () % 1000 + 1) / 1000.0;
+    CHECK (gr_plane_downscale (&src, scale, &got) == GR_OK, "downscale %g", scale);
+    reference_downscale (&src, scale, &want);
+    const size_t n = (size_t) want.width * want.height;
+    if (got.width != want.width || got.height != want.height ||
+        memcmp (got.data, want.data, n * sizeof (float)) ||
+        (masked && memcmp (got.mask, want.mask, n)))
+      differ++;
+    gr_plane_clear (&src);
+    gr_plane_clear (&got);
+    gr_plane_clear (&want);
+  }
+  CHECK (differ == 0, "%d of %d downscales differ from the plain definition", differ,
+      cases);
+}
+
+static int
+cmp_f (const void *a, const void *b)
+{
+  const float x = *(const float *) a, y = *(const float *) b;
+  return (x > y) - (x < y);
+}
+
+/* Percentile ranges are two order statistics of the valid values: the kernel selects
+ * them without sorting and must give the sorted array's values, exactly (few distinct
+ * values, many, masks, one value). */
+static void
+test_percentile_exact (void)
+{
+  srand (11);
+  int differ = 0;
+  const int cases = 300;
+  for (int t = 0; t < cases; t++) {
+    const int w = 1 + rand () % 150, h = 1 + rand () % 120;
+    const int distinct = t % 3 == 0 ? 1 + rand () % 4 : 1 + rand () % 100000;
+    GrPlaneF p;
+    gr_plane_alloc (&p, w, h, t % 2);
+    for (size_t i = 0; i < (size_t) w * h; i++) {
+      p.data[i] = (float) (rand () % distinct) * 0.37f;
+      if (p.mask)
+        p.mask[i] = rand () % 4 != 0;
+    }
+    const double lo = (rand () % 500) / 10.0, hi = lo + 0.1 + (rand () % 500) / 10.0;
+    double a, b;
+    CHECK (gr_plane_value_range (&p, GR_BINS_PERCENTILE, 8, lo, hi, &a, &b) == GR_OK,
+        "percentile %g %g", lo, hi);
+    float *v = malloc (sizeof (float) * (size_t) w * h);
+    size_t n = 0;
+    for (size_t i = 0; i < (size_t) w * h; i++)
+      if (!p.mask || p.mask[i])
+        v[n++] = p.data[i];
+    double wa = 0.0, wb = 0.0;
+    if (n > 0) {
+      qsort (v, n, sizeof (float), cmp_f);
+      wa = v[(size_t) floor (lo / 100.0 * (n - 1) + 0.5)];
+      wb = v[(size_t) floor (hi / 100.0 * (n - 1) + 0.5)];
+    }
+    differ += a != wa || b != wb;
+    free (v);
+    gr_plane_clear (&p);
+  }
+  CHECK (differ == 0, "%d of %d percentile ranges differ from the sorted values", differ,
+      cases);
+}
+
 int
 main (void)
 {
   test_downscale_means_and_masks ();
+  test_downscale_bit_exact ();
+  test_percentile_exact ();
   test_bins ();
   return CHECK_DONE ();
 }

@@ -226,6 +226,30 @@ test_localize_frames (PriorKind kind, int frames, double smin, double smax, uint
   gr_synth_image_free (&img);
 }
 
+/* gr_localize_run_downscaled's source in the test: the frame's downscales made on the
+ * host (as a GPU source must give them: gr_plane_downscale's planes), counted; `wrong`
+ * gives a plane one pixel too wide. */
+typedef struct {
+  const GrPlaneF *frame;
+  int calls;
+  bool wrong;
+} HostSource;
+
+static GrStatus
+host_downscale (void *user, double scale, GrPlaneF *out, char *errbuf, size_t errlen)
+{
+  HostSource *hs = user;
+  (void) errbuf;
+  (void) errlen;
+  hs->calls++;
+  if (hs->wrong) {
+    const int w = (int) fmax (1.0, floor (hs->frame->width * scale + 0.5)) + 1;
+    const int h = (int) fmax (1.0, floor (hs->frame->height * scale + 0.5));
+    return gr_plane_alloc (out, w, h, false) ? GR_OK : GR_ERR_NOMEM;
+  }
+  return gr_plane_downscale (hs->frame, scale, out);
+}
+
 /* Frames hanging over the control's edge: cut from a larger image whose centre is the
  * control, so the part beyond the edge holds real (unseen) ground, as in a flight. */
 static void
@@ -270,8 +294,42 @@ test_over_the_edge (void)
     GrLocalizePrior pr = { .has_position = true, .x = ax - OX + 0.5 + 8.0,
       .y = ay - OY + 0.5 - 6.0, .position_sigma = 10.0, .has_scale = true, .scale = 1.0,
       .scale_sigma = 0.05 };
-    GrLocalizeResult r;
+    GrLocalizeResult r, rd;
     CHECK (gr_localize_run (loc, &f, &pr, &lp, &r, e, sizeof e) == GR_OK, "%s", e);
+    /* the same search through a source of downscales (nmilocalize's CUDA path reads
+     * a frame that way from the GPU): the same result, bit for bit */
+    HostSource hs = { &f, 0, false };
+    CHECK (gr_localize_run_downscaled (loc, f.width, f.height, gr_plane_count_valid (&f),
+            host_downscale, &hs, &pr, &lp, &rd, e, sizeof e) == GR_OK, "%s", e);
+    CHECK (hs.calls > 0 && !memcmp (r.h, rd.h, sizeof r.h) && r.flags == rd.flags &&
+        r.searches == rd.searches && (r.score == rd.score || (isnan (r.score) &&
+                isnan (rd.score))), "frame %d: from downscales: flags 0x%x/0x%x, "
+        "%d calls", i, r.flags, rd.flags, hs.calls);
+    if (i == 0) {
+      /* a borrowed control (gr_localize_set_control_ref: nmilocalize's windows and
+       * shared control) searches as the copied one; a bad plane leaves no control */
+      GrLocalize *ref = gr_localize_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
+      GrLocalizeResult rr;
+      CHECK (ref && gr_localize_set_control_ref (ref, &ctl, e, sizeof e) == GR_OK &&
+          gr_localize_run (ref, &f, &pr, &lp, &rr, e, sizeof e) == GR_OK &&
+          !memcmp (r.h, rr.h, sizeof r.h) && r.flags == rr.flags, "borrowed control: "
+          "%s", e);
+      GrPlaneF none = { 0 };
+      CHECK (gr_localize_set_control_ref (ref, &none, e, sizeof e) == GR_ERR_INVALID &&
+          gr_localize_run (ref, &f, &pr, &lp, &rr, e, sizeof e) == GR_ERR_INVALID,
+          "a bad borrowed plane leaves no control");
+      gr_localize_free (ref);
+      HostSource bad = { &f, 0, true };
+      CHECK (gr_localize_run_downscaled (loc, f.width, f.height, 1, host_downscale, &bad,
+              &pr, &lp, &rd, e, sizeof e) == GR_ERR_INVALID, "a source of the wrong "
+          "size refused");
+      CHECK (gr_localize_run_downscaled (loc, f.width, f.height, (size_t) f.width *
+              f.height + 1, host_downscale, &hs, &pr, &lp, &rd, e, sizeof e) ==
+          GR_ERR_INVALID, "more valid pixels than the frame has refused");
+      CHECK (gr_localize_run_downscaled (loc, f.width, f.height, 0, host_downscale, &hs,
+              &pr, &lp, &rd, e, sizeof e) == GR_OK &&
+          rd.flags == GR_LOCALIZE_NO_VALID_PIXELS, "no valid pixel: flagged");
+    }
     double dh = fmod (fabs (r.heading_deg - cam.heading_deg), 360.0);
     dh = dh > 180 ? 360 - dh : dh;
     const double dpos = hypot (r.x - (ax - OX + 0.5), r.y - (ay - OY + 0.5));
