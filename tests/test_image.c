@@ -44,6 +44,69 @@ test_downscale_means_and_masks (void)
   gr_plane_clear (&dst);
 }
 
+/* gr_plane_downscale against its definition written out (every source pixel's
+ * weight from the cell edges, in the same order): the same floats and validity, bit
+ * for bit, at factors that cut pixels into fractions, with a mask and without, and
+ * at a stride wider than the width.  The CUDA downscale (frame_cuda.cu) is held to
+ * the same values. */
+static void
+test_downscale_definition (void)
+{
+  const double scales[] = { 0.05, 0.13, 0.25, 0.5, 0.77, 1.0 };
+  for (int m = 0; m < 2; m++)
+    for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+      const int w = 211, h = 97, stride = 223;
+      GrPlaneF src = { 0 }, dst = { 0 };
+      gr_plane_alloc (&src, w, h, m == 1);
+      float *wide = malloc (sizeof (float) * stride * h);
+      uint32_t r = 12345u + (uint32_t) k;
+      for (int i = 0; i < stride * h; i++) {
+        r = r * 1664525u + 1013904223u;
+        wide[i] = (float) (r >> 8) / 65536.0f;
+      }
+      src.data = realloc (src.data, sizeof (float) * stride * h);
+      memcpy (src.data, wide, sizeof (float) * stride * h);
+      src.stride = stride;
+      if (src.mask)
+        for (int i = 0; i < w * h; i++)
+          src.mask[i] = (i * 7 % 11) != 0 && !(i % w > 150 && i / w < 20);
+      CHECK (gr_plane_downscale (&src, scales[k], &dst) == GR_OK, "downscale %g",
+          scales[k]);
+      const int ow = (int) fmax (1.0, floor (w * scales[k] + 0.5));
+      const int oh = (int) fmax (1.0, floor (h * scales[k] + 0.5));
+      CHECK (dst.width == ow && dst.height == oh, "size");
+      const double invx = (double) w / ow, invy = (double) h / oh;
+      int differ = 0;
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+          const double xa = ox * invx, xb = fmin ((ox + 1) * invx, w);
+          const double ya = oy * invy, yb = fmin ((oy + 1) * invy, h);
+          double sum = 0.0, wvalid = 0.0, wall = 0.0;
+          for (int sy = (int) ya; sy < yb; sy++) {
+            const double wy = fmin (yb, sy + 1.0) - fmax (ya, (double) sy);
+            for (int sx = (int) xa; sx < xb; sx++) {
+              const double wgt = wy * (fmin (xb, sx + 1.0) - fmax (xa, (double) sx));
+              wall += wgt;
+              if (src.mask && !src.mask[sy * w + sx])
+                continue;
+              wvalid += wgt;
+              sum += wgt * src.data[(size_t) sy * stride + sx];
+            }
+          }
+          const float v = wvalid > 0.0 ? (float) (sum / wvalid) : 0.0f;
+          const size_t o = (size_t) oy * ow + ox;
+          differ += memcmp (&v, &dst.data[o], sizeof v) != 0;
+          if (src.mask)
+            differ += dst.mask[o] != (wvalid >= 0.5 * wall && wvalid > 0.0);
+        }
+      CHECK (differ == 0, "downscale %g (mask %d): %d cells differ from the definition",
+          scales[k], m, differ);
+      free (wide);
+      gr_plane_clear (&src);
+      gr_plane_clear (&dst);
+    }
+}
+
 static void
 test_bins (void)
 {
@@ -89,6 +152,7 @@ int
 main (void)
 {
   test_downscale_means_and_masks ();
+  test_downscale_definition ();
   test_bins ();
   return CHECK_DONE ();
 }
