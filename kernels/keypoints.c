@@ -369,9 +369,89 @@ cell_candidates (const float *resp, int w, int h, int xa, int xb, int ya, int yb
   return nc;
 }
 
+/* Responses of the rows [ya, yb) into resp (0 where not eligible: ok[] with a mask,
+ * else outside columns [R, w - R)); the other rows are the caller's.  false out of
+ * memory. */
+static bool
+compute_responses (const GrPlaneF *img, int b, const uint8_t *ok, int R, int ya, int yb,
+    float *resp)
+{
+  const int w = img->width;
+  /* strips of rows, in parallel */
+  const int strip = 32;
+  const int nstrips = (yb - ya + strip - 1) / strip;
+  bool oom = false;
+#pragma omp parallel
+  {
+    float *hs = malloc (sizeof (float) * strip_scratch_floats (w, b, strip));
+    if (!hs) {
+#pragma omp atomic write
+      oom = true;
+    }
+#pragma omp for schedule (dynamic, 1)
+    for (int s = 0; s < nstrips; s++) {
+      const int y0 = ya + s * strip, y1 = y0 + strip < yb ? y0 + strip : yb;
+      if (hs)
+        response_strip (img, b, ok, R, w - R, y0, y1, hs, resp);
+    }
+    free (hs);
+  }
+  return !oom;
+}
+
+int
+gr_keypoints_responses (const GrPlaneF *img, int block_radius, float *resp)
+{
+  if (!img || !img->data || !resp || img->width <= 0 || img->height <= 0 ||
+      img->stride < (size_t) img->width || block_radius < 1)
+    return -GR_ERR_INVALID;
+  const int w = img->width, h = img->height, R = block_radius + 1;
+  if (2 * R + 1 > w || 2 * R + 1 > h) {
+    memset (resp, 0, sizeof (float) * (size_t) w * h);
+    return 0;
+  }
+  memset (resp, 0, sizeof (float) * (size_t) R * w);
+  memset (resp + (size_t) (h - R) * w, 0, sizeof (float) * (size_t) R * w);
+  /* the mask is not read: eligibility is each detection's (gr_keypoints_detect_with) */
+  GrPlaneF nomask = *img;
+  nomask.mask = NULL;
+  return compute_responses (&nomask, block_radius, NULL, R, R, h - R, resp) ? 0 :
+      -GR_ERR_NOMEM;
+}
+
+/* resp = the responses `raw` (gr_keypoints_responses) where eligible, else 0 */
+KP_CLONES static void
+eligible_responses (const float *restrict raw, const uint8_t *restrict ok, int w, int h,
+    int R, float *restrict resp)
+{
+#pragma omp parallel for schedule (static)
+  for (int y = 0; y < h; y++) {
+    const float *r = raw + (size_t) y * w;
+    float *o = resp + (size_t) y * w;
+    if (ok) {
+      const uint8_t *e = ok + (size_t) y * w;
+      for (int x = 0; x < w; x++)
+        o[x] = e[x] ? r[x] : 0.0f;
+    } else if (y < R || y >= h - R) {
+      memset (o, 0, sizeof (float) * w);
+    } else {
+      memset (o, 0, sizeof (float) * R);
+      memcpy (o + R, r + R, sizeof (float) * (w - 2 * R));
+      memset (o + w - R, 0, sizeof (float) * R);
+    }
+  }
+}
+
 int
 gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
     GrKeypoint *out, int capacity)
+{
+  return gr_keypoints_detect_with (img, params, NULL, out, capacity);
+}
+
+int
+gr_keypoints_detect_with (const GrPlaneF *img, const GrKeypointParams *params,
+    const float *responses, GrKeypoint *out, int capacity)
 {
   if (!img || !img->data || !params || img->width <= 0 || img->height <= 0 ||
       img->stride < (size_t) img->width || capacity < 0 || (capacity > 0 && !out))
@@ -400,31 +480,19 @@ gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
     return -GR_ERR_NOMEM;
   }
   const int ya = ok ? 0 : R, yb = ok ? h : h - R;
-  if (!ok) {
-    memset (resp, 0, sizeof (float) * (size_t) R * w);
-    memset (resp + (size_t) (h - R) * w, 0, sizeof (float) * (size_t) R * w);
-  }
-
-  /* responses in strips of rows */
-  const int strip = 32;
-  const int nstrips = (yb - ya + strip - 1) / strip;
-  bool oom = false;
-#pragma omp parallel
-  {
-    float *hs = malloc (sizeof (float) * strip_scratch_floats (w, b, strip));
-    if (!hs) {
-#pragma omp atomic write
-      oom = true;
+  bool mem_ok = true, oom = false;
+  if (responses) {
+    /* computed once for the frame: the same floats at every eligible pixel (R >=
+     * block_radius + 1, where they were made) */
+    eligible_responses (responses, ok, w, h, R, resp);
+  } else {
+    if (!ok) {
+      memset (resp, 0, sizeof (float) * (size_t) R * w);
+      memset (resp + (size_t) (h - R) * w, 0, sizeof (float) * (size_t) R * w);
     }
-#pragma omp for schedule (dynamic, 1)
-    for (int s = 0; s < nstrips; s++) {
-      const int y0 = ya + s * strip, y1 = y0 + strip < yb ? y0 + strip : yb;
-      if (hs)
-        response_strip (img, b, ok, R, w - R, y0, y1, hs, resp);
-    }
-    free (hs);
+    mem_ok = compute_responses (img, b, ok, R, ya, yb, resp);
   }
-  if (oom) {
+  if (!mem_ok) {
     free (ok);
     free (resp);
     return -GR_ERR_NOMEM;

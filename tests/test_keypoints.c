@@ -2,7 +2,8 @@
  * is the Shi-Tomasi minimum eigenvalue (float64 check), flat and masked images give
  * none, margins and masks are honoured, NMS separates keypoints, the grid spreads
  * them, caps and order hold, the result does not depend on the thread count, and it is
- * the list the definition written out pixel by pixel gives.
+ * the list the definition written out pixel by pixel gives, also when detected from
+ * responses computed once for the frame (gr_keypoints_detect_with).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
@@ -244,7 +245,31 @@ check_against_reference (void)
         "nms %d, min %g): %d keypoints, the reference %d, first difference at %d", c, w,
         h, stride, cases[c].mask, q.margin, q.block_radius, q.nms_radius, q.min_response,
         n, nr, first);
-    printf ("reference case %zu: %d keypoints, identical\n", c, n);
+    /* the responses made once for the frame (mask not read), then each detection
+     * from them: the same list for this margin and for a wider one */
+    float *resp = malloc (sizeof (float) * w * h);
+    CHECK (gr_keypoints_responses (&img, q.block_radius, resp) == 0, "responses");
+    for (int wide = 0; wide < 2; wide++) {
+      GrKeypointParams qw = q;
+      qw.margin += wide * 10;
+      const int nw = gr_keypoints_detect_with (&img, &qw, resp, got, cap);
+      const int nrw = wide ? ref_detect (&img, &qw, want, cap) : nr;
+      int diff = nw != nrw;
+      for (int i = 0; i < nw && i < nrw; i++)
+        diff += memcmp (&got[i], &want[i], sizeof *got) != 0;
+      CHECK (diff == 0, "case %zu margin %d: from the shared responses %d keypoints, the "
+          "reference %d, %d differ", c, qw.margin, nw, nrw, diff);
+      if (!wide) {
+        /* nothing of the frame's responses is written */
+        float *again = malloc (sizeof (float) * w * h);
+        gr_keypoints_responses (&img, q.block_radius, again);
+        CHECK (memcmp (again, resp, sizeof (float) * w * h) == 0, "responses changed");
+        free (again);
+      }
+    }
+    free (resp);
+    printf ("reference case %zu: %d keypoints, identical (also from shared responses)\n",
+        c, n);
     free (got);
     free (want);
     free (img.data);
