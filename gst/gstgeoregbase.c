@@ -430,6 +430,15 @@ gst_georeg_base_read_plane (GstGeoregBase * base, GstBuffer * buf, gint nodata,
       nodata, plane, &p->input);
 }
 
+const gfloat *
+gst_georeg_base_keypoint_responses (GstGeoregBase * base, GstBuffer * buf, gint nodata,
+    gint block_radius, GstGeoregFrame ** hold)
+{
+  GstGeoregBasePrivate *p = PRIV (base);
+  return gst_georeg_shared_keypoint_responses (&p->cuda, buf, &p->info, nodata,
+      block_radius, hold);
+}
+
 void
 gst_georeg_base_frame_changed (GstGeoregBase * base, GstBuffer * buf)
 {

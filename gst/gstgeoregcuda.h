@@ -151,6 +151,17 @@ gboolean gst_georeg_read_frame_plane (GstGeoregCuda * c, GstElement * element,
  * mask (gst_georeg_cuda_set_frame_mask), and a device form on another device than the
  * reader's (both convert as before). */
 
+/* The keypoint responses (block_radius) of the host form of the frame shared on
+ * `buf` when it is the one gst_georeg_read_frame_plane copied into the caller's plane
+ * (sharing on, settings matching), made by the first caller
+ * (gst_georeg_frame_keypoint_responses); *hold gets a reference to release with
+ * gst_georeg_frame_unref once the detection is done.  NULL (and *hold NULL)
+ * otherwise: the caller detects on its own plane. */
+struct _GstGeoregFrame;
+const gfloat *gst_georeg_shared_keypoint_responses (GstGeoregCuda * c, GstBuffer * buf,
+    const GstVideoInfo * info, gint nodata, gint block_radius,
+    struct _GstGeoregFrame ** hold);
+
 /* Frames converted (from the video frame's pixels to a float plane, on the host or
  * the device, uploads included) by every georeg element of the process so far;
  * reused shared frames are not counted. */

@@ -448,6 +448,9 @@ struct GrFeatures {
   uint8_t *valid;               /* CUDA, device frames with a mask: validity windows */
   size_t valid_cap;
   GrPlaneF view;                /* gr_features_validity */
+  const float *kp_resp;         /* for the next host extraction only, borrowed, or NULL
+                                 * (gr_features_set_responses) */
+  int kp_resp_block;
 #if GR_HAVE_CUDA
   GrFeaturesCuda *cuda;
 #endif
@@ -608,6 +611,15 @@ device_detector_fits (const GrPlaneF *img, const GrKeypointParams *kpp)
 }
 #endif
 
+void
+gr_features_set_responses (GrFeatures *f, const float *responses, int block_radius)
+{
+  if (!f)
+    return;
+  f->kp_resp = responses;
+  f->kp_resp_block = block_radius;
+}
+
 int
 gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams *kpp,
     const GrDescriptorParams *dp, GrKeypoint *kp, int capacity, float *desc, float *angle,
@@ -620,6 +632,10 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
     gr_set_err (errbuf, errlen, "bad arguments");
     return -GR_ERR_INVALID;
   }
+  /* the responses set for this call only */
+  const float *kp_resp = f ? f->kp_resp : NULL;
+  if (f)
+    f->kp_resp = NULL;
   int n = check_args (f, img, kpp, dp, kp, capacity, desc, errbuf, errlen);
   if (n < 0)
     return n;
@@ -648,7 +664,8 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
   } else
 #endif
   {
-    n = gr_keypoints_detect (img, kpp, kp, capacity);
+    n = gr_keypoints_detect_with (img, kpp, kp_resp && f->kp_resp_block ==
+        kpp->block_radius ? kp_resp : NULL, kp, capacity);
     if (n < 0) {
       gr_set_err (errbuf, errlen, "keypoint detection failed (%s)",
           gr_status_string ((GrStatus) -n));

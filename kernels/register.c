@@ -50,6 +50,9 @@ struct GrRegister {
   bool full_valid;
   GrPlaneF small;               /* the frame at full-search scale */
   const uint8_t *dlevels;       /* device levels (rc's memory) */
+  const float *kp_resp;         /* the host frame's keypoint responses, borrowed, or
+                                 * NULL (gr_register_set_frame_responses) */
+  int kp_resp_block;
   double fa, fb;                /* the frame's value range */
   int levels;
 
@@ -371,6 +374,7 @@ gr_register_set_frame (GrRegister *r, const GrRegisterParams *params,
   }
   r->frame = frame;
   r->on_device = on_device;
+  r->kp_resp = NULL;            /* they were another frame's */
   r->full_valid = !on_device;
   r->levels = params->levels;
   GrStatus st;
@@ -404,6 +408,15 @@ gr_register_set_frame (GrRegister *r, const GrRegisterParams *params,
    * templates, not the whole frame (1080p: 2 million levels, 6% of the onboard
    * chain's CPU) */
   return GR_OK;
+}
+
+void
+gr_register_set_frame_responses (GrRegister *r, const float *responses, int block_radius)
+{
+  if (!r)
+    return;
+  r->kp_resp = r->on_device ? NULL : responses;
+  r->kp_resp_block = block_radius;
 }
 
 /* ------------------------------------------------------------------ full search */
@@ -930,7 +943,8 @@ gr_register_run (GrRegister *r, const GrRegisterParams *s, const GrRegisterPrior
   /* the device detector finds the CPU detector's keypoints, bit for bit */
   const int nk = r->on_device ? gr_features_detect_device (r->kpf, r->frame, &kpp, kp,
       s->max_keypoints, NULL, err, errlen) :
-      gr_keypoints_detect (r->frame, &kpp, kp, s->max_keypoints);
+      gr_keypoints_detect_with (r->frame, &kpp, r->kp_resp && r->kp_resp_block ==
+      kpp.block_radius ? r->kp_resp : NULL, kp, s->max_keypoints);
   if (nk < 0) {
     free (kp);
     return (GrStatus) - nk;
