@@ -106,9 +106,11 @@ gst_georeg_frame_matches (const GstGeoregFrame * frame, const GstVideoInfo * inf
 }
 
 const gfloat *
-gst_georeg_frame_keypoint_responses (GstGeoregFrame * frame, gint block_radius)
+gst_georeg_frame_keypoint_responses (GstGeoregFrame * frame, gint block_radius,
+    gboolean * made)
 {
   const gfloat *r = NULL;
+  *made = FALSE;
   g_mutex_lock (&frame->lock);
   if (frame->kp_block == block_radius) {
     r = frame->kp_resp;
@@ -120,6 +122,7 @@ gst_georeg_frame_keypoint_responses (GstGeoregFrame * frame, gint block_radius)
             frame->kp_resp) == 0) {
       frame->kp_block = block_radius;
       r = frame->kp_resp;
+      *made = TRUE;
     }
   }
   g_mutex_unlock (&frame->lock);

@@ -77,11 +77,12 @@ gboolean gst_georeg_frame_ensure_device_buffers (GstGeoregFrame * frame, gint de
 /* The keypoint responses of the frame's host form (gr_keypoints_responses with
  * block_radius), made by the first caller and shared by the next (nmiregister's and
  * featurematch's detections on one frame compute them once): valid while the caller
- * holds a reference, never written again.  NULL when the frame has no host form yet,
+ * holds a reference, never written again; *made says whether this call made them.
+ * NULL when the frame has no host form yet,
  * they were made for another block radius, or out of memory: the caller detects on its
  * own. */
 const gfloat *gst_georeg_frame_keypoint_responses (GstGeoregFrame * frame,
-    gint block_radius);
+    gint block_radius, gboolean * made);
 /* Frees the idle frames of the pool (their host and device memory): called when the
  * last element that used it stops. */
 void gst_georeg_frame_pool_trim (void);

@@ -158,11 +158,14 @@ gst_georeg_shared_keypoint_responses (GstGeoregCuda * c, GstBuffer * buf,
   if (!m || !gst_georeg_frame_matches (m->frame, info, nodata))
     return NULL;
   GstGeoregFrame *f = gst_georeg_frame_ref (m->frame);
-  const gfloat *r = gst_georeg_frame_keypoint_responses (f, block_radius);
+  gboolean made;
+  const gfloat *r = gst_georeg_frame_keypoint_responses (f, block_radius, &made);
   if (!r) {
     gst_georeg_frame_unref (f);
     return NULL;
   }
+  if (!made)
+    c->kp_reused++;
   *hold = f;
   return r;
 }

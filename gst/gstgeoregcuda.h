@@ -56,6 +56,8 @@ typedef struct {
   gboolean frame_mask;    /* a mask is set on the converter (its device planes are
                            * this element's own, never shared) */
   guint64 conversions;    /* frames this element converted (not reused) */
+  guint64 kp_reused;      /* frames whose keypoint responses it took as another
+                           * element made them (gst_georeg_shared_keypoint_responses) */
   gboolean pool_user;     /* counted among the users of the shared frames' pool */
   gpointer place_key;     /* its pipeline in the placement (gstgeoregplacement.h) */
   gint place_device;      /* the device it counts on there, -1 = not placed */
