@@ -168,6 +168,35 @@ gr_plane_value_range (const GrPlaneF *p, GrBinMode mode, int depth, double lo,
       return GR_OK;
     case GR_BINS_MINMAX: {
       double mn = INFINITY, mx = -INFINITY;
+      if (!p->mask) {
+        /* the same extremes in float, 8 lanes a row (vector min/max: a NaN is
+         * skipped by the comparisons as below), widened at the end: exact */
+        float lmn[8], lmx[8];
+        for (int j = 0; j < 8; j++) {
+          lmn[j] = INFINITY;
+          lmx[j] = -INFINITY;
+        }
+        for (int y = 0; y < p->height; y++) {
+          const float *row = p->data + (size_t) y * p->stride;
+          int x = 0;
+          for (; x + 8 <= p->width; x += 8)
+            for (int j = 0; j < 8; j++) {
+              lmn[j] = row[x + j] < lmn[j] ? row[x + j] : lmn[j];
+              lmx[j] = row[x + j] > lmx[j] ? row[x + j] : lmx[j];
+            }
+          for (; x < p->width; x++) {
+            lmn[0] = row[x] < lmn[0] ? row[x] : lmn[0];
+            lmx[0] = row[x] > lmx[0] ? row[x] : lmx[0];
+          }
+        }
+        for (int j = 0; j < 8; j++) {
+          mn = lmn[j] < mn ? lmn[j] : mn;
+          mx = lmx[j] > mx ? lmx[j] : mx;
+        }
+        *a = isfinite (mn) ? mn : 0.0;
+        *b = isfinite (mx) ? mx : 0.0;
+        return GR_OK;
+      }
       for (int y = 0; y < p->height; y++)
         for (int x = 0; x < p->width; x++) {
           if (p->mask && !p->mask[(size_t) y * p->width + x])

@@ -107,6 +107,47 @@ test_downscale_definition (void)
     }
 }
 
+/* min-max value range without a mask (8 float lanes) against the plain scan, with
+ * widths that leave a remainder, a NaN (skipped) and an infinity (range 0 there, as
+ * the scan gives) */
+static void
+test_minmax_range (void)
+{
+  const int widths[] = { 1, 7, 8, 13, 64, 101 };
+  for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++)
+    for (int special = 0; special < 3; special++) {
+      const int w = widths[k], h = 5, stride = w + 3;
+      GrPlaneF p = { 0 };
+      p.width = w;
+      p.height = h;
+      p.stride = stride;
+      p.data = malloc (sizeof (float) * stride * h);
+      uint32_t r = 777u + (uint32_t) k;
+      for (int i = 0; i < stride * h; i++) {
+        r = r * 1664525u + 1013904223u;
+        /* the padding holds extremes that must not count */
+        p.data[i] = i % stride >= w ? 1e30f : (float) (r >> 8) / 4096.0f - 1000.0f;
+      }
+      if (special == 1)
+        p.data[(h - 1) * stride + w - 1] = NAN;
+      if (special == 2)
+        p.data[w / 2] = INFINITY;
+      double mn = INFINITY, mx = -INFINITY;
+      for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+          const double v = p.data[(size_t) y * stride + x];
+          mn = v < mn ? v : mn;
+          mx = v > mx ? v : mx;
+        }
+      const double wa = isfinite (mn) ? mn : 0.0, wb = isfinite (mx) ? mx : 0.0;
+      double a = -1, b = -1;
+      CHECK (gr_plane_value_range (&p, GR_BINS_MINMAX, 8, 0, 0, &a, &b) == GR_OK &&
+          a == wa && b == wb, "min-max width %d case %d: %g %g, want %g %g", w, special,
+          a, b, wa, wb);
+      free (p.data);
+    }
+}
+
 static void
 test_bins (void)
 {
@@ -153,6 +194,7 @@ main (void)
 {
   test_downscale_means_and_masks ();
   test_downscale_definition ();
+  test_minmax_range ();
   test_bins ();
   return CHECK_DONE ();
 }
