@@ -136,16 +136,21 @@ ref_detect (const GrPlaneF *img, const GrKeypointParams *p, GrKeypoint *out, int
   const int w = img->width, h = img->height, b = p->block_radius;
   const int R = p->margin > b + 1 ? p->margin : b + 1;
   float *resp = calloc ((size_t) w * h, sizeof (float));
+  /* invalid pixels counted over rectangles (a summed-area table), so that the test
+   * stays quick under qemu: eligible = the (2R+1)^2 square inside, none invalid */
+  long *sat = calloc ((size_t) (w + 1) * (h + 1), sizeof (long));
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      sat[(size_t) (y + 1) * (w + 1) + x + 1] = (img->mask && !img->mask[(size_t) y * w + x])
+          + sat[(size_t) y * (w + 1) + x + 1] + sat[(size_t) (y + 1) * (w + 1) + x]
+          - sat[(size_t) y * (w + 1) + x];
   float rmax = 0.0f;
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++) {
-      bool ok = true;
-      for (int j = -R; j <= R && ok; j++)
-        for (int i = -R; i <= R && ok; i++) {
-          const int xx = x + i, yy = y + j;
-          ok = xx >= 0 && yy >= 0 && xx < w && yy < h &&
-              (!img->mask || img->mask[(size_t) yy * w + xx]);
-        }
+      const int x0 = x - R, x1 = x + R + 1, y0 = y - R, y1 = y + R + 1;
+      const bool ok = x0 >= 0 && y0 >= 0 && x1 <= w && y1 <= h &&
+          sat[(size_t) y1 * (w + 1) + x1] - sat[(size_t) y0 * (w + 1) + x1] -
+          sat[(size_t) y1 * (w + 1) + x0] + sat[(size_t) y0 * (w + 1) + x0] == 0;
       const float v = ok ? float_response (img, x, y, b) : 0.0f;
       resp[(size_t) y * w + x] = v;
       rmax = v > rmax ? v : rmax;
@@ -196,6 +201,7 @@ ref_detect (const GrPlaneF *img, const GrKeypointParams *p, GrKeypoint *out, int
     free (kept);
   }
   free (resp);
+  free (sat);
   return total;
 }
 
