@@ -628,14 +628,14 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
   const double t0 = fnow_ms ();
   GrFeatureStats st = { 0 };
   st.candidates = -1;
-  if (!dp) {
-    gr_set_err (errbuf, errlen, "bad arguments");
-    return -GR_ERR_INVALID;
-  }
   /* the responses set for this call only */
   const float *kp_resp = f ? f->kp_resp : NULL;
   if (f)
     f->kp_resp = NULL;
+  if (!dp) {
+    gr_set_err (errbuf, errlen, "bad arguments");
+    return -GR_ERR_INVALID;
+  }
   int n = check_args (f, img, kpp, dp, kp, capacity, desc, errbuf, errlen);
   if (n < 0)
     return n;
@@ -695,6 +695,8 @@ gr_features_extract_device (GrFeatures *f, const GrPlaneF *frame,
   const double t0 = fnow_ms ();
   GrFeatureStats st = { 0 };
   st.candidates = -1;
+  if (f)
+    f->kp_resp = NULL;          /* host responses are for a host extraction only */
   if (!dp) {
     gr_set_err (errbuf, errlen, "bad arguments");
     return -GR_ERR_INVALID;
