@@ -131,7 +131,16 @@ smooth_v_at (const GrPlaneF *img, const float *tmp, const float *wt, int rr, int
  * along the row (vectorized), adding the same terms in the same order as the
  * per-pixel form and dividing by the same weight sum, so the floats are the same
  * (and the same as the CUDA backend's). */
-static void
+/* smooth_plane and gradients also built for x86-64-v3 (AVX2: 8 floats a vector),
+ * chosen at load time; -ffp-contract=off (meson.build) keeps FMA out, so each lane
+ * does the scalar operations and the floats are the same */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DESC_CLONES __attribute__ ((target_clones ("arch=x86-64-v3", "default")))
+#else
+#define DESC_CLONES
+#endif
+
+DESC_CLONES static void
 smooth_plane (const GrPlaneF *img, float sigma, float *tmp, float *out)
 {
   const int w = img->width, h = img->height;
@@ -190,7 +199,7 @@ smooth_plane (const GrPlaneF *img, float sigma, float *tmp, float *out)
   }
 }
 
-static void
+DESC_CLONES static void
 gradients (const GrPlaneF *img, const float *s, float *gx, float *gy, uint8_t *gv)
 {
   const int w = img->width, h = img->height;
