@@ -7,6 +7,7 @@
 
 #include "georeg-frame-meta.h"
 #include "image.h"
+#include "keypoints.h"
 #if GR_HAVE_CUDA
 #include "frame_cuda.h"
 #endif
@@ -25,6 +26,7 @@ static void
 frame_free (GstGeoregFrame * f)
 {
   gr_plane_clear (&f->host);
+  g_free (f->kp_resp);
 #if GR_HAVE_CUDA
   if (f->dev_alloc_device >= 0)
     gr_frame_cuda_plane_free (f->dev_alloc_device, &f->dev_buffers);
@@ -44,11 +46,16 @@ gst_georeg_frame_new (gint width, gint height, GstVideoFormat format, gint nodat
     g_mutex_init (&f->lock);
     f->dev_alloc_device = -1;
   }
+  if (f->kp_resp && (f->width != width || f->height != height)) {
+    g_free (f->kp_resp);
+    f->kp_resp = NULL;
+  }
   f->width = width;
   f->height = height;
   f->format = format;
   f->nodata = nodata;
   f->has_host = FALSE;          /* the host plane's memory stays for the next use */
+  f->kp_block = 0;              /* so does the responses' (same size: kept above) */
   f->device = -1;
   memset (&f->dev, 0, sizeof f->dev);
   f->refcount = 1;
@@ -96,6 +103,30 @@ gst_georeg_frame_matches (const GstGeoregFrame * frame, const GstVideoInfo * inf
   return frame->width == GST_VIDEO_INFO_WIDTH (info) &&
       frame->height == GST_VIDEO_INFO_HEIGHT (info) &&
       frame->format == GST_VIDEO_INFO_FORMAT (info) && frame->nodata == nodata;
+}
+
+const gfloat *
+gst_georeg_frame_keypoint_responses (GstGeoregFrame * frame, gint block_radius,
+    gboolean * made)
+{
+  const gfloat *r = NULL;
+  *made = FALSE;
+  g_mutex_lock (&frame->lock);
+  if (frame->kp_block == block_radius) {
+    r = frame->kp_resp;
+  } else if (frame->kp_block == 0 && frame->has_host) {
+    /* made once under the lock: a second branch of a tee waits for them */
+    if (!frame->kp_resp)
+      frame->kp_resp = g_try_new (gfloat, (gsize) frame->width * frame->height);
+    if (frame->kp_resp && gr_keypoints_responses (&frame->host, block_radius,
+            frame->kp_resp) == 0) {
+      frame->kp_block = block_radius;
+      r = frame->kp_resp;
+      *made = TRUE;
+    }
+  }
+  g_mutex_unlock (&frame->lock);
+  return r;
 }
 
 gboolean

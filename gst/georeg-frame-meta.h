@@ -49,6 +49,10 @@ struct _GstGeoregFrame {
   gint device;                  /* device of the device form, -1 = none */
   GrPlaneF dev;                 /* device form: data, and mask or NULL when every
                                  * pixel is valid (views into dev_buffers) */
+  gint kp_block;                /* the host form's keypoint responses were made for this
+                                 * block radius (0 = not made) */
+  gfloat *kp_resp;              /* those responses (width x height; memory kept on
+                                 * recycling), gst_georeg_frame_keypoint_responses */
 
   /*< private >*/
   gint refcount;
@@ -70,6 +74,15 @@ gboolean gst_georeg_frame_matches (const GstGeoregFrame * frame,
  * the build has no CUDA. */
 gboolean gst_georeg_frame_ensure_device_buffers (GstGeoregFrame * frame, gint device,
     gchar * err, gsize errlen);
+/* The keypoint responses of the frame's host form (gr_keypoints_responses with
+ * block_radius), made by the first caller and shared by the next (nmiregister's and
+ * featurematch's detections on one frame compute them once): valid while the caller
+ * holds a reference, never written again; *made says whether this call made them.
+ * NULL when the frame has no host form yet,
+ * they were made for another block radius, or out of memory: the caller detects on its
+ * own. */
+const gfloat *gst_georeg_frame_keypoint_responses (GstGeoregFrame * frame,
+    gint block_radius, gboolean * made);
 /* Frees the idle frames of the pool (their host and device memory): called when the
  * last element that used it stops. */
 void gst_georeg_frame_pool_trim (void);

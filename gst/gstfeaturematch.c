@@ -23,6 +23,7 @@
 
 #include "gstfeaturematch.h"
 #include "featurematch-meta.h"
+#include "georeg-frame-meta.h"
 #include "gstfeaturematch-output.h"
 #include "descriptors.h"
 #include "fit.h"
@@ -453,10 +454,17 @@ gst_feature_match_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   GrKeypoint *kp = g_new (GrKeypoint, cap);
   gfloat *desc = g_new (gfloat, (gsize) cap * self->k);
   GrFeatureStats fs;
+  /* a host frame's keypoint responses, made once for every georeg element on it
+   * (nmiregister upstream has made them when it detected on this frame) */
+  GstGeoregFrame *hold = NULL;
+  if (!on_device && gr_features_backend (self->features) == GR_BACKEND_CPU)
+    gr_features_set_responses (self->features, gst_georeg_base_keypoint_responses (base,
+            buf, c.nodata, kpp.block_radius, &hold), kpp.block_radius);
   gint nk = on_device ? gr_features_extract_device (self->features, &dplane, &kpp, &dp,
       kp, cap, desc, NULL, &fs, err, sizeof err) :
       gr_features_extract (self->features, &self->plane, &kpp, &dp, kp, cap, desc, NULL,
       &fs, err, sizeof err);
+  gst_georeg_frame_unref (hold);
   /* what patches and refinement read of the frame: its mask around the keypoints */
   self->view = on_device ? gr_features_validity (self->features) : &self->plane;
   times.extract_wall_ms = (g_get_monotonic_time () - tp) / 1000.0;

@@ -29,6 +29,7 @@ enum {
   /* installed on every element by the base itself */
   PROP_SHARE_FRAMES,
   PROP_FRAMES_CONVERTED,
+  PROP_KEYPOINTS_SHARED,
 };
 
 #define DEFAULT_BAND 0
@@ -243,6 +244,9 @@ gst_georeg_base_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_FRAMES_CONVERTED:
       g_value_set_uint64 (value, PRIV (GST_GEOREG_BASE (object))->cuda.conversions);
       break;
+    case PROP_KEYPOINTS_SHARED:
+      g_value_set_uint64 (value, PRIV (GST_GEOREG_BASE (object))->cuda.kp_reused);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -430,6 +434,15 @@ gst_georeg_base_read_plane (GstGeoregBase * base, GstBuffer * buf, gint nodata,
       nodata, plane, &p->input);
 }
 
+const gfloat *
+gst_georeg_base_keypoint_responses (GstGeoregBase * base, GstBuffer * buf, gint nodata,
+    gint block_radius, GstGeoregFrame ** hold)
+{
+  GstGeoregBasePrivate *p = PRIV (base);
+  return gst_georeg_shared_keypoint_responses (&p->cuda, buf, &p->info, nodata,
+      block_radius, hold);
+}
+
 void
 gst_georeg_base_frame_changed (GstGeoregBase * base, GstBuffer * buf)
 {
@@ -593,6 +606,13 @@ gst_georeg_base_class_init (GstGeoregBaseClass * klass)
           "Frames this element converted itself (read from their pixels, uploads "
           "included), not counting those it reused from an element upstream "
           "(share-frames)", 0, G_MAXUINT64, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (oc, PROP_KEYPOINTS_SHARED,
+      g_param_spec_uint64 ("keypoints-shared", "Keypoint responses shared",
+          "Frames whose keypoint responses (the corner measure every detection "
+          "starts from) this element took as an element upstream made them on the "
+          "shared frame (share-frames; the CPU path), instead of computing them; the "
+          "keypoints are the same either way", 0, G_MAXUINT64, 0,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   ec->change_state = GST_DEBUG_FUNCPTR (gst_georeg_base_change_state);
   ec->set_context = GST_DEBUG_FUNCPTR (gst_georeg_base_set_context);

@@ -140,6 +140,12 @@ gboolean gst_georeg_base_frame_to_device (GstGeoregBase * base, GstBuffer * buf,
  * an error. */
 gboolean gst_georeg_base_read_plane (GstGeoregBase * base, GstBuffer * buf,
     gint nodata, GrPlaneF * plane);
+/* The keypoint responses of the plane gst_georeg_base_read_plane gave for `buf`,
+ * computed once per frame for every georeg element on it
+ * (gst_georeg_shared_keypoint_responses): NULL when not shared; else release *hold
+ * (gst_georeg_frame_unref) after the detection. */
+const gfloat *gst_georeg_base_keypoint_responses (GstGeoregBase * base, GstBuffer * buf,
+    gint nodata, gint block_radius, struct _GstGeoregFrame ** hold);
 
 /* ---- shared frames (georeg-frame-meta.h; property share-frames) */
 

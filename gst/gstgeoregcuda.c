@@ -146,6 +146,30 @@ shared_frame_unlock (GstGeoregFrame * f)
   gst_georeg_frame_unref (f);
 }
 
+const gfloat *
+gst_georeg_shared_keypoint_responses (GstGeoregCuda * c, GstBuffer * buf,
+    const GstVideoInfo * info, gint nodata, gint block_radius, GstGeoregFrame ** hold)
+{
+  *hold = NULL;
+  if (!c->share)
+    return NULL;
+  /* the same test as shared_frame_lock's: then the caller's plane is this host form */
+  GstGeoregFrameMeta *m = gst_buffer_get_georeg_frame_meta (buf);
+  if (!m || !gst_georeg_frame_matches (m->frame, info, nodata))
+    return NULL;
+  GstGeoregFrame *f = gst_georeg_frame_ref (m->frame);
+  gboolean made;
+  const gfloat *r = gst_georeg_frame_keypoint_responses (f, block_radius, &made);
+  if (!r) {
+    gst_georeg_frame_unref (f);
+    return NULL;
+  }
+  if (!made)
+    c->kp_reused++;
+  *hold = f;
+  return r;
+}
+
 /* src copied into dst (reallocated when its size or mask presence differs) */
 static gboolean
 plane_copy (const GrPlaneF * src, GrPlaneF * dst)

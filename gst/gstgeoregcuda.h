@@ -56,6 +56,8 @@ typedef struct {
   gboolean frame_mask;    /* a mask is set on the converter (its device planes are
                            * this element's own, never shared) */
   guint64 conversions;    /* frames this element converted (not reused) */
+  guint64 kp_reused;      /* frames whose keypoint responses it took as another
+                           * element made them (gst_georeg_shared_keypoint_responses) */
   gboolean pool_user;     /* counted among the users of the shared frames' pool */
   gpointer place_key;     /* its pipeline in the placement (gstgeoregplacement.h) */
   gint place_device;      /* the device it counts on there, -1 = not placed */
@@ -150,6 +152,17 @@ gboolean gst_georeg_read_frame_plane (GstGeoregCuda * c, GstElement * element,
  * conversions without sharing, bit for bit.  Not shared: planes made with a converter
  * mask (gst_georeg_cuda_set_frame_mask), and a device form on another device than the
  * reader's (both convert as before). */
+
+/* The keypoint responses (block_radius) of the host form of the frame shared on
+ * `buf` when it is the one gst_georeg_read_frame_plane copied into the caller's plane
+ * (sharing on, settings matching), made by the first caller
+ * (gst_georeg_frame_keypoint_responses); *hold gets a reference to release with
+ * gst_georeg_frame_unref once the detection is done.  NULL (and *hold NULL)
+ * otherwise: the caller detects on its own plane. */
+struct _GstGeoregFrame;
+const gfloat *gst_georeg_shared_keypoint_responses (GstGeoregCuda * c, GstBuffer * buf,
+    const GstVideoInfo * info, gint nodata, gint block_radius,
+    struct _GstGeoregFrame ** hold);
 
 /* Frames converted (from the video frame's pixels to a float plane, on the host or
  * the device, uploads included) by every georeg element of the process so far;

@@ -34,6 +34,8 @@
 #include "gstnmiregister-props.h"
 #include "gstnmiregister-result.h"
 #include "register.h"
+#include "keypoints.h"
+#include "georeg-frame-meta.h"
 #include "fit.h"
 #include "georeg-meta.h"
 #include "nmiregister-meta.h"
@@ -62,6 +64,7 @@ struct _GstNmiRegister {
 
   /* per-frame scratch, reused */
   GrPlaneF full;                /* this frame on the host (host path) */
+  gboolean on_host;             /* this frame is `full` (not on the device) */
   GrPlaneF dplane;              /* this frame on the device (the converter's memory) */
   guint64 frame_count;
   gboolean announced;
@@ -450,6 +453,7 @@ read_frame (GstNmiRegister * self, const GstNmiRegisterSettings * s,
   }
   if (!on_device && !gst_georeg_base_read_plane (base, buf, s->c.nodata, &self->full))
     return FALSE;
+  self->on_host = !on_device;
   GrStatus st = gr_register_set_frame (self->engine, p, on_device ? &self->dplane :
       &self->full, on_device, bmode, depth, s->c.bin_low, s->c.bin_high, err,
       sizeof err);
@@ -737,8 +741,23 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     if (prior.search)
       m->flags |= GST_NMI_REGISTER_FLAG_COARSE_UNUSABLE;
   }
+  /* the keypoint responses of a host frame, made once for every georeg element on
+   * it (featurematch downstream detects from them too), when the run detects */
+  GstGeoregFrame *hold = NULL;
+  gdouble resp_ms = 0.0;
+  if (!skip && self->on_host && (wprior.has_prior || wprior.search)) {
+    const gint64 tr = g_get_monotonic_time ();
+    GrKeypointParams kpp;
+    gr_keypoint_params_init (&kpp);       /* the engine's block radius */
+    const gfloat *resp = gst_georeg_base_keypoint_responses (GST_GEOREG_BASE (self),
+        buf, s.c.nodata, kpp.block_radius, &hold);
+    gr_register_set_frame_responses (self->engine, resp, kpp.block_radius);
+    resp_ms = (g_get_monotonic_time () - tr) / 1000.0;
+  }
   GrStatus st = skip ? GR_OK : gr_register_run (self->engine, &p, &wprior, &res, err,
       sizeof err);
+  gr_register_set_frame_responses (self->engine, NULL, 0);
+  gst_georeg_frame_unref (hold);
   if (st != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Registration failed (%s).",
             gr_status_string (st)), ("%s", err));
@@ -746,7 +765,8 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
   if (self->windowed && !skip)
     result_to_full (self, &res);
-  self->keypoints_ms = res.keypoints_ms;
+  /* with the shared responses (made before the run) */
+  self->keypoints_ms = res.keypoints_ms + resp_ms;
   const GstVideoInfo *info = gst_georeg_base_info (GST_GEOREG_BASE (self));
   gst_nmi_register_fill_meta (&self->map, &res, GST_VIDEO_INFO_WIDTH (info),
       GST_VIDEO_INFO_HEIGHT (info), m);

@@ -131,7 +131,16 @@ smooth_v_at (const GrPlaneF *img, const float *tmp, const float *wt, int rr, int
  * along the row (vectorized), adding the same terms in the same order as the
  * per-pixel form and dividing by the same weight sum, so the floats are the same
  * (and the same as the CUDA backend's). */
-static void
+/* smooth_plane and gradients also built for x86-64-v3 (AVX2: 8 floats a vector),
+ * chosen at load time; -ffp-contract=off (meson.build) keeps FMA out, so each lane
+ * does the scalar operations and the floats are the same */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DESC_CLONES __attribute__ ((target_clones ("arch=x86-64-v3", "default")))
+#else
+#define DESC_CLONES
+#endif
+
+DESC_CLONES static void
 smooth_plane (const GrPlaneF *img, float sigma, float *tmp, float *out)
 {
   const int w = img->width, h = img->height;
@@ -190,7 +199,7 @@ smooth_plane (const GrPlaneF *img, float sigma, float *tmp, float *out)
   }
 }
 
-static void
+DESC_CLONES static void
 gradients (const GrPlaneF *img, const float *s, float *gx, float *gy, uint8_t *gv)
 {
   const int w = img->width, h = img->height;
@@ -448,6 +457,9 @@ struct GrFeatures {
   uint8_t *valid;               /* CUDA, device frames with a mask: validity windows */
   size_t valid_cap;
   GrPlaneF view;                /* gr_features_validity */
+  const float *kp_resp;         /* for the next host extraction only, borrowed, or NULL
+                                 * (gr_features_set_responses) */
+  int kp_resp_block;
 #if GR_HAVE_CUDA
   GrFeaturesCuda *cuda;
 #endif
@@ -608,6 +620,15 @@ device_detector_fits (const GrPlaneF *img, const GrKeypointParams *kpp)
 }
 #endif
 
+void
+gr_features_set_responses (GrFeatures *f, const float *responses, int block_radius)
+{
+  if (!f)
+    return;
+  f->kp_resp = responses;
+  f->kp_resp_block = block_radius;
+}
+
 int
 gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams *kpp,
     const GrDescriptorParams *dp, GrKeypoint *kp, int capacity, float *desc, float *angle,
@@ -616,6 +637,10 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
   const double t0 = fnow_ms ();
   GrFeatureStats st = { 0 };
   st.candidates = -1;
+  /* the responses set for this call only */
+  const float *kp_resp = f ? f->kp_resp : NULL;
+  if (f)
+    f->kp_resp = NULL;
   if (!dp) {
     gr_set_err (errbuf, errlen, "bad arguments");
     return -GR_ERR_INVALID;
@@ -648,7 +673,8 @@ gr_features_extract (GrFeatures *f, const GrPlaneF *img, const GrKeypointParams 
   } else
 #endif
   {
-    n = gr_keypoints_detect (img, kpp, kp, capacity);
+    n = gr_keypoints_detect_with (img, kpp, kp_resp && f->kp_resp_block ==
+        kpp->block_radius ? kp_resp : NULL, kp, capacity);
     if (n < 0) {
       gr_set_err (errbuf, errlen, "keypoint detection failed (%s)",
           gr_status_string ((GrStatus) -n));
@@ -678,6 +704,8 @@ gr_features_extract_device (GrFeatures *f, const GrPlaneF *frame,
   const double t0 = fnow_ms ();
   GrFeatureStats st = { 0 };
   st.candidates = -1;
+  if (f)
+    f->kp_resp = NULL;          /* host responses are for a host extraction only */
   if (!dp) {
     gr_set_err (errbuf, errlen, "bad arguments");
     return -GR_ERR_INVALID;

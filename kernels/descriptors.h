@@ -109,6 +109,12 @@ int gr_features_extract (GrFeatures *f, const GrPlaneF *frame,
     int capacity, float *desc, float *angle, GrFeatureStats *stats, char *errbuf,
     size_t errlen);
 
+/* The keypoint responses of the frame the next gr_features_extract takes
+ * (gr_keypoints_responses with block_radius, computed once for the frame and shared
+ * with other detections on it), borrowed for that call only: the CPU detection takes
+ * them when its block radius matches (the same keypoints, bit for bit).  NULL: none. */
+void gr_features_set_responses (GrFeatures *f, const float *responses, int block_radius);
+
 /* gr_features_extract for a frame that already lies in device memory (a CUDA engine
  * only): frame->data (floats, any row stride) and frame->mask (packed, width bytes a
  * row, NULL = all valid) are device pointers of the engine's device (the primary

@@ -91,27 +91,25 @@ gr_plane_downscale (const GrPlaneF *src, double scale, GrPlaneF *dst)
   }
   /* exact cell edges from the actual output size, so the whole source is covered */
   const double invx = (double) src->width / ow, invy = (double) src->height / oh;
-  /* each output column's source columns [s0, s1) and the weights of its first and
-   * last one (cell_span's edges, fmin/fmax as below); the columns between weigh
-   * exactly 1.0, so w = wy * 1.0 = wy there and the sums below are bit for bit those
-   * of the plain loop (w = wy * (fmin (xb, sx + 1) - fmax (xa, sx)) for every sx),
-   * without two libm calls per source pixel: a 4K frame's downscale took 200-300 ms
-   * on one core that way, and the pose path downscales each frame several times */
-  int *col = malloc (2 * sizeof (int) * (size_t) ow);
-  double *cw = malloc (2 * sizeof (double) * (size_t) ow);
-  if (!col || !cw) {
-    free (col);
-    free (cw);
+  /* each output column's first source column and the weights of its source columns,
+   * once (they are the same for every row): the same doubles the inner loop would
+   * compute, so the sums are unchanged, without two fmin/fmax per source pixel */
+  const int kx = (int) ceil (invx) + 2;       /* source columns a cell can touch */
+  double *wxt = malloc (sizeof (double) * (size_t) ow * kx);
+  int *x0t = malloc (sizeof (int) * (size_t) ow * 2);
+  if (!wxt || !x0t) {
+    free (wxt);
+    free (x0t);
     return GR_ERR_NOMEM;
   }
   for (int ox = 0; ox < ow; ox++) {
     double xa, xb;
     cell_span (ox, invx, src->width, &xa, &xb);
-    const int s0 = (int) xa, s1 = (int) ceil (xb);
-    col[2 * ox] = s0;
-    col[2 * ox + 1] = s1 > s0 ? s1 : s0;
-    cw[2 * ox] = fmin (xb, s0 + 1.0) - fmax (xa, (double) s0);
-    cw[2 * ox + 1] = fmin (xb, (double) s1) - fmax (xa, s1 - 1.0);
+    int n = 0;
+    for (int sx = (int) xa; sx < xb && n < kx; sx++)
+      wxt[(size_t) ox * kx + n++] = fmin (xb, sx + 1.0) - fmax (xa, (double) sx);
+    x0t[2 * ox] = (int) xa;
+    x0t[2 * ox + 1] = n;
   }
 
 #pragma omp parallel for schedule (static)
@@ -119,44 +117,20 @@ gr_plane_downscale (const GrPlaneF *src, double scale, GrPlaneF *dst)
     double ya, yb;
     cell_span (oy, invy, src->height, &ya, &yb);
     for (int ox = 0; ox < ow; ox++) {
-      const int s0 = col[2 * ox], s1 = col[2 * ox + 1];
+      const int x0 = x0t[2 * ox], nx = x0t[2 * ox + 1];
+      const double *wx = wxt + (size_t) ox * kx;
       double sum = 0.0, wvalid = 0.0, wall = 0.0;
       for (int sy = (int) ya; sy < yb; sy++) {
         const double wy = fmin (yb, sy + 1.0) - fmax (ya, (double) sy);
-        const float *row = src->data + (size_t) sy * src->stride;
-        const uint8_t *mrow = src->mask ? src->mask + (size_t) sy * src->width : NULL;
-        if (s1 <= s0)
-          continue;
-        /* first column, those between (weight wy), last column: in source order */
-        double w = wy * cw[2 * ox];
-        wall += w;
-        if (!mrow || mrow[s0]) {
-          wvalid += w;
-          sum += w * row[s0];
-        }
-        if (mrow) {
-          for (int sx = s0 + 1; sx < s1 - 1; sx++) {
-            wall += wy;
-            if (mrow[sx]) {
-              wvalid += wy;
-              sum += wy * row[sx];
-            }
-          }
-        } else {
-          /* no mask: wvalid takes every weight wall takes */
-          for (int sx = s0 + 1; sx < s1 - 1; sx++) {
-            wall += wy;
-            wvalid += wy;
-            sum += wy * row[sx];
-          }
-        }
-        if (s1 - 1 > s0) {
-          w = wy * cw[2 * ox + 1];
+        const float *row = src->data + (size_t) sy * src->stride + x0;
+        const uint8_t *mrow = src->mask ? src->mask + (size_t) sy * src->width + x0 : NULL;
+        for (int k = 0; k < nx; k++) {
+          const double w = wy * wx[k];
           wall += w;
-          if (!mrow || mrow[s1 - 1]) {
-            wvalid += w;
-            sum += w * row[s1 - 1];
-          }
+          if (mrow && !mrow[k])
+            continue;
+          wvalid += w;
+          sum += w * row[k];
         }
       }
       const size_t o = (size_t) oy * ow + ox;
@@ -165,8 +139,8 @@ gr_plane_downscale (const GrPlaneF *src, double scale, GrPlaneF *dst)
         dst->mask[o] = wvalid >= 0.5 * wall && wvalid > 0.0;
     }
   }
-  free (col);
-  free (cw);
+  free (wxt);
+  free (x0t);
   return GR_OK;
 }
 
@@ -234,6 +208,35 @@ gr_plane_value_range (const GrPlaneF *p, GrBinMode mode, int depth, double lo,
       return GR_OK;
     case GR_BINS_MINMAX: {
       double mn = INFINITY, mx = -INFINITY;
+      if (!p->mask) {
+        /* the same extremes in float, 8 lanes a row (vector min/max: a NaN is
+         * skipped by the comparisons as below), widened at the end: exact */
+        float lmn[8], lmx[8];
+        for (int j = 0; j < 8; j++) {
+          lmn[j] = INFINITY;
+          lmx[j] = -INFINITY;
+        }
+        for (int y = 0; y < p->height; y++) {
+          const float *row = p->data + (size_t) y * p->stride;
+          int x = 0;
+          for (; x + 8 <= p->width; x += 8)
+            for (int j = 0; j < 8; j++) {
+              lmn[j] = row[x + j] < lmn[j] ? row[x + j] : lmn[j];
+              lmx[j] = row[x + j] > lmx[j] ? row[x + j] : lmx[j];
+            }
+          for (; x < p->width; x++) {
+            lmn[0] = row[x] < lmn[0] ? row[x] : lmn[0];
+            lmx[0] = row[x] > lmx[0] ? row[x] : lmx[0];
+          }
+        }
+        for (int j = 0; j < 8; j++) {
+          mn = lmn[j] < mn ? lmn[j] : mn;
+          mx = lmx[j] > mx ? lmx[j] : mx;
+        }
+        *a = isfinite (mn) ? mn : 0.0;
+        *b = isfinite (mx) ? mx : 0.0;
+        return GR_OK;
+      }
       for (int y = 0; y < p->height; y++)
         for (int x = 0; x < p->width; x++) {
           if (p->mask && !p->mask[(size_t) y * p->width + x])

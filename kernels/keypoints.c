@@ -27,6 +27,21 @@
 #include <string.h>
 #include <omp.h>
 
+/* Speed without changing a bit (the results are defined pixel by pixel; the tests
+ * compare them with that definition and the gpu suite with the CUDA detector):
+ *  - sqrt without errno (kernels/meson.build builds this file with -fno-math-errno:
+ *    GCC's pragma does not reach the builtin): the argument is never negative, and
+ *    errno handling keeps the row loops from vectorizing (the value is the same);
+ *  - the row loops also built for x86-64-v3 (AVX2, 4 doubles / 8 floats a vector),
+ *    chosen at load time; -ffp-contract=off (meson.build) keeps FMA out, so each
+ *    vector lane does the scalar operations. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KP_CLONES __attribute__ ((target_clones ("arch=x86-64-v3", "default")))
+#else
+#define KP_CLONES
+#endif
+#define KP_INLINE static inline __attribute__ ((always_inline))
+
 void
 gr_keypoint_params_init (GrKeypointParams *p)
 {
@@ -65,22 +80,12 @@ px (const GrPlaneF *img, int x, int y)
   return img->data[(size_t) y * img->stride + x];
 }
 
-/* ok[y*w+x] = 1 when every pixel within R of (x, y) is inside and valid */
+/* ok[y*w+x] = 1 when every pixel within R of (x, y) is inside and valid (for a
+ * masked image: without a mask the caller takes the rectangle R from the edges) */
 static bool
 eligibility (const GrPlaneF *img, int R, uint8_t *ok)
 {
   const int w = img->width, h = img->height;
-  if (!img->mask) {
-    /* all valid: the pixels at least R from every edge (what the runs below give) */
-#pragma omp parallel for schedule (static)
-    for (int y = 0; y < h; y++) {
-      uint8_t *o = ok + (size_t) y * w;
-      memset (o, 0, w);
-      if (y >= R && y < h - R && w - 2 * R > 0)
-        memset (o + R, 1, w - 2 * R);
-    }
-    return true;
-  }
   uint8_t *tmp = malloc ((size_t) w * h);
   if (!tmp)
     return false;
@@ -116,7 +121,7 @@ eligibility (const GrPlaneF *img, int R, uint8_t *ok)
 /* Gradients of row y at x = -b .. w - 1 + b (gx[x + b], gy[x + b]), read with the
  * clamping of px(): interior pixels straight from the rows, so that the loop
  * vectorizes; the values are those px() would give. */
-static void
+KP_INLINE void
 gradient_row (const GrPlaneF *img, int b, int y, float *gx, float *gy)
 {
   const int w = img->width, h = img->height;
@@ -145,7 +150,7 @@ gradient_row (const GrPlaneF *img, int b, int y, float *gx, float *gy)
 }
 
 /* out[x] = p[x] + p[x + 1] + ... + p[x + 2b], added in that order from 0 */
-static void
+KP_INLINE void
 box_row (const float *restrict p, int b, int w, float *restrict out)
 {
   for (int x = 0; x < w; x++)
@@ -156,7 +161,7 @@ box_row (const float *restrict p, int b, int w, float *restrict out)
 }
 
 /* out[x] = the column sum of rows 0 .. 2b (stride w) from row 0 down, in double */
-static void
+KP_INLINE void
 box_col (const float *restrict rows, int b, int w, double *restrict out)
 {
   for (int x = 0; x < w; x++)
@@ -168,40 +173,59 @@ box_col (const float *restrict rows, int b, int w, double *restrict out)
   }
 }
 
-/* the smaller eigenvalue of [[a b] [b c]] where eligible and positive, else 0 */
-static void
+/* the smaller eigenvalue of [[a b] [b c]] where eligible and positive, else 0;
+ * eligible: ok[x] when there is a mask, else xa <= x < xb (ok NULL).  In separate
+ * passes over l (w doubles of scratch): GCC vectorizes neither a sqrt nor a
+ * conversion in a loop with a select, and each pass alone it does. */
+KP_INLINE void
 min_eig_row (const double *restrict a, const double *restrict b,
-    const double *restrict c, const uint8_t *restrict ok, int w, float *restrict out)
+    const double *restrict c, const uint8_t *restrict ok, int xa, int xb, int w,
+    double *restrict l, float *restrict out)
 {
-  for (int x = 0; x < w; x++) {
-    const double half = 0.5 * (a[x] - c[x]);
-    const double l = 0.5 * (a[x] + c[x]) - sqrt (half * half + b[x] * b[x]);
-    out[x] = ok[x] && l > 0.0 ? (float) l : 0.0f;
+  if (ok) {
+    xa = 0;
+    xb = w;
   }
+  for (int x = 0; x < xa; x++)
+    out[x] = 0.0f;
+  for (int x = xa; x < xb; x++) {
+    const double half = 0.5 * (a[x] - c[x]);
+    l[x] = 0.5 * (a[x] + c[x]) - sqrt (half * half + b[x] * b[x]);
+  }
+  for (int x = xa; x < xb; x++)
+    l[x] = l[x] > 0.0 ? l[x] : 0.0;
+  for (int x = xa; x < xb; x++)
+    out[x] = (float) l[x];
+  if (ok)
+    for (int x = 0; x < w; x++)
+      out[x] = ok[x] ? out[x] : 0.0f;
+  for (int x = xb > xa ? xb : xa; x < w; x++)
+    out[x] = 0.0f;
 }
 
 /* Scratch floats response_strip needs per thread for strips of `strip` rows. */
 static size_t
 strip_scratch_floats (int w, int b, int strip)
 {
-  return 3 * (size_t) (strip + 2 * b) * w + 5 * (size_t) (w + 2 * b) + 6 * (size_t) w;
+  return 3 * (size_t) (strip + 2 * b) * w + 5 * (size_t) (w + 2 * b) + 8 * (size_t) w;
 }
 
-/* Shi-Tomasi responses of the rows [y0, y1) into resp (0 where not eligible).
+/* Shi-Tomasi responses of the rows [y0, y1) into resp (0 where not eligible:
+ * ok[] with a mask, else outside columns [xa, xb) with ok NULL).
  * Each gradient is computed once per pixel (not once per box tap), and every loop
  * runs along x so that it vectorizes; each pixel's sums still add the same terms in
  * the same order (taps -b .. b, then rows top to bottom), so the responses are the
  * same floats as a per-pixel evaluation gives (and as the CUDA detector's). */
-static void
-response_strip (const GrPlaneF *img, int b, const uint8_t *ok, int y0, int y1,
-    float *hs, float *resp)
+KP_CLONES static void
+response_strip (const GrPlaneF *img, int b, const uint8_t *ok, int xa, int xb, int y0,
+    int y1, float *hs, float *resp)
 {
   const int w = img->width;
   const int nrows = y1 - y0 + 2 * b;
   const size_t wb = (size_t) w + 2 * b;
   /* the doubles first (malloc alignment), then the floats */
-  double *da = (double *) hs, *db = da + w, *dc = db + w;
-  float *sxx = (float *) (dc + w), *sxy = sxx + (size_t) nrows * w,
+  double *da = (double *) hs, *db = da + w, *dc = db + w, *dl = dc + w;
+  float *sxx = (float *) (dl + w), *sxy = sxx + (size_t) nrows * w,
       *syy = sxy + (size_t) nrows * w;
   float *gx = syy + (size_t) nrows * w, *gy = gx + wb;
   float *pxx = gy + wb, *pxy = pxx + wb, *pyy = pxy + wb;
@@ -222,12 +246,30 @@ response_strip (const GrPlaneF *img, int b, const uint8_t *ok, int y0, int y1,
   for (int y = y0; y < y1; y++) {
     const int r0 = y - y0;     /* rows r0 .. r0 + 2b of the strip buffers */
     float *out = resp + (size_t) y * w;
-    const uint8_t *o = ok + (size_t) y * w;
+    const uint8_t *o = ok ? ok + (size_t) y * w : NULL;
     box_col (sxx + (size_t) r0 * w, b, w, da);
     box_col (sxy + (size_t) r0 * w, b, w, db);
     box_col (syy + (size_t) r0 * w, b, w, dc);
-    min_eig_row (da, db, dc, o, w, out);
+    min_eig_row (da, db, dc, o, xa, xb, w, dl, out);
   }
+}
+
+/* the largest of n responses (>= 0, never NaN), 0 when none is positive: in 8 lanes,
+ * which GCC turns into vector max instructions (a max is the same in any order) */
+KP_CLONES static float
+row_max (const float *restrict r, int n)
+{
+  float m[8] = { 0 };
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++)
+      m[j] = r[i + j] > m[j] ? r[i + j] : m[j];
+  float best = 0.0f;
+  for (; i < n; i++)
+    best = r[i] > best ? r[i] : best;
+  for (int j = 0; j < 8; j++)
+    best = m[j] > best ? m[j] : best;
+  return best;
 }
 
 /* whether a neighbour (xx, yy) of (x, y) beats a response v there: larger, or equal
@@ -238,37 +280,192 @@ beats (float u, float v, int xx, int yy, int x, int y)
   return u > v || (u == v && (yy < y || (yy == y && xx < x)));
 }
 
-static bool
+/* whether (x, y) beats every neighbour of its (2 rad + 1)^2 window (clipped to the
+ * image): beats() spelt out per row, an earlier neighbour must be smaller and a later
+ * one not larger (responses are never NaN: min_eig_row maps NaN to 0).  The rows
+ * nearest first (a pixel that loses, loses mostly there), each row's test without
+ * branches, a return after each. */
+KP_INLINE bool
 is_nms_max (const float *resp, int w, int h, int x, int y, int rad)
 {
-  const float v = resp[(size_t) y * w + x];
-  /* the 8 neighbours first: on a smooth response most pixels lose to one of them,
-   * which settles them without the whole window (rad >= 1, so they are part of it:
-   * the answer is the same) */
-  for (int j = -1; j <= 1; j++) {
-    const int yy = y + j;
-    if (yy < 0 || yy >= h)
-      continue;
-    for (int i = -1; i <= 1; i++) {
-      const int xx = x + i;
-      if ((i || j) && xx >= 0 && xx < w && beats (resp[(size_t) yy * w + xx], v, xx, yy, x, y))
-        return false;
+  const float *c = resp + (size_t) y * w;
+  const float v = c[x];
+  const int xa = x - rad < 0 ? 0 : x - rad, xb = x + rad >= w ? w - 1 : x + rad;
+  bool lose = false;
+  for (int xx = xa; xx < x; xx++)
+    lose |= c[xx] >= v;
+  for (int xx = x + 1; xx <= xb; xx++)
+    lose |= c[xx] > v;
+  for (int d = 1; d <= rad && !lose; d++) {
+    if (y - d >= 0) {
+      const float *r = c - (size_t) d * w;
+      for (int xx = xa; xx <= xb; xx++)
+        lose |= r[xx] >= v;
+    }
+    if (y + d < h) {
+      const float *r = c + (size_t) d * w;
+      for (int xx = xa; xx <= xb; xx++)
+        lose |= r[xx] > v;
     }
   }
-  const int xa = x - rad < 0 ? 0 : x - rad, xb = x + rad >= w ? w - 1 : x + rad;
-  const int ya = y - rad < 0 ? 0 : y - rad, yb = y + rad >= h ? h - 1 : y + rad;
-  for (int yy = ya; yy <= yb; yy++) {
-    const float *row = resp + (size_t) yy * w;
-    for (int xx = xa; xx <= xb; xx++)
-      if (beats (row[xx], v, xx, yy, x, y))   /* equal: the first in raster order wins */
-        return false;
+  return !lose;
+}
+
+/* cand[x - xa] for the pixels xa <= x < xb of row y (1 <= y < h - 1, 1 <= xa,
+ * xb <= w - 1): 1 when the response is > 0, >= thr and beats its 8 neighbours
+ * (beats(): an earlier neighbour must be smaller, a later one not larger).  On a
+ * smooth response most pixels lose to a neighbour, so this settles them; it runs
+ * along the row with no branches, so it vectorizes. */
+KP_INLINE void
+nms_row (const float *restrict resp, int w, int y, int xa, int xb, float thr,
+    uint8_t *restrict cand)
+{
+  const float *u = resp + (size_t) (y - 1) * w, *c = resp + (size_t) y * w,
+      *d = resp + (size_t) (y + 1) * w;
+  for (int x = xa; x < xb; x++) {
+    const float v = c[x];
+    cand[x - xa] = (v > 0.0f) & (v >= thr) & (v > u[x - 1]) & (v > u[x]) &
+        (v > u[x + 1]) & (v > c[x - 1]) & (v >= c[x + 1]) & (v >= d[x - 1]) &
+        (v >= d[x]) & (v >= d[x + 1]);
   }
-  return true;
+}
+
+/* The NMS candidates of the cell [xa, xb) x [ya, yb) into *c (grown as needed, *cap
+ * entries), in raster order; their count, or -1 out of memory.  Pixels on the image's
+ * border never qualify: their response is 0 (eligibility keeps R >= 2 from it). */
+KP_CLONES static int
+cell_candidates (const float *resp, int w, int h, int xa, int xb, int ya, int yb,
+    float thr, int rad, uint8_t *row, Cand **c, int *cap)
+{
+  int nc = 0;
+  xa = xa < 1 ? 1 : xa;
+  xb = xb > w - 1 ? w - 1 : xb;
+  ya = ya < 1 ? 1 : ya;
+  yb = yb > h - 1 ? h - 1 : yb;
+  const int n = xb - xa;
+  if (n <= 0)
+    return 0;
+  /* the row's flags padded to whole 8-byte words */
+  memset (row + n, 0, 8);
+  for (int y = ya; y < yb; y++) {
+    nms_row (resp, w, y, xa, xb, thr, row);
+    /* most pixels fail the pre-check (about 95% on a textured 1080p frame): the
+     * flags 8 at a time, and within a word only the set ones, in raster order */
+    for (int i = 0; i < n; i += 8) {
+      uint64_t word;
+      memcpy (&word, row + i, 8);
+      while (word) {
+        /* the set byte at the lowest address: the leftmost pixel left */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        const int k = __builtin_ctzll (word) >> 3;
+        word &= ~((uint64_t) 0xff << (8 * k));
+#else
+        int k = 0;
+        while (!row[i + k])
+          k++;
+        row[i + k] = 0;
+        memcpy (&word, row + i, 8);
+#endif
+        const int x = xa + i + k;
+        if (!is_nms_max (resp, w, h, x, y, rad))
+          continue;
+        if (nc == *cap) {
+          Cand *g = realloc (*c, sizeof (Cand) * (size_t) *cap * 2);
+          if (!g)
+            return -1;
+          *c = g;
+          *cap *= 2;
+        }
+        (*c)[nc++] = (Cand) { resp[(size_t) y * w + x], x, y };
+      }
+    }
+  }
+  return nc;
+}
+
+/* Responses of the rows [ya, yb) into resp (0 where not eligible: ok[] with a mask,
+ * else outside columns [R, w - R)); the other rows are the caller's.  false out of
+ * memory. */
+static bool
+compute_responses (const GrPlaneF *img, int b, const uint8_t *ok, int R, int ya, int yb,
+    float *resp)
+{
+  const int w = img->width;
+  /* strips of rows, in parallel */
+  const int strip = 32;
+  const int nstrips = (yb - ya + strip - 1) / strip;
+  bool oom = false;
+#pragma omp parallel
+  {
+    float *hs = malloc (sizeof (float) * strip_scratch_floats (w, b, strip));
+    if (!hs) {
+#pragma omp atomic write
+      oom = true;
+    }
+#pragma omp for schedule (dynamic, 1)
+    for (int s = 0; s < nstrips; s++) {
+      const int y0 = ya + s * strip, y1 = y0 + strip < yb ? y0 + strip : yb;
+      if (hs)
+        response_strip (img, b, ok, R, w - R, y0, y1, hs, resp);
+    }
+    free (hs);
+  }
+  return !oom;
+}
+
+int
+gr_keypoints_responses (const GrPlaneF *img, int block_radius, float *resp)
+{
+  if (!img || !img->data || !resp || img->width <= 0 || img->height <= 0 ||
+      img->stride < (size_t) img->width || block_radius < 1)
+    return -GR_ERR_INVALID;
+  const int w = img->width, h = img->height, R = block_radius + 1;
+  if (2 * R + 1 > w || 2 * R + 1 > h) {
+    memset (resp, 0, sizeof (float) * (size_t) w * h);
+    return 0;
+  }
+  memset (resp, 0, sizeof (float) * (size_t) R * w);
+  memset (resp + (size_t) (h - R) * w, 0, sizeof (float) * (size_t) R * w);
+  /* the mask is not read: eligibility is each detection's (gr_keypoints_detect_with) */
+  GrPlaneF nomask = *img;
+  nomask.mask = NULL;
+  return compute_responses (&nomask, block_radius, NULL, R, R, h - R, resp) ? 0 :
+      -GR_ERR_NOMEM;
+}
+
+/* resp = the responses `raw` (gr_keypoints_responses) where eligible, else 0 */
+KP_CLONES static void
+eligible_responses (const float *restrict raw, const uint8_t *restrict ok, int w, int h,
+    int R, float *restrict resp)
+{
+#pragma omp parallel for schedule (static)
+  for (int y = 0; y < h; y++) {
+    const float *r = raw + (size_t) y * w;
+    float *o = resp + (size_t) y * w;
+    if (ok) {
+      const uint8_t *e = ok + (size_t) y * w;
+      for (int x = 0; x < w; x++)
+        o[x] = e[x] ? r[x] : 0.0f;
+    } else if (y < R || y >= h - R) {
+      memset (o, 0, sizeof (float) * w);
+    } else {
+      memset (o, 0, sizeof (float) * R);
+      memcpy (o + R, r + R, sizeof (float) * (w - 2 * R));
+      memset (o + w - R, 0, sizeof (float) * R);
+    }
+  }
 }
 
 int
 gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
     GrKeypoint *out, int capacity)
+{
+  return gr_keypoints_detect_with (img, params, NULL, out, capacity);
+}
+
+int
+gr_keypoints_detect_with (const GrPlaneF *img, const GrKeypointParams *params,
+    const float *responses, GrKeypoint *out, int capacity)
 {
   if (!img || !img->data || !params || img->width <= 0 || img->height <= 0 ||
       img->stride < (size_t) img->width || capacity < 0 || (capacity > 0 && !out))
@@ -287,34 +484,29 @@ gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
     return 0;                    /* no pixel can be far enough from the edges */
 
   const size_t npix = (size_t) w * h;
-  uint8_t *ok = malloc (npix);
+  /* without a mask the eligible pixels are those at least R from every edge: no
+   * eligibility plane, and the rows outside [R, h - R) need no response at all */
+  uint8_t *ok = img->mask ? malloc (npix) : NULL;
   float *resp = malloc (npix * sizeof (float));
-  if (!ok || !resp || !eligibility (img, R, ok)) {
+  if ((img->mask && !ok) || !resp || (ok && !eligibility (img, R, ok))) {
     free (ok);
     free (resp);
     return -GR_ERR_NOMEM;
   }
-
-  /* responses in strips of rows */
-  const int strip = 32;
-  const int nstrips = (h + strip - 1) / strip;
-  bool oom = false;
-#pragma omp parallel
-  {
-    float *hs = malloc (sizeof (float) * strip_scratch_floats (w, b, strip));
-    if (!hs) {
-#pragma omp atomic write
-      oom = true;
+  const int ya = ok ? 0 : R, yb = ok ? h : h - R;
+  bool mem_ok = true, oom = false;
+  if (responses) {
+    /* computed once for the frame: the same floats at every eligible pixel (R >=
+     * block_radius + 1, where they were made) */
+    eligible_responses (responses, ok, w, h, R, resp);
+  } else {
+    if (!ok) {
+      memset (resp, 0, sizeof (float) * (size_t) R * w);
+      memset (resp + (size_t) (h - R) * w, 0, sizeof (float) * (size_t) R * w);
     }
-#pragma omp for schedule (dynamic, 1)
-    for (int s = 0; s < nstrips; s++) {
-      const int y0 = s * strip, y1 = y0 + strip < h ? y0 + strip : h;
-      if (hs)
-        response_strip (img, b, ok, y0, y1, hs, resp);
-    }
-    free (hs);
+    mem_ok = compute_responses (img, b, ok, R, ya, yb, resp);
   }
-  if (oom) {
+  if (!mem_ok) {
     free (ok);
     free (resp);
     return -GR_ERR_NOMEM;
@@ -322,10 +514,10 @@ gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
 
   float rmax = 0.0f;
 #pragma omp parallel for reduction (max:rmax) schedule (static)
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++)
-      if (resp[(size_t) y * w + x] > rmax)
-        rmax = resp[(size_t) y * w + x];
+  for (int y = ya; y < yb; y++) {
+    const float m = row_max (resp + (size_t) y * w, w);
+    rmax = m > rmax ? m : rmax;
+  }
   if (!(rmax > 0.0f)) {
     free (ok);
     free (resp);
@@ -349,43 +541,33 @@ gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
   {
     int cap = 256;
     Cand *c = malloc (sizeof (Cand) * cap);
-    if (!c) {
+    uint8_t *row = malloc ((size_t) w + 8);     /* + a word of padding */
+    if (!c || !row) {
 #pragma omp atomic write
       oom = true;
     }
 #pragma omp for schedule (dynamic, 1)
     for (int cell = 0; cell < ncells; cell++) {
-      if (!c)
+      if (!c || !row)
         continue;
       const int gx = cell % p->grid_cols, gy = cell / p->grid_cols;
       const int xa = (int) ((long) gx * w / p->grid_cols);
       const int xb = (int) ((long) (gx + 1) * w / p->grid_cols);
       const int ya = (int) ((long) gy * h / p->grid_rows);
       const int yb = (int) ((long) (gy + 1) * h / p->grid_rows);
-      int nc = 0;
-      for (int y = ya; y < yb; y++)
-        for (int x = xa; x < xb; x++) {
-          const float v = resp[(size_t) y * w + x];
-          if (!(v > 0.0f) || v < thr || !is_nms_max (resp, w, h, x, y, p->nms_radius))
-            continue;
-          if (nc == cap) {
-            Cand *g = realloc (c, sizeof (Cand) * (size_t) cap * 2);
-            if (!g) {
+      const int nc = cell_candidates (resp, w, h, xa, xb, ya, yb, thr, p->nms_radius,
+          row, &c, &cap);
+      if (nc < 0) {
 #pragma omp atomic write
-              oom = true;
-              goto next;
-            }
-            c = g;
-            cap *= 2;
-          }
-          c[nc++] = (Cand) { v, x, y };
-        }
+        oom = true;
+        continue;
+      }
       qsort (c, (size_t) nc, sizeof (Cand), cand_cmp);
       nkept[cell] = nc < quota ? nc : quota;
       memcpy (kept + (size_t) cell * quota, c, sizeof (Cand) * nkept[cell]);
-    next:;
     }
     free (c);
+    free (row);
   }
   free (ok);
   free (resp);

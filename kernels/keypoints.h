@@ -39,6 +39,17 @@ void gr_keypoint_params_init (GrKeypointParams *p);   /* 2000, 8x6 grid, nms 4, 
 int gr_keypoints_detect (const GrPlaneF *img, const GrKeypointParams *params,
     GrKeypoint *out, int capacity);
 
+/* Detection in two steps, so that several detections on one frame (nmiregister's and
+ * featurematch's, with their own margins and counts) compute the responses once:
+ * gr_keypoints_responses fills resp (width x height, packed) with the corner measure
+ * of every pixel at least block_radius + 1 from the edges (0 elsewhere), the mask not
+ * read; gr_keypoints_detect_with then detects as gr_keypoints_detect with the same
+ * block_radius would, from those responses (NULL: computed here), and gives the same
+ * keypoints bit for bit.  0 / the count, or a negative GrStatus. */
+int gr_keypoints_responses (const GrPlaneF *img, int block_radius, float *resp);
+int gr_keypoints_detect_with (const GrPlaneF *img, const GrKeypointParams *params,
+    const float *responses, GrKeypoint *out, int capacity);
+
 #ifdef __cplusplus
 }
 #endif

@@ -138,6 +138,14 @@ GrStatus gr_register_set_frame (GrRegister *r, const GrRegisterParams *params,
     const GrPlaneF *frame, bool on_device, GrBinMode mode, int depth, double lo,
     double hi, char *errbuf, size_t errlen);
 
+/* The keypoint responses of the host frame just set (gr_keypoints_responses with
+ * block_radius, computed once for the frame and shared with other detections on it),
+ * borrowed until the next gr_register_set_frame; the run's detection takes them when
+ * its block radius matches (the same keypoints, bit for bit), else computes its own.
+ * NULL: none.  Ignored for a device frame. */
+void gr_register_set_frame_responses (GrRegister *r, const float *responses,
+    int block_radius);
+
 /* Registers the frame from `prior`.  An error status only when an engine failed (the
  * result is then cleared); every other outcome is a result with flags. */
 GrStatus gr_register_run (GrRegister *r, const GrRegisterParams *params,

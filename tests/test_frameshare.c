@@ -11,7 +11,10 @@
  *  - an element whose settings differ (another nodata) converts its own, with
  *    sharing too;
  *  - a frame shared across a tee (two branches reading the same plane) gives both
- *    branches the results of a chain without sharing.
+ *    branches the results of a chain without sharing;
+ *  - on the host, featurematch detects from the keypoint responses nmiregister made on
+ *    the shared frame (keypoints-shared; both branches of the tee), and the results
+ *    are those of its own detection (the messages above, with sharing off).
  * Backends: the CPU (cpu suite); GEOREG_TEST_BACKEND=cuda runs the same on CUDA,
  * in system memory and in CUDA memory (cudaupload), where the conversions include the
  * uploads (gpu suite; skips without a device or nvcodec).
@@ -109,6 +112,7 @@ drop_timing (GQuark field, GValue * value, gpointer user_data)
 typedef struct {
   GPtrArray *messages;          /* serialized element messages, in bus order */
   guint64 converted[4];         /* frames-converted of loc, reg, fm, fm2 */
+  guint64 kp_shared[4];         /* keypoints-shared of the same */
 } Run;
 
 static const gchar *const names[4] = { "loc", "reg", "fm", "fm2" };
@@ -146,7 +150,8 @@ read_counts (GstElement * pipe, gpointer data)
   for (int i = 0; i < 4; i++) {
     GstElement *el = gst_bin_get_by_name (GST_BIN (pipe), names[i]);
     if (el) {
-      g_object_get (el, "frames-converted", &r->converted[i], NULL);
+      g_object_get (el, "frames-converted", &r->converted[i], "keypoints-shared",
+          &r->kp_shared[i], NULL);
       gst_object_unref (el);
     }
   }
@@ -186,10 +191,13 @@ joined (const Run * r)
 /* Runs `chain` (with %s for share-frames, three times) after the source, with sharing
  * on and off: identical messages (3 per frame, or `per_frame`), and the conversions
  * of each element: want_on / want_off (frames per element, -1 = not checked), and
- * total_on, those of the whole pipeline with sharing (-1 = not checked). */
+ * total_on, those of the whole pipeline with sharing (-1 = not checked); want_kp_on
+ * (NULL: not checked) the frames whose keypoint responses each element took from the
+ * shared frame (none without sharing). */
 static void
-check_chain (const gchar * what, const gchar * src, const gchar * chain, int per_frame,
-    int nframes, const int want_on[4], const int want_off[4], int total_on)
+check_chain_kp (const gchar * what, const gchar * src, const gchar * chain,
+    int per_frame, int nframes, const int want_on[4], const int want_off[4],
+    int total_on, const int *want_kp_on)
 {
   Run on, off;
   gchar *c_on = g_strdup_printf (chain, "true", "true", "true", "true");
@@ -226,6 +234,20 @@ check_chain (const gchar * what, const gchar * src, const gchar * chain, int per
         "%s: %s converted %" G_GUINT64_FORMAT " frames without sharing, want %d", what,
         names[i], off.converted[i], want_off[i]);
   }
+  /* keypoint responses: made once per frame on the host (nmiregister, which detects
+   * first), taken by featurematch from the shared frame when its settings match;
+   * without sharing every element computes its own */
+  if (want_kp_on)
+    for (int i = 0; i < 4; i++) {
+      CHECK (want_kp_on[i] < 0 || on.kp_shared[i] == (guint64) want_kp_on[i],
+          "%s: %s took shared keypoint responses for %" G_GUINT64_FORMAT " frames, "
+          "want %d", what, names[i], on.kp_shared[i], want_kp_on[i]);
+      CHECK (off.kp_shared[i] == 0, "%s: %s took shared keypoint responses without "
+          "sharing", what, names[i]);
+    }
+  printf ("%-34s keypoint responses taken (reg fm fm2) %" G_GUINT64_FORMAT " %"
+      G_GUINT64_FORMAT " %" G_GUINT64_FORMAT "\n", what, on.kp_shared[1],
+      on.kp_shared[2], on.kp_shared[3]);
   printf ("%-34s converted (loc reg fm fm2) shared %" G_GUINT64_FORMAT " %"
       G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT ", not shared %"
       G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
@@ -275,9 +297,11 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
      * nmiregister makes the one conversion */
     const int on_host[4] = { -1, -1, 0, 0 }, off_host[4] = { -1, N, N, 0 };
     const int on_dev[4] = { N, 0, 0, 0 }, off_dev[4] = { N, N, N, 0 };
+    /* on the host nmiregister makes the keypoint responses, featurematch takes them */
+    const int kp_host[4] = { -1, 0, N, 0 };
     what = g_strdup_printf ("%s%s translation", fmt, cuda_memory ? " CUDA memory" : "");
-    check_chain (what, src, chain, 3, N, cuda ? on_dev : on_host,
-        cuda ? off_dev : off_host, N);
+    check_chain_kp (what, src, chain, 3, N, cuda ? on_dev : on_host,
+        cuda ? off_dev : off_host, N, cuda ? NULL : kp_host);
     g_free (what);
   }
   g_free (chain);
@@ -298,7 +322,8 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
         sink);
     const int on[4] = { nf, 0, 0, 0 }, off[4] = { nf, nf, nf, 0 };
     what = g_strdup_printf ("%s full search", fmt);
-    check_chain (what, src2, chain, 3, nf, on, off, nf);
+    const int kp[4] = { -1, 0, nf, 0 };
+    check_chain_kp (what, src2, chain, 3, nf, on, off, nf, kp);
     g_free (what);
     g_free (chain);
     g_free (src2);
@@ -312,9 +337,11 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
   {
     const int on_host[4] = { -1, -1, N, 0 }, on_dev[4] = { N, 0, N, 0 };
     const int off_host[4] = { -1, N, N, 0 }, off_dev[4] = { N, N, N, 0 };
+    /* featurematch's plane is its own: it computes its own responses */
+    const int kp_host[4] = { -1, 0, 0, 0 };
     what = g_strdup_printf ("%s%s other nodata", fmt, cuda_memory ? " CUDA memory" : "");
-    check_chain (what, src, chain, 3, N, cuda ? on_dev : on_host,
-        cuda ? off_dev : off_host, 2 * N);
+    check_chain_kp (what, src, chain, 3, N, cuda ? on_dev : on_host,
+        cuda ? off_dev : off_host, 2 * N, cuda ? NULL : kp_host);
     g_free (what);
   }
   g_free (chain);
@@ -330,9 +357,11 @@ chains (const gchar * fmt, gboolean cuda_memory, gboolean all)
   {
     const int on_host[4] = { -1, -1, 0, 0 }, off_host[4] = { -1, N, N, N };
     const int on_dev[4] = { N, 0, 0, 0 }, off_dev[4] = { N, N, N, N };
+    /* both branches take nmiregister's keypoint responses */
+    const int kp_host[4] = { -1, 0, N, N };
     what = g_strdup_printf ("%s%s tee", fmt, cuda_memory ? " CUDA memory" : "");
-    check_chain (what, src, chain, 4, N, cuda ? on_dev : on_host,
-        cuda ? off_dev : off_host, N);
+    check_chain_kp (what, src, chain, 4, N, cuda ? on_dev : on_host,
+        cuda ? off_dev : off_host, N, cuda ? NULL : kp_host);
     g_free (what);
   }
   g_free (chain);

@@ -44,6 +44,110 @@ test_downscale_means_and_masks (void)
   gr_plane_clear (&dst);
 }
 
+/* gr_plane_downscale against its definition written out (every source pixel's
+ * weight from the cell edges, in the same order): the same floats and validity, bit
+ * for bit, at factors that cut pixels into fractions, with a mask and without, and
+ * at a stride wider than the width.  The CUDA downscale (frame_cuda.cu) is held to
+ * the same values. */
+static void
+test_downscale_definition (void)
+{
+  const double scales[] = { 0.05, 0.13, 0.25, 0.5, 0.77, 1.0 };
+  for (int m = 0; m < 2; m++)
+    for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+      const int w = 211, h = 97, stride = 223;
+      GrPlaneF src = { 0 }, dst = { 0 };
+      gr_plane_alloc (&src, w, h, m == 1);
+      float *wide = malloc (sizeof (float) * stride * h);
+      uint32_t r = 12345u + (uint32_t) k;
+      for (int i = 0; i < stride * h; i++) {
+        r = r * 1664525u + 1013904223u;
+        wide[i] = (float) (r >> 8) / 65536.0f;
+      }
+      src.data = realloc (src.data, sizeof (float) * stride * h);
+      memcpy (src.data, wide, sizeof (float) * stride * h);
+      src.stride = stride;
+      if (src.mask)
+        for (int i = 0; i < w * h; i++)
+          src.mask[i] = (i * 7 % 11) != 0 && !(i % w > 150 && i / w < 20);
+      CHECK (gr_plane_downscale (&src, scales[k], &dst) == GR_OK, "downscale %g",
+          scales[k]);
+      const int ow = (int) fmax (1.0, floor (w * scales[k] + 0.5));
+      const int oh = (int) fmax (1.0, floor (h * scales[k] + 0.5));
+      CHECK (dst.width == ow && dst.height == oh, "size");
+      const double invx = (double) w / ow, invy = (double) h / oh;
+      int differ = 0;
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+          const double xa = ox * invx, xb = fmin ((ox + 1) * invx, w);
+          const double ya = oy * invy, yb = fmin ((oy + 1) * invy, h);
+          double sum = 0.0, wvalid = 0.0, wall = 0.0;
+          for (int sy = (int) ya; sy < yb; sy++) {
+            const double wy = fmin (yb, sy + 1.0) - fmax (ya, (double) sy);
+            for (int sx = (int) xa; sx < xb; sx++) {
+              const double wgt = wy * (fmin (xb, sx + 1.0) - fmax (xa, (double) sx));
+              wall += wgt;
+              if (src.mask && !src.mask[sy * w + sx])
+                continue;
+              wvalid += wgt;
+              sum += wgt * src.data[(size_t) sy * stride + sx];
+            }
+          }
+          const float v = wvalid > 0.0 ? (float) (sum / wvalid) : 0.0f;
+          const size_t o = (size_t) oy * ow + ox;
+          differ += memcmp (&v, &dst.data[o], sizeof v) != 0;
+          if (src.mask)
+            differ += dst.mask[o] != (wvalid >= 0.5 * wall && wvalid > 0.0);
+        }
+      CHECK (differ == 0, "downscale %g (mask %d): %d cells differ from the definition",
+          scales[k], m, differ);
+      free (wide);
+      gr_plane_clear (&src);
+      gr_plane_clear (&dst);
+    }
+}
+
+/* min-max value range without a mask (8 float lanes) against the plain scan, with
+ * widths that leave a remainder, a NaN (skipped) and an infinity (range 0 there, as
+ * the scan gives) */
+static void
+test_minmax_range (void)
+{
+  const int widths[] = { 1, 7, 8, 13, 64, 101 };
+  for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++)
+    for (int special = 0; special < 3; special++) {
+      const int w = widths[k], h = 5, stride = w + 3;
+      GrPlaneF p = { 0 };
+      p.width = w;
+      p.height = h;
+      p.stride = stride;
+      p.data = malloc (sizeof (float) * stride * h);
+      uint32_t r = 777u + (uint32_t) k;
+      for (int i = 0; i < stride * h; i++) {
+        r = r * 1664525u + 1013904223u;
+        /* the padding holds extremes that must not count */
+        p.data[i] = i % stride >= w ? 1e30f : (float) (r >> 8) / 4096.0f - 1000.0f;
+      }
+      if (special == 1)
+        p.data[(h - 1) * stride + w - 1] = NAN;
+      if (special == 2)
+        p.data[w / 2] = INFINITY;
+      double mn = INFINITY, mx = -INFINITY;
+      for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+          const double v = p.data[(size_t) y * stride + x];
+          mn = v < mn ? v : mn;
+          mx = v > mx ? v : mx;
+        }
+      const double wa = isfinite (mn) ? mn : 0.0, wb = isfinite (mx) ? mx : 0.0;
+      double a = -1, b = -1;
+      CHECK (gr_plane_value_range (&p, GR_BINS_MINMAX, 8, 0, 0, &a, &b) == GR_OK &&
+          a == wa && b == wb, "min-max width %d case %d: %g %g, want %g %g", w, special,
+          a, b, wa, wb);
+      free (p.data);
+    }
+}
+
 static void
 test_bins (void)
 {
@@ -209,6 +313,8 @@ main (void)
   test_downscale_means_and_masks ();
   test_downscale_bit_exact ();
   test_percentile_exact ();
+  test_downscale_definition ();
+  test_minmax_range ();
   test_bins ();
   return CHECK_DONE ();
 }

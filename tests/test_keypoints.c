@@ -1,7 +1,9 @@
 /* Keypoints (kernels/keypoints.h): corners of known squares are found, the response
  * is the Shi-Tomasi minimum eigenvalue (float64 check), flat and masked images give
  * none, margins and masks are honoured, NMS separates keypoints, the grid spreads
- * them, caps and order hold, and the result does not depend on the thread count.
+ * them, caps and order hold, the result does not depend on the thread count, and it is
+ * the list the definition written out pixel by pixel gives, also when detected from
+ * responses computed once for the frame (gr_keypoints_detect_with).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
@@ -107,6 +109,178 @@ noise_image (GrPlaneF *p, int w, int h, uint64_t seed, bool with_mask)
             !(x > 200 && y < 30);
     }
   free (t);
+}
+
+/* The whole detector written out pixel by pixel from its definition (keypoints.c's
+ * header): eligibility by looking at every pixel within R, the per-pixel float
+ * response, the largest, the full NMS window, the grid quota and the final order.
+ * The detector computes all of it row-wise, vectorized and in threads; it must give
+ * exactly this list (the speed-ups claim identical results, and the CUDA detector is
+ * held to the same list by the gpu suite). */
+typedef struct { float r; int x, y; } RefCand;
+
+static int
+ref_cand_cmp (const void *pa, const void *pb)
+{
+  const RefCand *a = pa, *b = pb;
+  if (a->r != b->r)
+    return a->r > b->r ? -1 : 1;
+  if (a->y != b->y)
+    return a->y < b->y ? -1 : 1;
+  return (a->x > b->x) - (a->x < b->x);
+}
+
+static int
+ref_detect (const GrPlaneF *img, const GrKeypointParams *p, GrKeypoint *out, int cap)
+{
+  const int w = img->width, h = img->height, b = p->block_radius;
+  const int R = p->margin > b + 1 ? p->margin : b + 1;
+  float *resp = calloc ((size_t) w * h, sizeof (float));
+  /* invalid pixels counted over rectangles (a summed-area table), so that the test
+   * stays quick under qemu: eligible = the (2R+1)^2 square inside, none invalid */
+  long *sat = calloc ((size_t) (w + 1) * (h + 1), sizeof (long));
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      sat[(size_t) (y + 1) * (w + 1) + x + 1] = (img->mask && !img->mask[(size_t) y * w + x])
+          + sat[(size_t) y * (w + 1) + x + 1] + sat[(size_t) (y + 1) * (w + 1) + x]
+          - sat[(size_t) y * (w + 1) + x];
+  float rmax = 0.0f;
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      const int x0 = x - R, x1 = x + R + 1, y0 = y - R, y1 = y + R + 1;
+      const bool ok = x0 >= 0 && y0 >= 0 && x1 <= w && y1 <= h &&
+          sat[(size_t) y1 * (w + 1) + x1] - sat[(size_t) y0 * (w + 1) + x1] -
+          sat[(size_t) y1 * (w + 1) + x0] + sat[(size_t) y0 * (w + 1) + x0] == 0;
+      const float v = ok ? float_response (img, x, y, b) : 0.0f;
+      resp[(size_t) y * w + x] = v;
+      rmax = v > rmax ? v : rmax;
+    }
+  int total = 0;
+  if (rmax > 0.0f) {
+    const float thr = p->min_response * rmax;
+    const int ncells = p->grid_cols * p->grid_rows;
+    const int quota = (p->max_keypoints + ncells - 1) / ncells;
+    RefCand *all = malloc (sizeof (RefCand) * (size_t) w * h);
+    RefCand *kept = malloc (sizeof (RefCand) * (size_t) w * h);
+    for (int cell = 0; cell < ncells; cell++) {
+      const int gx = cell % p->grid_cols, gy = cell / p->grid_cols;
+      const int xa = (int) ((long) gx * w / p->grid_cols);
+      const int xb = (int) ((long) (gx + 1) * w / p->grid_cols);
+      const int ya = (int) ((long) gy * h / p->grid_rows);
+      const int yb = (int) ((long) (gy + 1) * h / p->grid_rows);
+      int nc = 0;
+      for (int y = ya; y < yb; y++)
+        for (int x = xa; x < xb; x++) {
+          const float v = resp[(size_t) y * w + x];
+          if (!(v > 0.0f) || v < thr)
+            continue;
+          bool max = true;
+          for (int yy = y - p->nms_radius; yy <= y + p->nms_radius; yy++)
+            for (int xx = x - p->nms_radius; xx <= x + p->nms_radius; xx++) {
+              if (xx < 0 || yy < 0 || xx >= w || yy >= h || (xx == x && yy == y))
+                continue;
+              const float u = resp[(size_t) yy * w + xx];
+              if (u > v || (u == v && (yy < y || (yy == y && xx < x))))
+                max = false;
+            }
+          if (max)
+            all[nc++] = (RefCand) { v, x, y };
+        }
+      qsort (all, (size_t) nc, sizeof (RefCand), ref_cand_cmp);
+      for (int i = 0; i < nc && i < quota; i++)
+        kept[total++] = all[i];
+    }
+    qsort (kept, (size_t) total, sizeof (RefCand), ref_cand_cmp);
+    if (total > p->max_keypoints)
+      total = p->max_keypoints;
+    if (total > cap)
+      total = cap;
+    for (int i = 0; i < total; i++)
+      out[i] = (GrKeypoint) { (float) kept[i].x, (float) kept[i].y, kept[i].r };
+    free (all);
+    free (kept);
+  }
+  free (resp);
+  free (sat);
+  return total;
+}
+
+/* The detector against ref_detect over a spread of sizes (odd widths, strides wider
+ * than the width, strips of rows cut anywhere), masks, margins, block and NMS radii
+ * and thresholds: the same keypoints, responses bit for bit, in the same order. */
+static void
+check_against_reference (void)
+{
+  const struct { int w, h, pad; bool mask; int margin, block, nms; float minr; int maxk; }
+  cases[] = {
+    { 320, 240, 0, true, 7, 2, 4, 0.01f, 300 },
+    { 320, 240, 0, false, 5, 2, 4, 0.01f, 200 },
+    { 333, 217, 5, false, 15, 2, 4, 0.01f, 200 },
+    { 333, 217, 3, true, 0, 1, 1, 0.0f, 5000 },
+    { 257, 97, 0, true, 3, 3, 2, 0.05f, 100 },
+    { 97, 131, 7, false, 4, 3, 6, 0.2f, 50 },
+    { 200, 70, 0, false, 2, 1, 3, 0.0f, 1000 },
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const int w = cases[c].w, h = cases[c].h, stride = w + cases[c].pad;
+    GrPlaneF packed;
+    noise_image (&packed, w, h, 100 + c, cases[c].mask);
+    /* the same pixels at a wider stride */
+    GrPlaneF img = packed;
+    img.stride = stride;
+    img.data = malloc (sizeof (float) * stride * h);
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < stride; x++)
+        img.data[(size_t) y * stride + x] = x < w ? packed.data[y * w + x] : 1e6f;
+    GrKeypointParams q;
+    gr_keypoint_params_init (&q);
+    q.margin = cases[c].margin;
+    q.block_radius = cases[c].block;
+    q.nms_radius = cases[c].nms;
+    q.min_response = cases[c].minr;
+    q.max_keypoints = cases[c].maxk;
+    const int cap = cases[c].maxk + 10;
+    GrKeypoint *got = malloc (sizeof *got * cap), *want = malloc (sizeof *want * cap);
+    const int n = gr_keypoints_detect (&img, &q, got, cap);
+    const int nr = ref_detect (&img, &q, want, cap);
+    int first = -1;
+    for (int i = 0; i < n && i < nr && first < 0; i++)
+      if (memcmp (&got[i], &want[i], sizeof *got) != 0)
+        first = i;
+    CHECK (n == nr && first < 0, "case %zu (%dx%d stride %d, mask %d, margin %d, block %d, "
+        "nms %d, min %g): %d keypoints, the reference %d, first difference at %d", c, w,
+        h, stride, cases[c].mask, q.margin, q.block_radius, q.nms_radius, q.min_response,
+        n, nr, first);
+    /* the responses made once for the frame (mask not read), then each detection
+     * from them: the same list for this margin and for a wider one */
+    float *resp = malloc (sizeof (float) * w * h);
+    CHECK (gr_keypoints_responses (&img, q.block_radius, resp) == 0, "responses");
+    for (int wide = 0; wide < 2; wide++) {
+      GrKeypointParams qw = q;
+      qw.margin += wide * 10;
+      const int nw = gr_keypoints_detect_with (&img, &qw, resp, got, cap);
+      const int nrw = wide ? ref_detect (&img, &qw, want, cap) : nr;
+      int diff = nw != nrw;
+      for (int i = 0; i < nw && i < nrw; i++)
+        diff += memcmp (&got[i], &want[i], sizeof *got) != 0;
+      CHECK (diff == 0, "case %zu margin %d: from the shared responses %d keypoints, the "
+          "reference %d, %d differ", c, qw.margin, nw, nrw, diff);
+      if (!wide) {
+        /* nothing of the frame's responses is written */
+        float *again = malloc (sizeof (float) * w * h);
+        gr_keypoints_responses (&img, q.block_radius, again);
+        CHECK (memcmp (again, resp, sizeof (float) * w * h) == 0, "responses changed");
+        free (again);
+      }
+    }
+    free (resp);
+    printf ("reference case %zu: %d keypoints, identical (also from shared responses)\n",
+        c, n);
+    free (got);
+    free (want);
+    free (img.data);
+    gr_plane_clear (&packed);
+  }
 }
 
 int
@@ -249,6 +423,8 @@ main (void)
     free (kp1);
     gr_plane_clear (&img);
   }
+
+  check_against_reference ();
 
   /* ---- argument checks */
   {

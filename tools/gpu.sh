@@ -71,6 +71,11 @@
 #   bash tools/gpu.sh flightacc [BUILD] issue 13's accuracy: test_nmilocalize_pose on
 #                                       CUDA and CPU, 100 frames per prior kind, one
 #                                       table row each (needs a BUILD with GDAL)
+#   bash tools/gpu.sh onboard [BUILD]   issue 14's CPU onboard chain: the CUDA detector
+#                                       against the (sped-up) CPU one (features_gpu),
+#                                       register_gpu, frameshare on CUDA and CPU, then the
+#                                       onboard bench (pipelines/onboard.sh) on 2 cores of
+#                                       the idle host (taskset); 3 to 5 minutes
 # Environment: OUT (default ./gpu-out), GPU_BUDGET_S, SUITE_TIMEOUT (default 330 s),
 # SANITIZER_JOBS (default 6),
 # SANITIZER_TIMEOUT (default 240 s a binary), SANITIZER_TESTS (space list of binaries,
@@ -790,6 +795,44 @@ pairs () {
   return "$rc"
 }
 
+# issue 14: the CPU keypoint detector was sped up and its responses are shared by
+# nmiregister and featurematch; the CUDA detector must still find its keypoints bit for
+# bit (features_gpu), the CUDA chains must give what they gave (register_gpu,
+# frameshare_cuda), the CPU chain shares its responses (frameshare).  Then the onboard
+# chain's CPU figure on an idle machine: 2 of its cores (taskset), 1080p frames with a
+# prior, default vs onboard preset; bounded 330 s (ONBOARD_BUDGET_S)
+onboard () {
+  setup_env
+  local rc=0 t0=$SECONDS
+  deadline=${deadline:-$(( SECONDS + ${ONBOARD_BUDGET_S:-330} ))}
+  timeout "$(bounded 110)" python3 tools/run-tests.py "$build" --log-dir "$out/onboard-tests" \
+    features_gpu register_gpu frameshare_cuda keypoints frameshare \
+    > "$out/onboard-tests.txt" 2>&1
+  local r=$?
+  note "onboard tests (features_gpu ...)" "$r" $((SECONDS - t0)) \
+    "$(tail -n 1 "$out/onboard-tests.txt"); logs onboard-tests/"
+  [ "$r" = 0 ] || rc=1
+  grep -hE 'identical|bit for bit|differ|^FAIL' "$out"/onboard-tests/features_gpu.log \
+    2>/dev/null | head -n 8 | sed 's/^/    /' | tee -a "$out/table.txt"
+  t0=$SECONDS
+  mkdir -p "$out/onboard"
+  local cores
+  cores=$(taskset -pc $$ 2>/dev/null | sed 's/.*: //' | cut -d, -f1 | cut -d- -f1)
+  cores="${cores:-0},$(( ${cores:-0} + 1 ))"
+  BUILD=$build FRAMES=20 timeout "$(bounded 70)" bash pipelines/onboard.sh make \
+    "$out/onboard/data" > "$out/onboard/make.txt" 2>&1
+  BUILD=$build RUNS=3 DEF_FRAMES=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive \
+    timeout "$(bounded 150)" taskset -c "$cores" bash pipelines/onboard.sh bench \
+    "$out/onboard/data" "$out/onboard" > "$out/onboard.txt" 2>&1
+  r=$?
+  note "onboard CPU chain, 2 cores ($cores)" "$r" $((SECONDS - t0)) \
+    "$(grep -o 'process CPU [0-9.]* ms' "$out/onboard.txt" | tail -n 3 | tr '\n' ';')"
+  [ "$r" = 0 ] || rc=1
+  grep -E 'run [0-9]|process CPU|accuracy' "$out/onboard.txt" | sed 's/^/    /' |
+    tee -a "$out/table.txt"
+  return "$rc"
+}
+
 table () {
   echo
   cat "$out/device.txt"
@@ -885,6 +928,7 @@ case "$cmd" in
   matcher) matcher; rc=$?; table; exit "$rc" ;;
   loopback) loopback; rc=$?; table; exit "$rc" ;;
   pairs) pairs; rc=$?; table; exit "$rc" ;;
+  onboard) onboard; rc=$?; table; exit "$rc" ;;
   multigpu) deadline=$(( SECONDS + ${GPU_BUDGET_S:-320} )); setup_env; : > "$out/table.txt"
     nccl; r1=$?; multistream; r2=$?; table; [ $((r1 + r2)) = 0 ]; exit $? ;;
   all)
