@@ -66,6 +66,10 @@ typedef struct {
                                    meaningful */
   double min_overlap;           /* below this valid-overlap fraction LOW_OVERLAP (0.5) */
   double min_peak_ratio;        /* below this peak ratio AMBIGUOUS (1.05) */
+  double min_fine_ratio;        /* when a doubtful coarse result sent several
+                                   candidates to the fine level: below this ratio of
+                                   the winner's fine score to the best other place's,
+                                   AMBIGUOUS (1.3; never below min_peak_ratio) */
   int threads;                  /* CPU threads, 0 = OpenMP's default */
 } GrLocalizeParams;
 
