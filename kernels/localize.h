@@ -11,8 +11,11 @@
  * one they cover its uncertainty.  Without a scale prior, scales from scale_min to
  * scale_max in steps of 2^(1/3) are searched.  The best (heading, scale, place) is
  * then refined at fine_size over a small window with finer heading and scale steps
- * (parabolas through the neighbouring scores).  A prior position limits the search
- * window to 3 sigma around it.
+ * (parabolas through the neighbouring scores).  When the coarse best is doubtful (its
+ * peak ratio below min_peak_ratio), the next best hypotheses at distinct places (up to
+ * four in all) are refined too, re-scored with templates of one size, and the best
+ * there wins; its ratio to the others is then held to min_fine_ratio.  A prior
+ * position limits the search window to 3 sigma around it.
  *
  * The searches run on the dense NMI engine's backend (CPU with OpenMP, or CUDA, where
  * the control of each level stays resident on the device).
