@@ -99,8 +99,11 @@ typedef struct {
   double heading_deg;    /* [0, 360) */
   double scale;          /* control px per frame px */
   double score;          /* overlap-weighted NMI at the best place, fine level */
-  double second;         /* best separated second peak there (NAN if none) */
-  double peak_ratio;     /* (score - 1) / (second - 1) */
+  double second;         /* best separated second peak there (NAN if none); when
+                            candidates were compared, the best other candidate's
+                            score with the templates they shared */
+  double peak_ratio;     /* (score - 1) / (second - 1), the winner's score taken
+                            alike with second's */
   double overlap;        /* valid-overlap fraction of the frame's valid pixels */
   double search_scale;   /* fine level: search pixels per control pixel */
   unsigned flags;        /* GrLocalizeFlags */
