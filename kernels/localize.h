@@ -11,8 +11,11 @@
  * one they cover its uncertainty.  Without a scale prior, scales from scale_min to
  * scale_max in steps of 2^(1/3) are searched.  The best (heading, scale, place) is
  * then refined at fine_size over a small window with finer heading and scale steps
- * (parabolas through the neighbouring scores).  A prior position limits the search
- * window to 3 sigma around it.
+ * (parabolas through the neighbouring scores).  When the coarse best is doubtful (its
+ * peak ratio below min_peak_ratio), the next best hypotheses at distinct places (up to
+ * four in all) are refined too, re-scored with templates of one size, and the best
+ * there wins; its ratio to the others is then held to min_fine_ratio.  A prior
+ * position limits the search window to 3 sigma around it.
  *
  * The searches run on the dense NMI engine's backend (CPU with OpenMP, or CUDA, where
  * the control of each level stays resident on the device).
@@ -66,6 +69,10 @@ typedef struct {
                                    meaningful */
   double min_overlap;           /* below this valid-overlap fraction LOW_OVERLAP (0.5) */
   double min_peak_ratio;        /* below this peak ratio AMBIGUOUS (1.05) */
+  double min_fine_ratio;        /* when a doubtful coarse result sent several
+                                   candidates to the fine level: below this ratio of
+                                   the winner's fine score to the best other place's,
+                                   AMBIGUOUS (1.3; never below min_peak_ratio) */
   int threads;                  /* CPU threads, 0 = OpenMP's default */
 } GrLocalizeParams;
 
@@ -92,8 +99,11 @@ typedef struct {
   double heading_deg;    /* [0, 360) */
   double scale;          /* control px per frame px */
   double score;          /* overlap-weighted NMI at the best place, fine level */
-  double second;         /* best separated second peak there (NAN if none) */
-  double peak_ratio;     /* (score - 1) / (second - 1) */
+  double second;         /* best separated second peak there (NAN if none); when
+                            candidates were compared, the best other candidate's
+                            score with the templates they shared */
+  double peak_ratio;     /* (score - 1) / (second - 1), the winner's score taken
+                            alike with second's */
   double overlap;        /* valid-overlap fraction of the frame's valid pixels */
   double search_scale;   /* fine level: search pixels per control pixel */
   unsigned flags;        /* GrLocalizeFlags */

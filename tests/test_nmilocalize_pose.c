@@ -28,7 +28,8 @@
  * GEOREG_POSE_CONTROL=aukerman (data suite; skipped without it).  Environment:
  * GEOREG_TEST_BACKEND (cpu|cuda), GEOREG_POSE_FRAMES (per prior kind; 100 for the
  * issue's figures), GEOREG_POSE_PRIORS (comma list of full,position,none),
- * GEOREG_POSE_SCALE_MIN/MAX, GEOREG_POSE_REQUIRE (per mille within 0.5 px for
+ * GEOREG_POSE_SCALE_MIN/MAX (0.5-2; a larger maximum grows the procedural control with
+ * it), GEOREG_POSE_SEED (4000: the frames' draw), GEOREG_POSE_REQUIRE (per mille within 0.5 px for
  * full,position,none, e.g. 980,950,950; default: report only), GEOREG_TEST_VERBOSE.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -207,8 +208,14 @@ main (int argc, char **argv)
   } else {
     GrSynthControlParams cp;
     gr_synth_control_params_init (&cp);
-    cp.width = 768;
-    cp.height = 576;
+    /* frames up to scale 2 fit the 768 x 576 control at any heading; wider draws
+     * (the issue's 0.25-4: GEOREG_POSE_SCALE_MAX=4) get a control grown with them, so
+     * the coarsest frames can still be cut wholly from it at a diagonal heading (a
+     * 240 x 180 frame at scale 4 spans about 1200 control px there) */
+    const double smax_env = env_double ("GEOREG_POSE_SCALE_MAX", 2.0);
+    const double grow = smax_env > 2.0 ? smax_env / 1.5 : 1.0;
+    cp.width = (int) lround (768 * grow);
+    cp.height = (int) lround (576 * grow);
     cp.seed = 2026;
     cp.depth = 8;
     /* frames beside no-data need some: an irregular rim */
@@ -267,7 +274,8 @@ main (int argc, char **argv)
     if (!strstr (priors, prior_names[kind]))
       continue;
     GrSynthRng rng;
-    gr_synth_rng_init (&rng, 4000 + kind);
+    /* GEOREG_POSE_SEED: another draw of frames (tune on one seed, report on another) */
+    gr_synth_rng_init (&rng, (guint64) env_double ("GEOREG_POSE_SEED", 4000) + kind);
     int done = 0, within05 = 0, flagged = 0, wrong_unflagged = 0, prior_used = 0;
     int recovered = 0;          /* wrongyaw: right (<= 0.5 px) and IMPLAUSIBLE */
     double worst = 0.0, ms = 0.0;
@@ -376,9 +384,9 @@ main (int argc, char **argv)
         worst_good, done ? ms / done : 0.0);
     /* one line for tools/gpu.sh flightacc's table */
     printf ("FLIGHTACC backend=%s prior=%s place=%s n=%d within=%d flagged=%d "
-        "wrong_unflagged=%d median=%.3f worst=%.3f ms=%.0f\n", be, prior_names[kind],
-        beside_edge ? "edge" : "inside", done, within05, flagged, wrong_unflagged,
-        median, worst_good, done ? ms / done : 0.0);
+        "wrong_unflagged=%d median=%.3f worst=%.3f ms=%.0f scales=%.2f-%.2f\n", be,
+        prior_names[kind], beside_edge ? "edge" : "inside", done, within05, flagged,
+        wrong_unflagged, median, worst_good, done ? ms / done : 0.0, smin, smax);
     if (out_of_time)
       printf ("%s: stopped after %d of %d frames at GEOREG_POSE_BUDGET_S=%g\n",
           prior_names[kind], done, frames, budget_s);
