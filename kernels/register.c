@@ -901,6 +901,32 @@ keypoint_positions (const GrRegister *r, const GrKeypoint *kp, int nk)
   return u;
 }
 
+/* Evidence beside the fit's own residual: the transform's footprint over the whole
+ * frame must still be a camera's (finite, convex, not folded or stretched: the same
+ * test as nmilocalize's IMPLAUSIBLE) and its scale within a factor of two of the
+ * prior's.  A fit can hold its inliers to a fraction of a pixel and still bend far
+ * away outside their hull: on the issue's 0.25-4 range, a frame at 0.3 control pixels
+ * a frame pixel kept 90 of 241 matches and was 204 px RMS wrong over the frame with no
+ * flag.  GR_REGISTER_DEGENERATE when it fails. */
+static unsigned
+implausible_against_prior (const GrRegisterResult *res, int width, int height)
+{
+  if (!res->has_transform || !res->has_prior || width < 2 || height < 2)
+    return 0;
+  GrPlausibility pr;
+  if (gr_fit_check_plausible (res->prior, width, height, NULL, &pr) &
+      GR_PLAUSIBLE_NOT_FINITE || !(pr.scale > 0.0))
+    return 0;                   /* no usable prior shape to compare with */
+  GrPlausibleParams pp;
+  gr_plausible_params_init (&pp);
+  pp.expected_scale = pr.scale;
+  pp.scale_tolerance = 2.0;
+  const unsigned f = gr_fit_check_plausible (res->h, width, height, &pp, NULL);
+  return f & (GR_PLAUSIBLE_NOT_FINITE | GR_PLAUSIBLE_NEAR_SINGULAR |
+      GR_PLAUSIBLE_NON_CONVEX | GR_PLAUSIBLE_AREA | GR_PLAUSIBLE_ASPECT) ?
+      GR_REGISTER_DEGENERATE : 0;
+}
+
 GrStatus
 gr_register_run (GrRegister *r, const GrRegisterParams *s, const GrRegisterPrior *prior,
     GrRegisterResult *res, char *err, size_t errlen)
@@ -992,6 +1018,8 @@ gr_register_run (GrRegister *r, const GrRegisterParams *s, const GrRegisterPrior
     }
   }
   free (kpu);
+  if (st == GR_OK)
+    res->flags |= implausible_against_prior (res, r->frame->width, r->frame->height);
   res->keypoints = nkp;
   res->keypoints_ms = kms;
   if (st != GR_OK) {
