@@ -96,7 +96,15 @@ hexval (char c)
 bool
 gr_nccl_id_from_hex (const char *hex, unsigned char id[GR_NCCL_ID_BYTES])
 {
-  if (!hex || strlen (hex) != 2 * GR_NCCL_ID_BYTES)
+  if (!hex)
+    return false;
+  /* trailing white space (the newline of a file a launcher wrote, or of `echo`) is
+   * not part of the id; anything else must be exactly the id's hex digits */
+  size_t len = strlen (hex);
+  while (len > 0 && (hex[len - 1] == '\n' || hex[len - 1] == '\r' || hex[len - 1] == ' ' ||
+          hex[len - 1] == '\t'))
+    len--;
+  if (len != 2 * GR_NCCL_ID_BYTES)
     return false;
   for (int i = 0; i < GR_NCCL_ID_BYTES; i++) {
     const int a = hexval (hex[2 * i]), b = hexval (hex[2 * i + 1]);

@@ -48,7 +48,8 @@ typedef struct {
 } GrMatchNcclStats;
 
 /* The launcher's side: a new unique id, and its text form (2 hex digits a byte,
- * 2 * GR_NCCL_ID_BYTES characters + NUL) for environment variables or command lines. */
+ * 2 * GR_NCCL_ID_BYTES characters + NUL) for environment variables or command lines;
+ * gr_nccl_id_from_hex ignores trailing white space (a file's newline). */
 GrStatus gr_nccl_unique_id (unsigned char id[GR_NCCL_ID_BYTES], char *errbuf,
     size_t errlen);
 void gr_nccl_id_to_hex (const unsigned char id[GR_NCCL_ID_BYTES],
