@@ -657,6 +657,8 @@ main (int argc, char **argv)
     CHECK (rm && (rm->flags & GST_NMI_REGISTER_FLAG_PRIOR_NEEDED) &&
         !rm->has_transform, "no prior on the VRT: nmiregister flags 0x%x",
         rm ? rm->flags : 0u);
+    /* the metas live in the buffer: their flags are kept for the report below */
+    const unsigned lflags = lm ? lm->flags : 0u, rflags = rm ? rm->flags : 0u;
     if (b)
       gst_buffer_unref (b);
     /* (pop_filtered drops what it does not match: both kinds at once) */
@@ -674,8 +676,8 @@ main (int argc, char **argv)
       }
       gst_message_unref (msg);
     }
-    printf ("no prior on the VRT: flags 0x%x / 0x%x; warning: %s\n", lm ? lm->flags : 0u,
-        rm ? rm->flags : 0u, text ? text : "(none)");
+    printf ("no prior on the VRT: flags 0x%x / 0x%x; warning: %s\n", lflags, rflags,
+        text ? text : "(none)");
     CHECK (!err, "no prior on the VRT: an error was posted");
     CHECK (text && strstr (text, "prior is needed"), "no prior on the VRT: a warning "
         "that says a prior is needed");
