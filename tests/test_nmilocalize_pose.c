@@ -29,7 +29,9 @@
  * GEOREG_TEST_BACKEND (cpu|cuda), GEOREG_POSE_FRAMES (per prior kind; 100 for the
  * issue's figures), GEOREG_POSE_PRIORS (comma list of full,position,none),
  * GEOREG_POSE_SCALE_MIN/MAX (0.5-2; a larger maximum grows the procedural control with
- * it), GEOREG_POSE_SEED (4000: the frames' draw), GEOREG_POSE_REQUIRE (per mille within 0.5 px for
+ * it), GEOREG_POSE_SEED (4000: the frames' draw), GEOREG_POSE_FIRST (1: frames of the
+ * draw numbered below it, as the log numbers them from 1, are drawn but not pushed, to
+ * replay one frame of a long run), GEOREG_POSE_REQUIRE (per mille within 0.5 px for
  * full,position,none, e.g. 980,950,950; default: report only), GEOREG_TEST_VERBOSE.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -256,6 +258,7 @@ main (int argc, char **argv)
     sscanf (g_getenv ("GEOREG_POSE_REQUIRE"), "%d,%d,%d,%d", &require[0], &require[1],
         &require[2], &require[3]);
   const gboolean verbose = g_getenv ("GEOREG_TEST_VERBOSE") != NULL;
+  const int first = (int) env_double ("GEOREG_POSE_FIRST", 1);
   const gchar *be = g_getenv ("GEOREG_TEST_BACKEND") ? g_getenv ("GEOREG_TEST_BACKEND")
       : "cpu";
   gchar *desc = g_strdup_printf ("nmilocalize control-location=\"%s\" crs=EPSG:32617 "
@@ -321,6 +324,12 @@ main (int argc, char **argv)
         attach_pose (in, kind, &cam, g, geo, cam.focal, &rng);
       else if (with_lens)
         attach_lens_only (in, &cam);
+      if (done + 1 < first) {
+        /* replaying from frame `first`: this frame's draws are taken, it is not run */
+        gst_buffer_unref (in);
+        done++;
+        continue;
+      }
 
       const gint64 t0 = g_get_monotonic_time ();
       GstBuffer *out = gst_harness_push_and_pull (h, in);
