@@ -61,6 +61,7 @@ georeg_buffer_get_registration (GstBuffer * buffer)
   memcpy (r->lens, m->lens, sizeof r->lens);
   r->doubtful = m->has_transform && gst_nmi_register_meta_doubt (m,
       gst_buffer_get_nmi_localize_meta (buffer)) != 0;
+  r->predicted_error = m->predicted_error;
   return r;
 }
 
@@ -260,7 +261,7 @@ flags_to_string (guint flags, const char *const *names, guint n)
       continue;
     if (s->len)
       g_string_append_c (s, ',');
-    if (i < n)
+    if (i < n && names[i])
       g_string_append (s, names[i]);
     else
       g_string_append_printf (s, "bit-%u", i);
@@ -274,7 +275,8 @@ georeg_register_flags_to_string (guint flags)
   /* bit order of GstNmiRegisterFlags (nmiregister-meta.h) */
   static const char *const names[] = { "no-coarse", "coarse-unusable", "initial-offset",
     "full-search", "too-few-keypoints", "too-few-matches", "windows-clipped", "degenerate",
-    "no-consensus", "low-inliers", "poor-spread", "refine-failed"
+    "no-consensus", "low-inliers", "poor-spread", "refine-failed", "imprecise", NULL,
+    NULL, NULL, "prior-needed"
   };
   return flags_to_string (flags, names, G_N_ELEMENTS (names));
 }

@@ -34,9 +34,11 @@ G_BEGIN_DECLS
  * @center_lon: the frame centre, WGS84 longitude in degrees (@has_lonlat)
  * @center_lat: the frame centre, WGS84 latitude in degrees
  * @doubtful: the result has a transform but should not be trusted: nmiregister's own
- *   LOW_INLIERS, POOR_SPREAD or REFINE_FAILED, or a doubtful coarse result
+ *   LOW_INLIERS, POOR_SPREAD, REFINE_FAILED or IMPRECISE, or a doubtful coarse result
  *   (nmilocalize's AMBIGUOUS, AT_BORDER, IMPLAUSIBLE or LOW_OVERLAP) it started from
  *   (gst_nmi_register_meta_doubt; docs/gis.md)
+ * @predicted_error: the transform's expected error over the frame, frame pixels (a
+ *   lower bound; the meta's predicted_error), NAN when unknown
  *
  * A copy of a frame's nmiregister result.  Pixel-corner coordinates: (0, 0) is the
  * top-left corner of the top-left pixel.  Fields that are not set are NAN.
@@ -75,6 +77,7 @@ typedef struct {
   gdouble lens[9];
   /*< public >*/
   gboolean doubtful;
+  gdouble predicted_error;
 } GeoregRegistration;
 
 #define GEOREG_TYPE_REGISTRATION (georeg_registration_get_type ())

@@ -105,7 +105,8 @@ post_result (GstGeoregExport * self, const GrFootprint * f)
       "center-lon", G_TYPE_DOUBLE, f->centre_lon,
       "center-lat", G_TYPE_DOUBLE, f->centre_lat,
       "heading", G_TYPE_DOUBLE, f->heading_deg,
-      "gsd", G_TYPE_DOUBLE, f->gsd_m, NULL);
+      "gsd", G_TYPE_DOUBLE, f->gsd_m,
+      "predicted-error", G_TYPE_DOUBLE, f->predicted_error_px, NULL);
   static const char *const corner[4] = { "tl", "tr", "br", "bl" };
   for (int i = 0; i < 4; i++) {
     gchar *lon = g_strdup_printf ("%s-lon", corner[i]), *lat = g_strdup_printf ("%s-lat",

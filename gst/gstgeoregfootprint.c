@@ -63,7 +63,7 @@ gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 fr
   f->frame = frame;
   f->timestamp_ns = GST_BUFFER_PTS_IS_VALID (buf) ? (gint64) GST_BUFFER_PTS (buf) : -1;
   f->crs = gr_georef_crs_name (georef);
-  f->rms_px = f->heading_deg = f->gsd_m = NAN;
+  f->rms_px = f->heading_deg = f->gsd_m = f->predicted_error_px = NAN;
   f->centre_lon = f->centre_lat = f->centre_x = f->centre_y = NAN;
   for (int i = 0; i < 4; i++)
     f->corner_lon[i] = f->corner_lat[i] = f->corner_x[i] = f->corner_y[i] = NAN;
@@ -74,6 +74,7 @@ gst_georeg_footprint_from_buffer (GrGeoRef * georef, GstBuffer * buf, guint64 fr
     *flag_names = georeg_register_flags_to_string (rm->flags);
     f->inliers = rm->inliers;
     f->rms_px = rm->rms;
+    f->predicted_error_px = rm->predicted_error;
   } else if (lm) {
     f->flags = lm->flags;
 *flag_names = georeg_localize_flags_to_string (lm->flags);

@@ -23,6 +23,7 @@ enum {
   PROP_MIN_PEAK_RATIO,
   PROP_MIN_INLIERS,
   PROP_MIN_INLIER_RATIO,
+  PROP_MAX_PREDICTED_ERROR,
   PROP_COARSE_FALLBACK,
   PROP_INITIAL_OFFSET_X,
   PROP_INITIAL_OFFSET_Y,
@@ -42,6 +43,7 @@ enum {
 #define DEFAULT_MIN_PEAK_RATIO 1.0
 #define DEFAULT_MIN_INLIERS 12
 #define DEFAULT_MIN_INLIER_RATIO 0.3
+#define DEFAULT_MAX_PREDICTED_ERROR 1.0
 #define DEFAULT_COARSE_FALLBACK GST_NMI_REGISTER_COARSE_NONE
 #define DEFAULT_INITIAL_OFFSET 0.0
 #define DEFAULT_INITIAL_SCALE 1.0
@@ -99,6 +101,7 @@ gst_nmi_register_settings_init (GstNmiRegisterSettings * s)
   s->min_peak_ratio = DEFAULT_MIN_PEAK_RATIO;
   s->min_inliers = DEFAULT_MIN_INLIERS;
   s->min_inlier_ratio = DEFAULT_MIN_INLIER_RATIO;
+  s->max_predicted_error = DEFAULT_MAX_PREDICTED_ERROR;
   s->coarse_fallback = DEFAULT_COARSE_FALLBACK;
   s->initial_offset_x = s->initial_offset_y = DEFAULT_INITIAL_OFFSET;
   s->initial_scale = DEFAULT_INITIAL_SCALE;
@@ -171,6 +174,12 @@ gst_nmi_register_install_properties (GObjectClass * gobject_class)
           "Results whose inliers are a smaller fraction of the matches are flagged "
           "low-inliers (a wrong prior gives a few chance inliers among many matches)",
           0.0, 1.0, DEFAULT_MIN_INLIER_RATIO, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_MAX_PREDICTED_ERROR,
+      g_param_spec_double ("max-predicted-error", "Maximum predicted error",
+          "Results whose predicted error over the frame (frame pixels: how far the "
+          "transform moves when a ninth of the frame's inliers is left out) is larger "
+          "are flagged imprecise; 0 = never", 0.0, G_MAXDOUBLE,
+          DEFAULT_MAX_PREDICTED_ERROR, rw_playing));
   g_object_class_install_property (gobject_class, PROP_COARSE_FALLBACK,
       g_param_spec_enum ("coarse-fallback", "Coarse fallback",
           "What frames without a GstNmiLocalizeMeta (no nmilocalize upstream) use as "
@@ -251,6 +260,9 @@ gst_nmi_register_settings_set (GstNmiRegisterSettings * s, guint prop_id,
     case PROP_MIN_INLIER_RATIO:
       s->min_inlier_ratio = g_value_get_double (value);
       break;
+    case PROP_MAX_PREDICTED_ERROR:
+      s->max_predicted_error = g_value_get_double (value);
+      break;
     case PROP_COARSE_FALLBACK:
       s->coarse_fallback = g_value_get_enum (value);
       break;
@@ -313,6 +325,9 @@ gst_nmi_register_settings_get (const GstNmiRegisterSettings * s, guint prop_id,
       break;
     case PROP_MIN_INLIER_RATIO:
       g_value_set_double (value, s->min_inlier_ratio);
+      break;
+    case PROP_MAX_PREDICTED_ERROR:
+      g_value_set_double (value, s->max_predicted_error);
       break;
     case PROP_COARSE_FALLBACK:
       g_value_set_enum (value, s->coarse_fallback);

@@ -27,6 +27,7 @@ typedef struct {
   gdouble min_peak_ratio;
   guint min_inliers;
   gdouble min_inlier_ratio;
+  gdouble max_predicted_error;
   GstNmiRegisterCoarseFallback coarse_fallback;
   gdouble initial_offset_x, initial_offset_y, initial_scale;
   GstNmiRegisterOverlayMode overlay;

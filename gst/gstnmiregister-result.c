@@ -116,6 +116,7 @@ gst_nmi_register_fill_meta (const GstNmiRegisterMap * map, const GrRegisterResul
   m->has_transform = TRUE;
   m->inliers = (guint) res->inliers;
   m->rms = res->rms;
+  m->predicted_error = res->predicted_error;
   memcpy (m->frame_to_control, res->h, sizeof m->frame_to_control);
   if (res->undistorted) {
     const GrCamera *L = &res->lens;
@@ -189,6 +190,7 @@ gst_nmi_register_result_structure (const GstNmiRegisterMeta * m,
       "matches", G_TYPE_UINT, m->matches,
       "inliers", G_TYPE_UINT, m->inliers,
       "rms", G_TYPE_DOUBLE, m->rms,
+      "predicted-error", G_TYPE_DOUBLE, m->predicted_error,
       "prior-x", G_TYPE_DOUBLE, m->prior_x,
       "prior-y", G_TYPE_DOUBLE, m->prior_y,
       "prior-scale", G_TYPE_DOUBLE, m->prior_scale,

@@ -425,6 +425,7 @@ engine_params (const GstNmiRegisterSettings * s, GrRegisterParams * p)
   p->min_peak_ratio = s->min_peak_ratio;
   p->min_inliers = s->min_inliers;
   p->min_inlier_ratio = s->min_inlier_ratio;
+  p->max_predicted_error = s->max_predicted_error;
   p->keep_matches = s->overlay != GST_NMI_REGISTER_OVERLAY_NONE;
 }
 

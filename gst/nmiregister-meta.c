@@ -36,6 +36,7 @@ nmi_register_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
     m->footprint_control[i] = m->footprint_map[i] = NAN;
   m->keypoints = m->matches = m->inliers = 0;
   m->rms = NAN;
+  m->predicted_error = NAN;
   m->prior_x = m->prior_y = m->prior_scale = NAN;
   m->crs = NULL;
   m->epsg = 0;
@@ -137,7 +138,7 @@ gst_nmi_register_meta_doubt (const GstNmiRegisterMeta * meta,
   g_return_val_if_fail (meta != NULL, 0);
   guint doubt = 0;
   if (meta->flags & (GST_NMI_REGISTER_FLAG_LOW_INLIERS | GST_NMI_REGISTER_FLAG_POOR_SPREAD |
-          GST_NMI_REGISTER_FLAG_REFINE_FAILED))
+          GST_NMI_REGISTER_FLAG_REFINE_FAILED | GST_NMI_REGISTER_FLAG_IMPRECISE))
     doubt |= GST_NMI_REGISTER_DOUBT_OWN;
   /* the coarse result was the prior unless nmiregister found its own */
   const gboolean own_prior = (meta->flags & (GST_NMI_REGISTER_FLAG_FULL_SEARCH |

@@ -44,6 +44,10 @@ typedef enum {
   GST_NMI_REGISTER_FLAG_POOR_SPREAD = 1 << 10,
   /* the refinement pass failed; the transform is the first pass's */
   GST_NMI_REGISTER_FLAG_REFINE_FAILED = 1 << 11,
+  /* transform given but doubtful: its predicted error over the frame (predicted_error,
+   * from the fits that each leave a ninth of the frame's inliers out) exceeds
+   * max-predicted-error frame pixels: the matches agree but pin the transform poorly */
+  GST_NMI_REGISTER_FLAG_IMPRECISE = 1 << 12,
   /* no transform: the control is read in windows around each frame's prior (too
    * large to hold whole: docs/controls.md), and this frame has no coarse position to
    * cut a window around; coarse-fallback=full-search cannot run on such a control.
@@ -107,6 +111,15 @@ struct _GstNmiRegisterMeta {
   gboolean undistorted;
   gdouble lens[9];                /* fx fy cx cy k1 k2 k3 p1 p2 for this frame's size;
                                      NAN unless undistorted */
+
+  /* ---- appended for the precision evidence (issue 13); ABI: append only */
+
+  /* the transform's expected error over the frame, in frame pixels: the jackknife
+   * spread of the fits that each leave out the inliers of one ninth (3 x 3 blocks) of
+   * the frame, RMS over the frame.  A lower bound (a bias common to every match cannot
+   * show); NAN without a transform or when it cannot be told.  Above the element's
+   * max-predicted-error the result is flagged IMPRECISE. */
+  gdouble predicted_error;
 };
 
 GType gst_nmi_register_meta_api_get_type (void);
@@ -162,7 +175,7 @@ gboolean gst_nmi_register_meta_frame_to_control (const GstNmiRegisterMeta * meta
  * @coarse: (nullable): the frame's GstNmiLocalizeMeta, when it has one
  *
  * Why a registered frame should not be trusted, combining both stages (docs/gis.md):
- * nmiregister's own LOW_INLIERS, POOR_SPREAD or REFINE_FAILED; or a coarse result
+ * nmiregister's own LOW_INLIERS, POOR_SPREAD, REFINE_FAILED or IMPRECISE; or a coarse result
  * flagged doubtful (GST_NMI_REGISTER_COARSE_DOUBT) that nmiregister started from.
  * The fine registration refines the coarse place locally; it can converge with many
  * inliers on the wrong place or scale the coarse stage picked, so it is no

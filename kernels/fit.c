@@ -237,6 +237,36 @@ normalize (const double *p, int n, double *out, double T[9], double Tinv[9])
     memcpy (Tinv, ti, sizeof ti);
 }
 
+/* c for n correspondences with their Hartley-normalized copies (threshold unset);
+ * false when out of memory (nothing to free).  ctx_close frees it. */
+static bool
+ctx_open (Ctx *c, const double *src, const double *dst, int n, GrModel model)
+{
+  memset (c, 0, sizeof *c);
+  c->src = src;
+  c->dst = dst;
+  c->n = n;
+  c->model = model;
+  c->sn = malloc (sizeof (double) * 2 * n);
+  c->dn = malloc (sizeof (double) * 2 * n);
+  if (!c->sn || !c->dn) {
+    free (c->sn);
+    free (c->dn);
+    return false;
+  }
+  normalize (src, n, c->sn, c->ts, NULL);
+  normalize (dst, n, c->dn, NULL, c->td_inv);
+  return true;
+}
+
+static void
+ctx_close (Ctx *c)
+{
+  free (c->sn);
+  free (c->dn);
+  c->sn = c->dn = NULL;
+}
+
 static double
 cross3 (const double *p, int i, int j, int k)
 {
@@ -721,14 +751,8 @@ gr_fit_robust (const double *src, const double *dst, const double *weights, int 
     }
 
   Ctx c;
-  memset (&c, 0, sizeof c);
-  c.src = src;
-  c.dst = dst;
-  c.n = n;
-  c.model = params->model;
+  const bool have_ctx = ctx_open (&c, src, dst, n, params->model);
   c.t2 = params->threshold * params->threshold;
-  c.sn = malloc (sizeof (double) * 2 * n);
-  c.dn = malloc (sizeof (double) * 2 * n);
   int *inl = malloc (sizeof (int) * n);
   int *inl2 = malloc (sizeof (int) * n);
   double *cum = NULL;
@@ -747,9 +771,9 @@ gr_fit_robust (const double *src, const double *dst, const double *weights, int 
       }
     }
   }
-  if (!c.sn || !c.dn || !inl || !inl2) {
-    free (c.sn);
-    free (c.dn);
+  if (!have_ctx || !inl || !inl2) {
+    if (have_ctx)
+      ctx_close (&c);
     free (inl);
     free (inl2);
     free (cum);
@@ -758,8 +782,6 @@ gr_fit_robust (const double *src, const double *dst, const double *weights, int 
       *out = res;
     return res.result;
   }
-  normalize (src, n, c.sn, c.ts, NULL);
-  normalize (dst, n, c.dn, NULL, c.td_inv);
 
   /* a wholly degenerate set never gives a hypothesis: say so at once */
   bool all_degenerate = false;
@@ -870,8 +892,7 @@ gr_fit_robust (const double *src, const double *dst, const double *weights, int 
       for (int i = 0; i < k; i++)
         inlier_mask[inl[i]] = 1;
   }
-  free (c.sn);
-  free (c.dn);
+  ctx_close (&c);
   free (inl);
   free (inl2);
   free (cum);
@@ -1004,4 +1025,86 @@ gr_fit_check_plausible (const double h[9], int width, int height,
   if (out)
     *out = r;
   return f;
+}
+
+/* ---- predicted error over the frame ------------------------------------------------ */
+
+double
+gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
+    const double *dst, const uint8_t *inlier_mask, int n, int width, int height)
+{
+  enum { BX = 3, BY = 3, GX = 9, GY = 7 };
+  if (!h || !src || !dst || n < 1 || width < 1 || height < 1)
+    return NAN;
+  Ctx c;
+  if (!ctx_open (&c, src, dst, n, model))
+    return NAN;
+  int *idx = malloc (sizeof (int) * n);
+  /* the grid's positions under each leave-one-block-out fit, GX * GY * 2 a block */
+  double *pos = malloc (sizeof (double) * BX * BY * GX * GY * 2);
+  double result = NAN;
+  if (!idx || !pos)
+    goto out;
+  int nb = 0;
+  for (int b = 0; b < BX * BY; b++) {
+    int k = 0, left = 0;
+    for (int i = 0; i < n; i++) {
+      if (inlier_mask && !inlier_mask[i])
+        continue;
+      const int bx = (int) floor (src[2 * i] * BX / width);
+      const int by = (int) floor (src[2 * i + 1] * BY / height);
+      const int cell = (bx < 0 ? 0 : bx >= BX ? BX - 1 : bx) +
+          BX * (by < 0 ? 0 : by >= BY ? BY - 1 : by);
+      if (cell == b)
+        left++;
+      else
+        idx[k++] = i;
+    }
+    double hb[9];
+    if (!left)
+      continue;                 /* an empty block changes nothing */
+    if (k < 2 * model_min (model) || !fit_model (&c, idx, k, false, false, hb))
+      goto out;                 /* the rest cannot carry the model: undetermined */
+    for (int j = 0; j < GY; j++)
+      for (int i = 0; i < GX; i++) {
+        double *p = pos + (((size_t) nb * GY + j) * GX + i) * 2;
+        if (!gr_fit_apply (hb, (width - 1.0) * i / (GX - 1),
+                (height - 1.0) * j / (GY - 1), &p[0], &p[1]))
+          goto out;
+      }
+    nb++;
+  }
+  if (nb < 2)
+    goto out;
+  double sum = 0.0;
+  for (int j = 0; j < GY; j++)
+    for (int i = 0; i < GX; i++) {
+      const double x = (width - 1.0) * i / (GX - 1), y = (height - 1.0) * j / (GY - 1);
+      double mx = 0.0, my = 0.0, v = 0.0;
+      for (int b = 0; b < nb; b++) {
+        const double *p = pos + (((size_t) b * GY + j) * GX + i) * 2;
+        mx += p[0] / nb;
+        my += p[1] / nb;
+      }
+      for (int b = 0; b < nb; b++) {
+        const double *p = pos + (((size_t) b * GY + j) * GX + i) * 2;
+        v += (p[0] - mx) * (p[0] - mx) + (p[1] - my) * (p[1] - my);
+      }
+      /* the jackknife's variance, in control pixels, then in frame pixels through the
+       * transform's local scale there */
+      const double w = h[6] * x + h[7] * y + h[8];
+      const double xp = (h[0] * x + h[1] * y + h[2]) / w;
+      const double yp = (h[3] * x + h[4] * y + h[5]) / w;
+      const double det = ((h[0] - h[6] * xp) * (h[4] - h[7] * yp) -
+          (h[1] - h[7] * xp) * (h[3] - h[6] * yp)) / (w * w);
+      if (!(fabs (det) > 1e-300))
+        goto out;
+      sum += (nb - 1.0) / nb * v / fabs (det);
+    }
+  result = sqrt (sum / (GX * GY));
+out:
+  ctx_close (&c);
+  free (idx);
+  free (pos);
+  return result;
 }

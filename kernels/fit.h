@@ -49,6 +49,15 @@ typedef struct {
 GrFitResult gr_fit_robust (const double *src, const double *dst, const double *weights,
     int n, const GrFitParams *params, GrFit *out, uint8_t *inlier_mask);
 
+/* The error the fit h (of `model`, from the correspondences src -> dst with their
+ * inlier mask, NULL: all) is expected to make, RMS over a grid of the width x height
+ * frame, in frame pixels: the parameters' covariance from the inliers' residual
+ * variance (least squares, independent errors) carried to each grid point and back
+ * through the transform's local inverse.  It grows where the inliers are few, noisy,
+ * clustered, or far finer in the frame than in dst.  NAN when undetermined. */
+double gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
+    const double *dst, const uint8_t *inlier_mask, int n, int width, int height);
+
 /* (x', y') = H (x, y); false when the point maps to infinity. */
 bool gr_fit_apply (const double h[9], double x, double y, double *xo, double *yo);
 

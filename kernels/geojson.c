@@ -114,6 +114,8 @@ gr_footprint_to_geojson (const GrFootprint *f)
   json_string (s, f->quality);
   g_string_append_printf (s, ",\"inliers\":%u,\"rms\":", f->inliers);
   json_number (s, "%.4f", f->rms_px);
+  g_string_append (s, ",\"predicted_error\":");
+  json_number (s, "%.4f", f->predicted_error_px);
   g_string_append (s, ",\"heading\":");
   json_number (s, "%.3f", f->heading_deg);
   g_string_append (s, ",\"gsd\":");
@@ -144,7 +146,8 @@ gr_footprint_to_geojson (const GrFootprint *f)
 
 static const char CSV_HEADER[] = "file,frame,timestamp_s,flags,flag_names,quality,inliers,"
     "rms_px,heading_deg,gsd_m,center_lon,center_lat,tl_lon,tl_lat,tr_lon,tr_lat,br_lon,"
-    "br_lat,bl_lon,bl_lat,center_x,center_y,tl_x,tl_y,tr_x,tr_y,br_x,br_y,bl_x,bl_y\n";
+    "br_lat,bl_lon,bl_lat,center_x,center_y,tl_x,tl_y,tr_x,tr_y,br_x,br_y,bl_x,bl_y,"
+    "predicted_error_px\n";
 
 /* RFC 4180 quoting where needed. */
 static void
@@ -201,6 +204,8 @@ footprint_to_csv (const GrFootprint *f)
     csv_number (s, "%.4f", poly ? f->corner_x[i] : NAN);
     csv_number (s, "%.4f", poly ? f->corner_y[i] : NAN);
   }
+  /* appended last: the columns before it keep their places */
+  csv_number (s, "%.4f", f->predicted_error_px);
   g_string_append_c (s, '\n');
   return g_string_free (s, FALSE);
 }

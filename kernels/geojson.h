@@ -38,6 +38,8 @@ typedef struct {
   double heading_deg;        /* the frame's "up" direction, degrees clockwise from true
                                 north (NAN: unknown) */
   double gsd_m;              /* ground sample distance, metres per frame pixel (NAN) */
+  double predicted_error_px; /* the registration's predicted error over the frame,
+                                frame pixels (NAN: unknown); the CSV's last column */
 } GrFootprint;
 
 typedef enum {

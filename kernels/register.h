@@ -50,6 +50,8 @@ typedef struct {
   double min_peak_ratio;        /* matches with a lower (best-1)/(second-1) dropped, 1 */
   unsigned min_inliers;         /* fewer: flagged LOW_INLIERS, 12 */
   double min_inlier_ratio;      /* smaller share of the matches: LOW_INLIERS, 0.3 */
+  double max_predicted_error;   /* frame pixels: a larger predicted_error is flagged
+                                 * IMPRECISE, 1; 0: never */
   bool keep_matches;            /* the result keeps keypoints, matches, inlier mask */
 } GrRegisterParams;
 
@@ -67,6 +69,7 @@ enum {
   GR_REGISTER_LOW_INLIERS = 1 << 9,
   GR_REGISTER_POOR_SPREAD = 1 << 10,    /* inliers span less than a third of the frame */
   GR_REGISTER_REFINE_FAILED = 1 << 11,  /* the transform is the first pass's */
+  GR_REGISTER_IMPRECISE = 1 << 12,      /* predicted_error > max_predicted_error */
 };
 
 /* Where registration starts from. */
@@ -90,6 +93,11 @@ typedef struct {
   double h_index[9];            /* the same in pixel-index coordinates */
   int keypoints, matches, inliers;
   double rms;                   /* RMS inlier residual, control pixels (NAN: none) */
+  /* the transform's expected error over the frame, frame pixels: the spread of the
+   * fits that each leave one ninth of the frame's inliers out (gr_fit_predicted_error);
+   * NAN when it cannot be told (no transform, too few blocks with inliers, a failed
+   * refinement) */
+  double predicted_error;
   double keypoints_ms;          /* keypoint detection time */
   /* keep_matches: the frame's keypoints, the matches of the transform's fit (frame /
    * control pixel-index x y pairs) and its inlier mask (NULL when no fit holds

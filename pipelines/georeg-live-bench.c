@@ -24,7 +24,7 @@
  *                      centres): RMS error in control pixels per frame, then the
  *                      median, the worst, frames within 0.5 / 2 px, frames without a
  *                      transform and frames flagged doubtful (low-inliers,
- *                      poor-spread, refine-failed).
+ *                      poor-spread, refine-failed, imprecise).
  *   --prior SIGMA      with --truth: before each frame reaches the first element, sets
  *                      nmilocalize's search-x / search-y to the true frame centre plus
  *                      Gaussian noise of SIGMA control pixels per axis (fixed seed: a
@@ -158,8 +158,9 @@ truth_check (const GstStructure * st)
     return;
   truth.messages++;
   gst_structure_get_uint (st, "flags", &flags);
-  /* low-inliers, poor-spread, refine-failed: a transform the element itself doubts */
-  if (flags & (0x200 | 0x400 | 0x800))
+  /* low-inliers, poor-spread, refine-failed, imprecise: a transform the element
+   * itself doubts */
+  if (flags & (0x200 | 0x400 | 0x800 | 0x1000))
     truth.doubtful++;
   if (!get_double_array (st, "frame-to-control", h, 9)) {
     truth.no_transform++;

@@ -137,6 +137,7 @@ add_register_meta (GstBuffer *buf, const double H[9], guint flags)
   m->matches = 50;
   m->keypoints = 60;
   m->rms = 0.25;
+  m->predicted_error = 0.125;
 }
 
 /* Truth: control pixel corners -> WGS84 (lon, lat) through OSR directly. */

@@ -174,10 +174,110 @@ test_plausibility (void)
   CHECK (gr_fit_check_plausible (h, W, H, &pp, NULL) == GR_PLAUSIBLE_NOT_FINITE, "nan");
 }
 
+/* The frame 240 x 180 at 0.25 control pixels a frame pixel (4x finer than the
+ * control), turned and tilted a little: n correspondences with per-point Gaussian noise
+ * of sigma control pixels plus, per 3 x 3 block of the frame, a common offset of
+ * block_sigma.  Fits a homography; returns the true error of the fit over the frame
+ * (RMS, frame pixels) and its predicted error in *pred. */
+static double
+predicted_trial (int n, double sigma, double block_sigma, double *pred)
+{
+  enum { W = 240, H = 180 };
+  const double a = 0.4, s = 0.25;
+  const double h[9] = { s * cos (a), -s * sin (a), 300.0, s * sin (a), s * cos (a), 200.0,
+    2e-5, -1e-5, 1.0
+  };
+  double off[9][2];
+  for (int b = 0; b < 9; b++) {
+    off[b][0] = block_sigma * grand ();
+    off[b][1] = block_sigma * grand ();
+  }
+  double *src = malloc (sizeof (double) * 2 * n), *dst = malloc (sizeof (double) * 2 * n);
+  uint8_t *inl = malloc (n);
+  for (int i = 0; i < n; i++) {
+    const double x = urand () * W, y = urand () * H;
+    const int b = (int) (x * 3 / W) + 3 * (int) (y * 3 / H);
+    src[2 * i] = x;
+    src[2 * i + 1] = y;
+    gr_fit_apply (h, x, y, &dst[2 * i], &dst[2 * i + 1]);
+    dst[2 * i] += sigma * grand () + off[b][0];
+    dst[2 * i + 1] += sigma * grand () + off[b][1];
+  }
+  GrFitParams p;
+  gr_fit_params_init (&p, GR_MODEL_HOMOGRAPHY);
+  p.threshold = 100.0;          /* every point an inlier: the test is of the spread */
+  GrFit f;
+  double err = NAN;
+  *pred = NAN;
+  if (gr_fit_robust (src, dst, NULL, n, &p, &f, inl) == GR_FIT_OK) {
+    *pred = gr_fit_predicted_error (f.h, GR_MODEL_HOMOGRAPHY, src, dst, inl, n, W, H);
+    double s2 = 0.0;
+    for (int y = 0; y < H; y += 4)
+      for (int x = 0; x < W; x += 4) {
+        double X0, Y0, X1, Y1;
+        gr_fit_apply (h, x + 0.5, y + 0.5, &X0, &Y0);
+        gr_fit_apply (f.h, x + 0.5, y + 0.5, &X1, &Y1);
+        s2 += ((X1 - X0) * (X1 - X0) + (Y1 - Y0) * (Y1 - Y0)) / (s * s);
+      }
+    err = sqrt (s2 / ((W / 4) * (H / 4)));
+  }
+  free (src);
+  free (dst);
+  free (inl);
+  return err;
+}
+
+/* gr_fit_predicted_error: the jackknife over 3 x 3 blocks of the frame follows the true
+ * error of the fit, in frame pixels, for independent noise and for errors shared by
+ * the matches of one block (which a least-squares covariance would not see), and says
+ * NAN where it cannot tell */
+static void
+test_predicted_error (void)
+{
+  const double sigmas[2][2] = { { 0.2, 0.0 }, { 0.05, 0.2 } };
+  const char *const what[2] = { "independent noise", "block offsets" };
+  for (int k = 0; k < 2; k++) {
+    double sp = 0.0, se = 0.0;
+    const int trials = 40;
+    for (int t = 0; t < trials; t++) {
+      double pred;
+      const double e = predicted_trial (150, sigmas[k][0], sigmas[k][1], &pred);
+      CHECK (isfinite (e) && isfinite (pred), "%s: trial %d failed", what[k], t);
+      sp += pred * pred / trials;
+      se += e * e / trials;
+    }
+    sp = sqrt (sp);
+    se = sqrt (se);
+    printf ("predicted error, %s: predicted %.3f px, true %.3f px (RMS of %d trials)\n",
+        what[k], sp, se, trials);
+    CHECK (sp > 0.5 * se && sp < 2.0 * se, "%s: predicted %.3f px against %.3f px",
+        what[k], sp, se);
+  }
+  /* exact correspondences: no spread */
+  double pred;
+  predicted_trial (100, 0.0, 0.0, &pred);
+  CHECK (pred < 1e-6, "exact: predicted %g", pred);
+  /* every inlier in one block: nothing to leave out, unknown; too few: unknown */
+  double src[40], dst[40];
+  const double h[9] = { 0.5, 0, 10, 0, 0.5, 20, 0, 0, 1 };
+  for (int i = 0; i < 20; i++) {
+    src[2 * i] = 5.0 + urand () * 50.0;
+    src[2 * i + 1] = 5.0 + urand () * 40.0;
+    gr_fit_apply (h, src[2 * i], src[2 * i + 1], &dst[2 * i], &dst[2 * i + 1]);
+  }
+  CHECK (isnan (gr_fit_predicted_error (h, GR_MODEL_HOMOGRAPHY, src, dst, NULL, 20, 240,
+              180)), "one block: not NAN");
+  CHECK (isnan (gr_fit_predicted_error (h, GR_MODEL_HOMOGRAPHY, src, dst, NULL, 3, 24,
+              18)), "three points: not NAN");
+  CHECK (isnan (gr_fit_predicted_error (NULL, GR_MODEL_AFFINE, src, dst, NULL, 20, 24,
+              18)), "no transform: not NAN");
+}
+
 int
 main (void)
 {
   test_plausibility ();
+  test_predicted_error ();
   GrFitParams p;
   gr_fit_params_init (&p, GR_MODEL_AFFINE);
   CHECK (p.model == GR_MODEL_AFFINE && p.threshold == 1.0 && p.confidence == 0.999 &&

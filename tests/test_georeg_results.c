@@ -167,6 +167,10 @@ GST_START_TEST (test_flag_names)
   t = georeg_register_flags_to_string (GST_NMI_REGISTER_FLAG_REFINE_FAILED);
   fail_unless_equals_string (t, "refine-failed");
   g_free (t);
+  t = georeg_register_flags_to_string (GST_NMI_REGISTER_FLAG_IMPRECISE |
+      GST_NMI_REGISTER_FLAG_PRIOR_NEEDED | (1u << 13));
+  fail_unless_equals_string (t, "imprecise,bit-13,prior-needed");
+  g_free (t);
   t = georeg_register_flags_to_string (0);
   fail_unless_equals_string (t, "");
   g_free (t);

@@ -94,6 +94,8 @@ GST_START_TEST (test_geojson_footprints)
   fail_unless (gst_structure_get_int (ms, "epsg", &epsg) && epsg == 32617);
   fail_unless_equals_string (gst_structure_get_string (ms, "crs"), "EPSG:32617");
   fail_unless_equals_string (gst_structure_get_string (ms, "quality"), "registered");
+  double perr = NAN;
+  fail_unless (gst_structure_get_double (ms, "predicted-error", &perr) && perr == 0.125);
   fail_unless (gst_structure_get_double (ms, "tl-lon", &tl_lon)
       && gst_structure_get_double (ms, "tl-lat", &tl_lat));
   apply (H, 0, 0, &tpx, &tpy);
@@ -192,6 +194,9 @@ GST_START_TEST (test_geojson_footprints)
   gchar **rows = g_strsplit (g_strchomp (text), "\n", -1);
   fail_unless_equals_int (g_strv_length (rows), 5);
   fail_unless (g_str_has_prefix (rows[0], "file,frame,timestamp_s,flags,"));
+  /* the predicted error, appended as the last column */
+  fail_unless (g_str_has_suffix (rows[0], ",bl_y,predicted_error_px"), "%s", rows[0]);
+  fail_unless (g_str_has_suffix (rows[1], ",0.1250"), "%s", rows[1]);
   fail_unless (g_str_has_prefix (rows[1], "shots/IMG_0000.JPG,0,0.200000000,0,,registered,42,"),
       "%s", rows[1]);
   fail_unless (strstr (rows[2], ",low-inliers,doubtful,") != NULL, "%s", rows[2]);
