@@ -77,6 +77,8 @@ struct _GstNmiLocalize {
    * localizer holds the current window */
   gboolean windowed;
   GstGeoregControlFollow follow;
+  gboolean window_range_set;    /* the localizer's control range was fixed on the first
+                                 * window (gstnmilocalize-window.c) */
   gboolean warned_no_prior;     /* the first frame without a prior was reported */
 };
 

@@ -12,6 +12,10 @@
  * The level: with a scale in the prior, the coarsest overview on which GrLocalize's
  * finest template (fine_size px on the frame's long side) still has two window pixels
  * per template pixel; without one, full resolution.
+ *
+ * Grey levels: the first window's 1st..99th percentile, kept for the whole stream
+ * (gr_localize_set_control_range), as nmiregister keeps its first window's range: with
+ * each window's own percentiles a place changed its levels with the window around it.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -53,6 +57,7 @@ gst_nmi_localize_window_start (GstNmiLocalize * self, const GstNmiLocalizeSettin
   GrControlInfo ci;
   gr_control_source_info (src, &ci);
   self->windowed = TRUE;
+  self->window_range_set = FALSE;
   self->ctl_full_w = ci.width;
   self->ctl_full_h = ci.height;
   self->ctl_w = (gint) MIN (G_MAXINT / 2, ceil (ci.width * s->control_scale));
@@ -85,6 +90,7 @@ gst_nmi_localize_window_release (GstNmiLocalize * self)
 {
   gst_georeg_control_follow_clear (&self->follow);
   self->windowed = FALSE;
+  self->window_range_set = FALSE;
 }
 
 /* The control's level for this prior (module comment). */
@@ -168,6 +174,22 @@ gst_nmi_localize_window_prepare (GstNmiLocalize * self, const GstNmiLocalizeSett
     ok = ok && (plane == &masked ? gr_localize_set_control (self->localizer, plane, err,
             sizeof err) : gr_localize_set_control_ref (self->localizer, plane, err,
             sizeof err)) == GR_OK;
+    if (ok && !self->window_range_set) {
+      /* once, on the first window: a place keeps its grey levels as windows slide
+       * (an all-invalid window gives 0..0: the percentiles stay, and the next window
+       * tries again) */
+      gdouble lo = 0.0, hi = 0.0;
+      ok = gr_plane_value_range (plane, GR_BINS_PERCENTILE, 8, 1.0, 99.0, &lo,
+          &hi) == GR_OK;
+      if (ok && lo < hi) {
+        ok = gr_localize_set_control_range (self->localizer, lo, hi) == GR_OK;
+        self->window_range_set = ok;
+        GST_DEBUG_OBJECT (self, "control grey levels from %g..%g (the first window's "
+            "1st..99th percentile) for the whole stream", lo, hi);
+      }
+      if (!ok)
+        g_strlcpy (err, "the window's value range", sizeof err);
+    }
     gr_plane_clear (&masked);
     if (!ok) {
       GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("Could not prepare the control window "

@@ -43,6 +43,10 @@ struct GrLocalize {
   Level level[MAX_LEVELS];
   int nlevels;
   int threads;
+  /* gr_localize_set_control_range: the control's levels from [range_lo, range_hi]
+   * instead of each level's percentiles */
+  bool has_range;
+  double range_lo, range_hi;
 };
 
 void
@@ -209,6 +213,21 @@ gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control, char *errbuf,
 }
 
 GrStatus
+gr_localize_set_control_range (GrLocalize *loc, double lo, double hi)
+{
+  if (!loc || !isfinite (lo) || !isfinite (hi))
+    return GR_ERR_INVALID;
+  const bool has = lo < hi;
+  if (has == loc->has_range && (!has || (lo == loc->range_lo && hi == loc->range_hi)))
+    return GR_OK;
+  drop_levels (loc);            /* their levels came from the other range */
+  loc->has_range = has;
+  loc->range_lo = has ? lo : 0.0;
+  loc->range_hi = has ? hi : 0.0;
+  return GR_OK;
+}
+
+GrStatus
 gr_localize_set_control_ref (GrLocalize *loc, const GrPlaneF *control, char *errbuf,
     size_t errlen)
 {
@@ -226,17 +245,25 @@ gr_localize_set_control_ref (GrLocalize *loc, const GrPlaneF *control, char *err
   return GR_OK;
 }
 
-/* Robust bins: the 1st..99th percentile onto `levels` grey levels. */
+/* Robust bins: the 1st..99th percentile onto `levels` grey levels; range: [range[0],
+ * range[1]] instead (NULL: the percentiles). */
 static GrStatus
-to_levels (const GrPlaneF *p, int levels, uint8_t *out)
+to_levels_in (const GrPlaneF *p, int levels, const double *range, uint8_t *out)
 {
-  GrStatus st = gr_plane_to_bins (p, GR_BINS_PERCENTILE, 1.0, 99.0, out);
+  GrStatus st = range ? gr_plane_to_bins (p, GR_BINS_FIXED, range[0], range[1], out) :
+      gr_plane_to_bins (p, GR_BINS_PERCENTILE, 1.0, 99.0, out);
   if (st != GR_OK)
     return st;
   const size_t n = (size_t) p->width * p->height;
   for (size_t i = 0; i < n; i++)
     out[i] = (uint8_t) ((out[i] * levels) >> 8);
   return GR_OK;
+}
+
+static GrStatus
+to_levels (const GrPlaneF *p, int levels, uint8_t *out)
+{
+  return to_levels_in (p, levels, NULL, out);
 }
 
 /* Pads a packed level (bins and mask, NULL = all valid) with an invalid rim. */
@@ -298,7 +325,8 @@ get_level (GrLocalize *loc, int q, int grey_levels, int pad, GrStatus *st, char 
     *st = GR_ERR_NOMEM;
     return NULL;
   }
-  *st = to_levels (&small, grey_levels, L->bins);
+  const double range[2] = { loc->range_lo, loc->range_hi };
+  *st = to_levels_in (&small, grey_levels, loc->has_range ? range : NULL, L->bins);
   if (*st == GR_OK && small.mask) {
     L->mask = small.mask;      /* packed: stride = width */
     small.mask = NULL;

@@ -122,6 +122,15 @@ GrBackend gr_localize_backend (const GrLocalize *loc);
  * dropped. */
 GrStatus gr_localize_set_control (GrLocalize *loc, const GrPlaneF *control,
     char *errbuf, size_t errlen);
+/* The control's grey levels from the fixed value range [lo, hi] (clamped outside)
+ * instead of the 1st..99th percentile of each search level; hi <= lo goes back to the
+ * percentiles.  It outlives set_control(_ref).  A control read in windows keeps one
+ * range as its windows slide: with each window's own percentiles a place changed its
+ * levels with the window around it, and a frame the whole control placed right was
+ * swept and lost on a smaller window (issue 18's flight, frame 9).  Built levels are
+ * dropped when the range changes.  GR_ERR_INVALID for a non-finite bound. */
+GrStatus gr_localize_set_control_range (GrLocalize *loc, double lo, double hi);
+
 /* The same without the copy: the plane is borrowed and must stay alive and unchanged
  * until the next set_control(_ref) or gr_localize_free (a shared control, or a window
  * the caller holds: a 4K flight's window is 14 M pixels, copied at every slide).  On

@@ -404,10 +404,105 @@ test_bad_input (void)
   gr_localize_free (loc);
 }
 
+/* gr_localize_set_control_range: a window of the control, searched with the range the
+ * whole control gives, places frames as the whole control does (nmilocalize's windows,
+ * issue 18), and bad ranges are refused */
+static void
+test_control_range (void)
+{
+  enum { CW = 640, CH = 480, OX = 96, OY = 64, WW = 448, WH = 352, W = 160, H = 120 };
+  GrSynthImage img;
+  make_control (&img, CW, CH, 31, 0.0);
+  GrPlaneF red = gr_synth_image_plane (&img, 0), green = gr_synth_image_plane (&img, 1);
+  GrPlaneF win;
+  gr_synth_plane_alloc (&win, WW, WH, false);
+  for (int y = 0; y < WH; y++)
+    memcpy (win.data + (size_t) y * WW, red.data + (size_t) (y + OY) * red.stride + OX,
+        sizeof (float) * WW);
+  double lo, hi;
+  CHECK (gr_plane_value_range (&red, GR_BINS_PERCENTILE, 8, 1.0, 99.0, &lo, &hi) == GR_OK
+      && lo < hi, "percentiles");
+  GrStatus st;
+  char e[256] = "";
+  GrLocalize *whole = gr_localize_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
+  GrLocalize *part = gr_localize_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
+  CHECK (whole && part && gr_localize_set_control_range (whole, lo, hi) == GR_OK &&
+      gr_localize_set_control (whole, &red, e, sizeof e) == GR_OK &&
+      gr_localize_set_control_ref (part, &win, e, sizeof e) == GR_OK &&
+      gr_localize_set_control_range (part, lo, hi) == GR_OK, "setup: %s", e);
+  CHECK (gr_localize_set_control_range (part, NAN, 1.0) == GR_ERR_INVALID &&
+      gr_localize_set_control_range (part, 0.0, INFINITY) == GR_ERR_INVALID &&
+      gr_localize_set_control_range (NULL, 0.0, 1.0) == GR_ERR_INVALID,
+      "non-finite ranges refused");
+  GrLocalizeParams lp;
+  gr_localize_params_init (&lp);
+  GrSynthRng rng;
+  gr_synth_rng_init (&rng, 21);
+  int same = 0;
+  const int frames = 3;
+  GrPlaneF last = { 0 };
+  GrLocalizePrior last_prior = { 0 };
+  for (int i = 0; i < frames; i++) {
+    GrSynthCamera cam = { .aim_x = gr_synth_rng_range (&rng, 250, 390),
+      .aim_y = gr_synth_rng_range (&rng, 190, 290), .scale = gr_synth_rng_range (&rng,
+          0.8, 1.2), .heading_deg = gr_synth_rng_range (&rng, 0, 360) };
+    GrPlaneF f;
+    gr_synth_cut_camera (&green, &cam, W, H, 2, &f);
+    gr_synth_add_noise (&f, 3.0, 255.0, 40 + i);
+    GrLocalizePrior pr = { .has_position = true, .x = cam.aim_x + 6.0,
+      .y = cam.aim_y - 4.0, .position_sigma = 8.0, .has_heading = true,
+      .heading_deg = cam.heading_deg + 5.0, .heading_sigma_deg = 8.0, .has_scale = true,
+      .scale = cam.scale * 1.05, .scale_sigma = 0.08 };
+    GrLocalizePrior pw = pr;
+    pw.x -= OX;
+    pw.y -= OY;
+    GrLocalizeResult rw, rp;
+    CHECK (gr_localize_run (whole, &f, &pr, &lp, &rw, e, sizeof e) == GR_OK &&
+        gr_localize_run (part, &f, &pw, &lp, &rp, e, sizeof e) == GR_OK, "%s", e);
+    double dh = fmod (fabs (rw.heading_deg - rp.heading_deg), 360.0);
+    dh = dh > 180 ? 360 - dh : dh;
+    const double dpos = hypot (rw.x - (rp.x + OX), rw.y - (rp.y + OY));
+    const bool ok = dpos < 0.5 && dh < 0.5 && fabs (rw.scale / rp.scale - 1.0) < 0.01 &&
+        rw.flags == rp.flags;
+    same += ok;
+    if (getenv ("GEOREG_TEST_VERBOSE") || !ok)
+      printf ("  control range, frame %d: whole (%.2f, %.2f) %.2f deg %.4f flags 0x%x; "
+          "window (%.2f, %.2f) %.2f deg %.4f flags 0x%x\n", i, rw.x, rw.y,
+          rw.heading_deg, rw.scale, rw.flags, rp.x + OX, rp.y + OY, rp.heading_deg,
+          rp.scale, rp.flags);
+    gr_synth_plane_free (&last);
+    last = f;
+    last_prior = pw;
+  }
+  printf ("a window with the whole control's range: %d of %d frames placed as on the "
+      "whole control\n", same, frames);
+  CHECK (same == frames, "window against whole: %d of %d the same", same, frames);
+  /* the range is what the levels come from: one below every value makes the control
+   * one flat level, and the frame it placed is no longer placed (or flagged) */
+  GrLocalizeResult rf, rb;
+  const unsigned doubt = GR_LOCALIZE_AMBIGUOUS | GR_LOCALIZE_NO_OVERLAP |
+      GR_LOCALIZE_AT_BORDER | GR_LOCALIZE_LOW_OVERLAP;
+  CHECK (gr_localize_set_control_range (part, -2.0, -1.0) == GR_OK &&
+      gr_localize_run (part, &last, &last_prior, &lp, &rf, e, sizeof e) == GR_OK &&
+      gr_localize_set_control_range (part, 1.0, 1.0) == GR_OK &&
+      gr_localize_run (part, &last, &last_prior, &lp, &rb, e, sizeof e) == GR_OK, "%s",
+      e);
+  CHECK ((rf.flags & doubt) || !(hypot (rf.x - rb.x, rf.y - rb.y) < 2.0),
+      "a flat range still placed the frame unflagged: flags 0x%x, (%.2f, %.2f) against "
+      "(%.2f, %.2f)", rf.flags, rf.x, rf.y, rb.x, rb.y);
+  CHECK (!(rb.flags & doubt), "back to the percentiles: flags 0x%x", rb.flags);
+  gr_synth_plane_free (&last);
+  gr_localize_free (whole);
+  gr_localize_free (part);
+  gr_synth_plane_free (&win);
+  gr_synth_image_free (&img);
+}
+
 int
 main (void)
 {
   test_bad_input ();
+  test_control_range ();
   test_over_the_edge ();
   test_overlap_bias ();
   test_localize_frames (PRIOR_FULL, 4, 0.5, 2.0, 11);

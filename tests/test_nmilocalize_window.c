@@ -407,14 +407,15 @@ fly (const char *path, const char *extra, int n, const GrPlaneF * src, const GrG
       continue;
     GstNmiLocalizeMeta *lm = gst_buffer_get_nmi_localize_meta (b);
     GstNmiRegisterMeta *rm = gst_buffer_get_nmi_register_meta (b);
+    /* the flags of every frame, for the report of one that differs */
+    out[f].lflags = lm ? lm->flags : 0u;
+    out[f].rflags = rm ? rm->flags : 0u;
     if (lm && rm && rm->has_transform && !(rm->flags & FLIGHT_DOUBTFUL_REGISTER_FLAGS)) {
       out[f].ok = TRUE;
       memcpy (out[f].h, rm->frame_to_control, sizeof out[f].h);
       out[f].map[0] = rm->center_map[0];
       out[f].map[1] = rm->center_map[1];
       memcpy (out[f].coarse, lm->frame_to_control, sizeof out[f].coarse);
-      out[f].lflags = lm->flags;
-      out[f].rflags = rm->flags;
     }
     gst_buffer_unref (b);
   }
@@ -596,8 +597,9 @@ main (int argc, char **argv)
       placed += rw[f].ok;
       double d = 0.0, dm = 0.0, err_c = NAN;
       if (!skip_crop) {
-        CHECK (rw[f].ok == rc[f].ok, "%s, frame %d: registered windowed %d, on the "
-            "crop %d", what, f, rw[f].ok, rc[f].ok);
+        CHECK (rw[f].ok == rc[f].ok, "%s, frame %d: registered windowed %d (flags "
+            "0x%x/0x%x), on the crop %d (flags 0x%x/0x%x)", what, f, rw[f].ok,
+            rw[f].lflags, rw[f].rflags, rc[f].ok, rc[f].lflags, rc[f].rflags);
         if (rw[f].ok && rc[f].ok) {
           double cfull[9];
           gr_mat3_mul (shift, rc[f].h, cfull);
