@@ -859,7 +859,10 @@ table () {
 # none"), FLIGHTACC_CPU_EDGE, FLIGHTACC_BUDGET_S, FLIGHTACC_REQUIRE; FLIGHTACC_SCALE_MIN /
 # FLIGHTACC_SCALE_MAX (0.5 / 2: the draw of ground-resolution ratios; the issue's range
 # is 0.25 / 4, which grows the control to fit), FLIGHTACC_SEED (9000: frames the
-# flags were not tuned on; the sixth session's figures were seed 4000).
+# flags were not tuned on; the sixth session's figures were seed 4000),
+# FLIGHTACC_WIDTH / FLIGHTACC_HEIGHT (240 / 180: the frames' size; at 0.25 control px a
+# frame px a 240 x 180 frame covers 60 x 45 control px, too little to pin a homography
+# to 0.5 frame px, where 640 x 480 frames registered 30 of 30: docs/benchmarks.md).
 flightacc () {
   setup_env
   local exe=$build/tests/test_nmilocalize_pose t0=$SECONDS rc=0
@@ -891,6 +894,8 @@ flightacc () {
           GEOREG_POSE_SCALE_MIN=${FLIGHTACC_SCALE_MIN:-0.5} \
           GEOREG_POSE_SCALE_MAX=${FLIGHTACC_SCALE_MAX:-2} \
           GEOREG_POSE_SEED=${FLIGHTACC_SEED:-9000} \
+          GEOREG_POSE_WIDTH=${FLIGHTACC_WIDTH:-240} \
+          GEOREG_POSE_HEIGHT=${FLIGHTACC_HEIGHT:-180} \
           GST_REGISTRY=$out/flightacc/registry-$be-$kind-$place.bin \
           timeout "$(bounded $(( budget + 60 )))" "$exe" ) > "$log" 2>&1 &
         pids+=($!); logs+=("$log")
