@@ -1397,6 +1397,26 @@ batch_setup (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets,
 /* The matrix rows of images [i0, i1) into c->d_out (row i - i0, n queries each), the
  * re-checks included: on return (synchronized) the slab is final.  *rechecked grows by
  * the queued pairs.  (The callers' events ev0 .. ev1 span an overflow sweep too.) */
+/* A batch launch's parameters: queries qlist[0 .. nq) of the batch's n descriptors
+ * against images imgs[0 .. nimg), each image's own queries skipped (self_skip), dense
+ * output rows of ld entries at out (NULL in list mode) */
+static MatchParams
+batch_params (const int *qlist, int nq, const ImgInfo *imgs, int nimg, int *out,
+    long long ld, double rr)
+{
+  MatchParams p;
+  memset (&p, 0, sizeof p);
+  p.qlist = qlist;
+  p.nq = nq;
+  p.imgs = imgs;
+  p.nimg = nimg;
+  p.out = out;
+  p.ld = ld;
+  p.self_skip = 1;
+  p.rr = rr;
+  return p;
+}
+
 static GrStatus
 batch_slab (GrMatcherCuda *c, int i0, int i1, long long n, int max_pn, double rr,
     unsigned debug, long long *rechecked, char *errbuf, size_t errlen)
@@ -1404,18 +1424,8 @@ batch_slab (GrMatcherCuda *c, int i0, int i1, long long n, int max_pn, double rr
   DevDb *db = &c->bdb;
   cudaStream_t s = c->stream;
   CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
-  MatchParams p;
-  memset (&p, 0, sizeof p);
-  p.qlist = c->d_qlist;
-  p.qr0 = 0;
-  p.nq = (int) n;
-  p.imgs = c->d_tab + i0;
-  p.nimg = i1 - i0;
-  p.out = c->d_out;
-  p.ld = n;
-  p.qbase = 0;
-  p.self_skip = 1;
-  p.rr = rr;
+  MatchParams p = batch_params (c->d_qlist, (int) n, c->d_tab + i0, i1 - i0, c->d_out, n,
+      rr);
   GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
   if (st != GR_OK)
     return st;
@@ -1497,17 +1507,9 @@ runs_slab (GrMatcherCuda *c, const GrMatcherRun *runs, int64_t nruns, int i0, in
       "cudaMemset (slab)");
   CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
   for (int64_t r = 0; r < nruns; r++) {
-    MatchParams p;
-    memset (&p, 0, sizeof p);
-    p.qlist = c->d_qlist + runs[r].q0;
-    p.nq = (int) (runs[r].q1 - runs[r].q0);
-    p.imgs = c->d_tab + runs[r].image;
-    p.nimg = 1;
-    p.out = c->d_out + (size_t) (runs[r].image - i0) * n;
-    p.ld = n;
-    p.qbase = 0;
-    p.self_skip = 1;
-    p.rr = rr;
+    MatchParams p = batch_params (c->d_qlist + runs[r].q0,
+        (int) (runs[r].q1 - runs[r].q0), c->d_tab + runs[r].image, 1,
+        c->d_out + (size_t) (runs[r].image - i0) * n, n, rr);
     GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
     if (st != GR_OK)
       return st;
@@ -1730,16 +1732,8 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     want = 4096;
   if (debug & GR_MATCHER_DEBUG_SMALL_SPARSE)
     want = 4;
-  MatchParams p;
-  memset (&p, 0, sizeof p);
-  p.qlist = c->d_qlist;
-  p.nq = (int) n;
-  p.imgs = c->d_tab + row0;
-  p.nimg = row1 - row0;
-  p.out = NULL;
-  p.ld = n;
-  p.self_skip = 1;
-  p.rr = rr;
+  MatchParams p = batch_params (c->d_qlist, (int) n, c->d_tab + row0, row1 - row0, NULL,
+      n, rr);
   p.sparse = 1;
   p.img0 = row0;
   p.nall = n;
