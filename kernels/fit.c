@@ -1045,6 +1045,12 @@ gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
   double result = NAN;
   if (!idx || !pos)
     goto out;
+  /* the grid over the frame, pixel indices */
+  double gx[GX], gy[GY];
+  for (int i = 0; i < GX; i++)
+    gx[i] = (width - 1.0) * i / (GX - 1);
+  for (int j = 0; j < GY; j++)
+    gy[j] = (height - 1.0) * j / (GY - 1);
   int nb = 0;
   for (int b = 0; b < BX * BY; b++) {
     int k = 0, left = 0;
@@ -1068,8 +1074,7 @@ gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
     for (int j = 0; j < GY; j++)
       for (int i = 0; i < GX; i++) {
         double *p = pos + (((size_t) nb * GY + j) * GX + i) * 2;
-        if (!gr_fit_apply (hb, (width - 1.0) * i / (GX - 1),
-                (height - 1.0) * j / (GY - 1), &p[0], &p[1]))
+        if (!gr_fit_apply (hb, gx[i], gy[j], &p[0], &p[1]))
           goto out;
       }
     nb++;
@@ -1079,7 +1084,6 @@ gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
   double sum = 0.0;
   for (int j = 0; j < GY; j++)
     for (int i = 0; i < GX; i++) {
-      const double x = (width - 1.0) * i / (GX - 1), y = (height - 1.0) * j / (GY - 1);
       double mx = 0.0, my = 0.0, v = 0.0;
       for (int b = 0; b < nb; b++) {
         const double *p = pos + (((size_t) b * GY + j) * GX + i) * 2;
@@ -1092,11 +1096,10 @@ gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
       }
       /* the jackknife's variance, in control pixels, then in frame pixels through the
        * transform's local scale there */
-      const double w = h[6] * x + h[7] * y + h[8];
-      const double xp = (h[0] * x + h[1] * y + h[2]) / w;
-      const double yp = (h[3] * x + h[4] * y + h[5]) / w;
-      const double det = ((h[0] - h[6] * xp) * (h[4] - h[7] * yp) -
-          (h[1] - h[7] * xp) * (h[3] - h[6] * yp)) / (w * w);
+      double jac[4];
+      if (!jacobian_at (h, gx[i], gy[j], jac))
+        goto out;
+      const double det = jac[0] * jac[3] - jac[1] * jac[2];
       if (!(fabs (det) > 1e-300))
         goto out;
       sum += (nb - 1.0) / nb * v / fabs (det);

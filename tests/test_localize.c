@@ -252,6 +252,16 @@ host_downscale (void *user, double scale, GrPlaneF *out, char *errbuf, size_t er
 
 /* Frames hanging over the control's edge: cut from a larger image whose centre is the
  * control, so the part beyond the edge holds real (unseen) ground, as in a flight. */
+/* The w x h rectangle of src at (x0, y0) as a plane of its own (no mask) */
+static void
+crop_plane (const GrPlaneF *src, int x0, int y0, int w, int h, GrPlaneF *out)
+{
+  gr_synth_plane_alloc (out, w, h, false);
+  for (int y = 0; y < h; y++)
+    memcpy (out->data + (size_t) y * w, src->data + (size_t) (y + y0) * src->stride + x0,
+        sizeof (float) * w);
+}
+
 static void
 test_over_the_edge (void)
 {
@@ -260,10 +270,7 @@ test_over_the_edge (void)
   make_control (&big, BW, BH, 23, 0.0);
   GrPlaneF red = gr_synth_image_plane (&big, 0), green = gr_synth_image_plane (&big, 1);
   GrPlaneF ctl;
-  gr_synth_plane_alloc (&ctl, CW, CH, false);
-  for (int y = 0; y < CH; y++)
-    memcpy (ctl.data + (size_t) y * CW, red.data + (size_t) (y + OY) * BW + OX,
-        sizeof (float) * CW);
+  crop_plane (&red, OX, OY, CW, CH, &ctl);
   GrStatus st;
   char e[256] = "";
   GrLocalize *loc = gr_localize_new (GR_BACKEND_CPU, -1, &st, e, sizeof e);
@@ -415,10 +422,7 @@ test_control_range (void)
   make_control (&img, CW, CH, 31, 0.0);
   GrPlaneF red = gr_synth_image_plane (&img, 0), green = gr_synth_image_plane (&img, 1);
   GrPlaneF win;
-  gr_synth_plane_alloc (&win, WW, WH, false);
-  for (int y = 0; y < WH; y++)
-    memcpy (win.data + (size_t) y * WW, red.data + (size_t) (y + OY) * red.stride + OX,
-        sizeof (float) * WW);
+  crop_plane (&red, OX, OY, WW, WH, &win);
   double lo, hi;
   CHECK (gr_plane_value_range (&red, GR_BINS_PERCENTILE, 8, 1.0, 99.0, &lo, &hi) == GR_OK
       && lo < hi, "percentiles");
