@@ -58,6 +58,29 @@ cudaError_t gr_cuda_malloc_host (void **ptr, size_t bytes);
 cudaError_t gr_cuda_host_alloc (void **ptr, size_t bytes, unsigned int flags);
 }
 
+/* cudaMemcpy / cudaMemcpy2D host to device, returning only when the bytes are on the
+ * device.  A plain cudaMemcpy from pageable memory returns once the host buffer is
+ * staged, before the DMA ends (CUDA Runtime API, "API synchronization behavior"), and
+ * our kernels run on non-blocking streams that do not wait for the legacy stream the
+ * copy went on: a kernel or a download on another stream could read the old bytes.
+ * Seen: test_control_window_gpu's download of a just-uploaded window differed on
+ * every row while other processes loaded the GPU. */
+static inline cudaError_t
+gr_cuda_upload (void *dst, const void *src, size_t bytes)
+{
+  cudaError_t e = cudaMemcpy (dst, src, bytes, cudaMemcpyHostToDevice);
+  return e == cudaSuccess ? cudaStreamSynchronize (0) : e;
+}
+
+static inline cudaError_t
+gr_cuda_upload_2d (void *dst, size_t dpitch, const void *src, size_t spitch,
+    size_t width_bytes, size_t height)
+{
+  cudaError_t e = cudaMemcpy2D (dst, dpitch, src, spitch, width_bytes, height,
+      cudaMemcpyHostToDevice);
+  return e == cudaSuccess ? cudaStreamSynchronize (0) : e;
+}
+
 /* typed pointers, as the runtime's own template overloads of cudaMalloc */
 template <typename T>
 static inline cudaError_t

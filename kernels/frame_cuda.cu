@@ -212,7 +212,7 @@ gr_frame_cuda_set_mask (GrFrameCuda *c, const uint8_t *mask, int width, int heig
     return GR_OK;
   const size_t n = (size_t) width * height;
   CK (gr_cuda_malloc (&c->d_ext, n), "cudaMalloc (mask)");
-  CK (cudaMemcpy (c->d_ext, mask, n, cudaMemcpyHostToDevice), "mask upload");
+  CK (gr_cuda_upload (c->d_ext, mask, n), "mask upload");
   c->ext_w = width;
   c->ext_h = height;
   return GR_OK;

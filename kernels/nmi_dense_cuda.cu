@@ -811,7 +811,7 @@ ensure_table (GrNmiDenseCuda *c, int T, char *errbuf, size_t errlen)
   c->d_tab = NULL;
   cudaError_t e = gr_cuda_malloc (&c->d_tab, sizeof (double) * T);
   if (e == cudaSuccess)
-    e = cudaMemcpy (c->d_tab, h, sizeof (double) * T, cudaMemcpyHostToDevice);
+    e = gr_cuda_upload (c->d_tab, h, sizeof (double) * T);
   free (h);
   CK (e, "c ln c table upload");
   c->T = T;

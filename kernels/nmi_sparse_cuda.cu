@@ -759,11 +759,11 @@ cuda_init (GrNmiSparseCuda *c, const int64_t *tab, const int64_t *dtab,
   CK (gr_cuda_malloc (&c->d_dtab, sizeof (int64_t) * GRS_TAB), "cudaMalloc (tables)");
   CK (gr_cuda_malloc (&c->d_lnn, sizeof (double) * GRS_TAB), "cudaMalloc (tables)");
   CK (gr_cuda_malloc (&c->d_counter, sizeof (int)), "cudaMalloc (counter)");
-  CK (cudaMemcpy (c->d_tab, tab, sizeof (int64_t) * GRS_TAB, cudaMemcpyHostToDevice),
+  CK (gr_cuda_upload (c->d_tab, tab, sizeof (int64_t) * GRS_TAB),
       "table upload");
-  CK (cudaMemcpy (c->d_dtab, dtab, sizeof (int64_t) * GRS_TAB, cudaMemcpyHostToDevice),
+  CK (gr_cuda_upload (c->d_dtab, dtab, sizeof (int64_t) * GRS_TAB),
       "table upload");
-  CK (cudaMemcpy (c->d_lnn, lnn, sizeof (double) * GRS_TAB, cudaMemcpyHostToDevice),
+  CK (gr_cuda_upload (c->d_lnn, lnn, sizeof (double) * GRS_TAB),
       "table upload");
   if (cudaEventCreate (&c->ev0) == cudaSuccess && cudaEventCreate (&c->ev1) == cudaSuccess)
     c->have_events = true;
@@ -816,10 +816,10 @@ gr_nmi_sparse_cuda_set_control (GrNmiSparseCuda *c, const uint8_t *pix,
     if ((!mask || mask[i]) && pix[i] > vmax)
       vmax = pix[i];
   CK (gr_cuda_malloc (&c->d_ctl, n), "cudaMalloc (control)");
-  CK (cudaMemcpy (c->d_ctl, pix, n, cudaMemcpyHostToDevice), "control upload");
+  CK (gr_cuda_upload (c->d_ctl, pix, n), "control upload");
   if (mask) {
     CK (gr_cuda_malloc (&c->d_cmask, n), "cudaMalloc (control mask)");
-    CK (cudaMemcpy (c->d_cmask, mask, n, cudaMemcpyHostToDevice), "control mask upload");
+    CK (gr_cuda_upload (c->d_cmask, mask, n), "control mask upload");
   }
   c->cw = width;
   c->ch = height;

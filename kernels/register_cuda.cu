@@ -504,12 +504,12 @@ gr_cuda_plane_upload (int device, const GrPlaneF *host, GrPlaneF *dev, char *err
   uint8_t *m = NULL;
   cudaError_t e = gr_cuda_malloc (&d, w * h * sizeof (float));
   if (e == cudaSuccess)
-    e = cudaMemcpy2D (d, w * sizeof (float), host->data, host->stride * sizeof (float),
-        w * sizeof (float), h, cudaMemcpyHostToDevice);
+    e = gr_cuda_upload_2d (d, w * sizeof (float), host->data, host->stride * sizeof (float),
+        w * sizeof (float), h);
   if (e == cudaSuccess && masked) {
     e = gr_cuda_malloc (&m, w * h);
     if (e == cudaSuccess)
-      e = cudaMemcpy (m, host->mask, w * h, cudaMemcpyHostToDevice);
+      e = gr_cuda_upload (m, host->mask, w * h);
   }
   if (e != cudaSuccess) {
     gr_set_err (errbuf, errlen, "CUDA control upload (%zux%zu) failed: %s", w, h,

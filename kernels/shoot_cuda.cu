@@ -1528,8 +1528,11 @@ new_engine (const GrShootParams *params, size_t subjects, bool population, int d
       base += align_up (parts[i].bytes);
     }
   }
-  /* zero everything once: the w lanes of the V4s and the unused z of 2-D stay 0 */
-  if (!ck (cudaMemset (c->arena, 0, total), "cudaMemset", errbuf, errlen))
+  /* zero everything once: the w lanes of the V4s and the unused z of 2-D stay 0.  The
+   * memset runs on the legacy stream, which the non-blocking stream below does not
+   * wait for: wait here (cuda_util.h, gr_cuda_upload) */
+  if (!ck (cudaMemset (c->arena, 0, total), "cudaMemset", errbuf, errlen) ||
+      !ck (cudaStreamSynchronize (0), "cudaMemset", errbuf, errlen))
     goto fail;
   if (!ck (gr_cuda_malloc_host ((void **) &c->h_p0, sizeof (double) * n * c->D),
           "cudaMallocHost (staging)", errbuf, errlen) ||
