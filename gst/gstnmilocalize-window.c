@@ -159,6 +159,7 @@ gst_nmi_localize_window_prepare (GstNmiLocalize * self, const GstNmiLocalizeSett
     return FALSE;
   }
   const GrControlWindow *w = gst_georeg_control_window_get (self->follow.window);
+  const gint64 t1 = g_get_monotonic_time ();
   if (changed) {
     /* the search keeps its own pyramid of the window (a copy: control-nodata is
      * applied to it, never to the shared window) */
@@ -198,9 +199,10 @@ gst_nmi_localize_window_prepare (GstNmiLocalize * self, const GstNmiLocalizeSett
       return FALSE;
     }
     GST_DEBUG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": window %dx%d at level %d, "
-        "full-control origin (%.0f, %.0f), %.1f ms", self->frame_count,
-        w->raster.plane.width, w->raster.plane.height, level, w->off_x, w->off_y,
-        (g_get_monotonic_time () - t0) / 1000.0);
+        "full-control origin (%.0f, %.0f), %.1f ms (read %.1f, into the search %.1f)",
+        self->frame_count, w->raster.plane.width, w->raster.plane.height, level,
+        w->off_x, w->off_y, (g_get_monotonic_time () - t0) / 1000.0, (t1 - t0) / 1000.0,
+        (g_get_monotonic_time () - t1) / 1000.0);
   }
   /* the prior in window pixels */
   *wprior = *p;

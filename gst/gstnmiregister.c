@@ -630,6 +630,7 @@ window_for_frame (GstNmiRegister * self, const GstNmiRegisterSettings * s,
 
   gboolean changed = FALSE;
   GrStatus st;
+  const gint64 t0 = g_get_monotonic_time ();
   if (!gst_georeg_control_follow (control, &self->follow, box, 0, margin,
           PREFETCH_AHEAD, &changed, &st, err, sizeof err)) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Could not read the control under "
@@ -638,6 +639,7 @@ window_for_frame (GstNmiRegister * self, const GstNmiRegisterSettings * s,
     return FALSE;
   }
   const GrControlWindow *w = gst_georeg_control_window_get (self->follow.window);
+  const gint64 t1 = g_get_monotonic_time ();
   if (changed) {
     if (!self->range_set) {
       /* once, on the first window: a place keeps its grey levels as windows slide */
@@ -660,6 +662,11 @@ window_for_frame (GstNmiRegister * self, const GstNmiRegisterSettings * s,
               w->raster.plane.height), ("%s", err));
       return FALSE;
     }
+    GST_DEBUG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": window %dx%d, full-control "
+        "origin (%.0f, %.0f), %.1f ms (read %.1f, into the engine %.1f)",
+        self->frame_count, w->raster.plane.width, w->raster.plane.height, w->off_x,
+        w->off_y, (g_get_monotonic_time () - t0) / 1000.0, (t1 - t0) / 1000.0,
+        (g_get_monotonic_time () - t1) / 1000.0);
   }
   gr_control_window_from_full (w, prior->h, wprior->h);
   /* a doubtful coarse result's second opinion is the full search: not on a window */

@@ -337,6 +337,13 @@ feed_batch (Feed * fd, int base, int count)
     }
 }
 
+static int
+cmp_double (const void *a, const void *b)
+{
+  const double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
 /* GPU memory in use on device 0 (cudaMemGetInfo: the whole device), MiB; -1 without
  * CUDA. */
 /* CPU time of the process (every thread), ms: on a shared machine a steadier
@@ -399,6 +406,9 @@ fly (const char *path, const char *extra, int n, const GrPlaneF * src, const GrG
   Feed fd = { n, src, g, geo, coarse_offset, 0, 0, 0, g_new0 (GstBuffer *, batch) };
   const double gpu0 = gpu_used_mib ();
   double gpu_peak = gpu0, worst_ms = 0.0, cpu_rest = 0.0, thread_rest = 0.0;
+  /* each frame's wall time: the median says what a frame costs, the spikes what the
+   * windows' slides cost (a mean alone mixes the two) */
+  double *frame_ms = g_new0 (double, n);
   for (int f = 0; f < n; f++) {
     if (f % batch == 0)
       feed_batch (&fd, f, MIN (batch, n - f));
@@ -411,6 +421,9 @@ fly (const char *path, const char *extra, int n, const GrPlaneF * src, const GrG
     const double c0 = cpu_ms (), tc0 = thread_cpu_ms ();
     GstBuffer *b = gst_harness_push_and_pull (h, in);
     const double ms = (g_get_monotonic_time () - t0) / 1000.0;
+    frame_ms[f] = ms;
+    if (g_getenv ("GEOREG_WINDOW_FRAME_MS"))
+      printf ("    frame %d: %.1f ms\n", f + 1, ms);
     if (f > 0) {
       cpu_rest += (cpu_ms () - c0) / (n - 1);
       thread_rest += (thread_cpu_ms () - tc0) / (n - 1);
@@ -442,10 +455,31 @@ fly (const char *path, const char *extra, int n, const GrPlaneF * src, const GrG
   }
   g_free (fd.buf);
   gst_harness_teardown (h);
-  if (n > 1)
+  if (n > 1) {
     printf ("  %s: worst frame after the first %.1f ms; CPU time a frame after the "
         "first %.1f ms (all threads), %.1f ms (the streaming thread)\n", path, worst_ms,
         cpu_rest, thread_rest);
+    /* after the first: the median, and the frames over twice it with their share of
+     * the total */
+    const int m = n - 1;
+    double *sorted = g_memdup2 (frame_ms + 1, sizeof (double) * m);
+    qsort (sorted, m, sizeof (double), cmp_double);
+    const double median = sorted[m / 2];
+    double spike_ms = 0.0, all_ms = 0.0;
+    int spikes = 0;
+    for (int f = 1; f < n; f++) {
+      all_ms += frame_ms[f];
+      if (frame_ms[f] > 2.0 * median) {
+        spikes++;
+        spike_ms += frame_ms[f];
+      }
+    }
+    printf ("  %s: median frame after the first %.1f ms; %d frames over twice it "
+        "(%.0f%% of the time)\n", path, median, spikes,
+        all_ms > 0 ? 100.0 * spike_ms / all_ms : 0.0);
+    g_free (sorted);
+  }
+  g_free (frame_ms);
   if (gpu0 >= 0)
     /* the device's whole use (cudaMemGetInfo): the context and every engine */
     printf ("  %s: GPU memory in use %.0f MiB before the flight, peak %.0f MiB "

@@ -474,7 +474,7 @@ flight () {
   kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
   {
     echo "    nvidia-smi peak over both runs: $(sort -n "$out/flight/gpumem.txt" | tail -n 1) MiB (whole device)"
-    grep -hE 'windowed on the VRT|whole on the crop|worst frame|GPU memory|peak resident|FAIL' \
+    grep -hE 'windowed on the VRT|whole on the crop|worst frame|median frame|GPU memory|peak resident|FAIL' \
       "$out"/flight/flight200.log "$out"/flight/flight20.log | sed 's/^ */    /'
   } | tee -a "$out/table.txt"
   return "$rc"
