@@ -27,7 +27,8 @@
  * GEOREG_WINDOW_RSS_MIB (peak RSS bound, 600), GEOREG_WINDOW_W/H (frame size), GEOREG_WINDOW_SCALE (control px per frame px, 1),
  * GEOREG_WINDOW_CONTROL_W/H (the procedural control), GEOREG_TEST_BACKEND (cpu|cuda), GEOREG_WINDOW_BIG
  * (VRT side, default 200000), GEOREG_WINDOW_TOL, GEOREG_WINDOW_SKIP_CROP=1 (only
- * the windowed pipeline: the GPU flight), GEOREG_WINDOW_ONLY (a comma list of frame
+ * the windowed pipeline: the GPU flight), GEOREG_WINDOW_OVERVIEWS=1 (the tiles with
+ * overviews 2-16, so the VRT has them), GEOREG_WINDOW_ONLY (a comma list of frame
  * numbers: only those frames of the flight are made and run, to look at a few frames
  * of a long flight; the counts then cover them), GEOREG_TEST_VERBOSE.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
@@ -586,6 +587,7 @@ main (int argc, char **argv)
   gchar *crop = g_build_filename (dir, "crop.tif", NULL);
   CHECK (write_tif (crop, &ctl, 0, 0, ctl.width, ctl.height, geo, wkt), "crop.tif");
   /* the tiles, then the VRT of `big` px around them */
+  const gboolean overviews = env_double ("GEOREG_WINDOW_OVERVIEWS", 0) != 0;
   const int nx = ctl.width / TILE, ny = ctl.height / TILE;
   char **tiles = g_new0 (char *, nx * ny + 1);
   for (int ty = 0, k = 0; ty < ny; ty++)
@@ -598,6 +600,17 @@ main (int argc, char **argv)
       g_free (name);
       CHECK (write_tif (tiles[k], &ctl, tx * TILE, ty * TILE, TILE, TILE, tg, wkt),
           "tile %d", k);
+      if (overviews) {
+        /* what docs/controls.md asks of a control (gdaladdo -r average): the VRT
+         * then has the tiles' overviews as its own, and nmilocalize cuts its windows
+         * at the level its search needs */
+        GDALDatasetH t = GDALOpen (tiles[k], GA_Update);
+        int factors[] = { 2, 4, 8, 16 };
+        CHECK (t && GDALBuildOverviews (t, "AVERAGE", 4, factors, 0, NULL, NULL,
+                NULL) == CE_None, "tile %d: overviews", k);
+        if (t)
+          GDALClose (t);
+      }
     }
   gchar *vrt_path = g_build_filename (dir, "big.vrt", NULL);
   char te[4][40];
@@ -616,11 +629,16 @@ main (int argc, char **argv)
   GDALBuildVRTOptionsFree (vo);
   CHECK (vrt && GDALGetRasterXSize (vrt) == big && GDALGetRasterYSize (vrt) == big,
       "a VRT of %d x %d", big, big);
+  /* the tiles' overviews are the VRT's (GDAL's implicit VRT overviews: GDAL 3.6
+   * shows the first of the four here, which is the level nmilocalize needs) */
+  CHECK (!vrt || !overviews || GDALGetOverviewCount (GDALGetRasterBand (vrt, 1)) >= 1,
+      "the VRT shows its tiles' overviews (%d)", vrt ?
+      GDALGetOverviewCount (GDALGetRasterBand (vrt, 1)) : -1);
   if (vrt)
     GDALClose (vrt);
-  printf ("control %d x %d at (%d, %d) of a %d x %d VRT over %d GeoTIFF tiles; "
-      "%d frames of %d x %d\n", ctl.width, ctl.height, OFF, OFF, big, big, nx * ny, n, W,
-      H);
+  printf ("control %d x %d at (%d, %d) of a %d x %d VRT over %d GeoTIFF tiles%s; "
+      "%d frames of %d x %d\n", ctl.width, ctl.height, OFF, OFF, big, big, nx * ny,
+      overviews ? " with overviews 2-16" : "", n, W, H);
 
   /* ---- the flight, windowed on the VRT and whole on the crop: the whole chain, then
    * nmiregister alone from the same coarse results */
