@@ -720,7 +720,8 @@ gr_control_source_window (GrControlSource * s, int level, const double px_box[4]
   }
   window_place (s, level, r, out);
   GrPlaneF *p = &out->raster.plane;
-  if (!gr_raster_plane_alloc (p, w, h, true)) {
+  /* from blocks, the mask is made only when a block has one (below) */
+  if (!gr_raster_plane_alloc (p, w, h, s->info.in_memory)) {
     gr_set_err (errbuf, errlen, "'%s': cannot allocate a %d x %d window", s->path, w, h);
     return GR_ERR_NOMEM;
   }
@@ -736,6 +737,21 @@ gr_control_source_window (GrControlSource * s, int level, const double px_box[4]
           gr_control_window_clear (out);
           return st;
         }
+        /* the window's mask on the first block with invalid pixels, all valid until
+         * then: a window of valid blocks (the usual case inside a mosaic) has none,
+         * and is not written and scanned a second time for it (memory traffic is
+         * what a slide costs: docs/benchmarks.md, ninth session) */
+        if (b->mask && !p->mask) {
+          p->mask = malloc ((size_t) w * (size_t) h);
+          if (!p->mask) {
+            block_release (s, b);
+            gr_control_window_clear (out);
+            gr_set_err (errbuf, errlen, "'%s': cannot allocate a %d x %d window", s->path,
+                w, h);
+            return GR_ERR_NOMEM;
+          }
+          memset (p->mask, GR_MASK_VALID, (size_t) w * (size_t) h);
+        }
         /* the part of the block inside the window, in level pixels */
         int bx0 = bx * B, by0 = by * B;
         int x0 = MAX (r[0], bx0), x1 = MIN (r[2], bx0 + b->w);
@@ -746,8 +762,6 @@ gr_control_source_window (GrControlSource * s, int level, const double px_box[4]
           memcpy (p->data + drow, b->data + srow, sizeof (float) * (size_t) (x1 - x0));
           if (b->mask)
             memcpy (p->mask + drow, b->mask + srow, (size_t) (x1 - x0));
-          else
-            memset (p->mask + drow, GR_MASK_VALID, (size_t) (x1 - x0));
         }
         block_release (s, b);
       }
