@@ -1394,9 +1394,6 @@ batch_setup (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets,
   return GR_OK;
 }
 
-/* The matrix rows of images [i0, i1) into c->d_out (row i - i0, n queries each), the
- * re-checks included: on return (synchronized) the slab is final.  *rechecked grows by
- * the queued pairs.  (The callers' events ev0 .. ev1 span an overflow sweep too.) */
 /* A batch launch's parameters: queries qlist[0 .. nq) of the batch's n descriptors
  * against images imgs[0 .. nimg), each image's own queries skipped (self_skip), dense
  * output rows of ld entries at out (NULL in list mode) */
@@ -1417,6 +1414,9 @@ batch_params (const int *qlist, int nq, const ImgInfo *imgs, int nimg, int *out,
   return p;
 }
 
+/* The matrix rows of images [i0, i1) into c->d_out (row i - i0, n queries each), the
+ * re-checks included: on return (synchronized) the slab is final.  *rechecked grows by
+ * the queued pairs.  (The callers' events ev0 .. ev1 span an overflow sweep too.) */
 static GrStatus
 batch_slab (GrMatcherCuda *c, int i0, int i1, long long n, int max_pn, double rr,
     unsigned debug, long long *rechecked, char *errbuf, size_t errlen)

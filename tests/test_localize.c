@@ -250,8 +250,6 @@ host_downscale (void *user, double scale, GrPlaneF *out, char *errbuf, size_t er
   return gr_plane_downscale (hs->frame, scale, out);
 }
 
-/* Frames hanging over the control's edge: cut from a larger image whose centre is the
- * control, so the part beyond the edge holds real (unseen) ground, as in a flight. */
 /* The w x h rectangle of src at (x0, y0) as a plane of its own (no mask) */
 static void
 crop_plane (const GrPlaneF *src, int x0, int y0, int w, int h, GrPlaneF *out)
@@ -262,6 +260,8 @@ crop_plane (const GrPlaneF *src, int x0, int y0, int w, int h, GrPlaneF *out)
         sizeof (float) * w);
 }
 
+/* Frames hanging over the control's edge: cut from a larger image whose centre is the
+ * control, so the part beyond the edge holds real (unseen) ground, as in a flight. */
 static void
 test_over_the_edge (void)
 {

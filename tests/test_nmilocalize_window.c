@@ -424,7 +424,7 @@ fly (const char *path, const char *extra, int n, const GrPlaneF * src, const GrG
     const double ms = (g_get_monotonic_time () - t0) / 1000.0;
     frame_ms[f] = ms;
     if (g_getenv ("GEOREG_WINDOW_FRAME_MS"))
-      printf ("    frame %d: %.1f ms\n", f + 1, ms);
+      printf ("    frame %d: %.1f ms\n", f, ms);       /* numbered as below, from 0 */
     if (f > 0) {
       cpu_rest += (cpu_ms () - c0) / (n - 1);
       thread_rest += (thread_cpu_ms () - tc0) / (n - 1);
