@@ -154,6 +154,65 @@ k_downscale (Pixels src, int w, int h, int ow, int oh, double invx, double invy,
     mask[o] = wvalid >= __dmul_rn (0.5, wall) && wvalid > 0.0;
 }
 
+/* k_downscale for few, large cells (a 4K frame to GrLocalize's 48 px coarse
+ * template: 1,300 cells of 80 x 80 px): with one thread a cell the GPU holds about a
+ * warp per multiprocessor, each waiting on every one of its 6,400 loads in turn (about
+ * a millisecond a downscale).  Here a block takes a cell: its threads read the pixels
+ * and form their weights and products together, exactly as k_downscale does, and one
+ * thread adds them up in k_downscale's order, so the result is the same bit for bit. */
+#define CELL_CHUNK 1024
+template <class Pixels>
+__global__ void __launch_bounds__ (128)
+k_downscale_cell (Pixels src, int w, int h, int ow, int oh, double invx, double invy,
+    float *out, uint8_t *mask)
+{
+  __shared__ double wt[CELL_CHUNK], pr[CELL_CHUNK];
+  __shared__ uint8_t ok[CELL_CHUNK];
+  const int ox = blockIdx.x, oy = blockIdx.y;
+  double ya, yb, xa, xb;
+  cell_span (oy, invy, h, &ya, &yb);
+  cell_span (ox, invx, w, &xa, &xb);
+  /* k_downscale's loops: sy from (int) ya while sy < yb, sx likewise */
+  const int sx0 = (int) xa, sy0 = (int) ya;
+  const int nx = max ((int) ceil (xb) - sx0, 0), ny = max ((int) ceil (yb) - sy0, 0);
+  const long total = (long) nx * ny;
+  double sum = 0.0, wvalid = 0.0, wall = 0.0;
+  for (long base = 0; base < total; base += CELL_CHUNK) {
+    const int m = (int) min ((long) CELL_CHUNK, total - base);
+    for (int e = threadIdx.x; e < m; e += blockDim.x) {
+      const long k = base + e;
+      const int sy = sy0 + (int) (k / nx), sx = sx0 + (int) (k % nx);
+      const double wy = __dsub_rn (fmin (yb, __dadd_rn ((double) sy, 1.0)),
+          fmax (ya, (double) sy));
+      const double wgt = __dmul_rn (wy, __dsub_rn (fmin (xb, __dadd_rn ((double) sx, 1.0)),
+              fmax (xa, (double) sx)));
+      float v;
+      const bool valid = src.read (sx, sy, &v);
+      wt[e] = wgt;
+      ok[e] = valid;
+      pr[e] = valid ? __dmul_rn (wgt, (double) v) : 0.0;
+    }
+    __syncthreads ();
+    if (threadIdx.x == 0) {
+#pragma unroll 4
+      for (int e = 0; e < m; e++) {
+        wall = __dadd_rn (wall, wt[e]);
+        if (ok[e]) {
+          wvalid = __dadd_rn (wvalid, wt[e]);
+          sum = __dadd_rn (sum, pr[e]);
+        }
+      }
+    }
+    __syncthreads ();
+  }
+  if (threadIdx.x == 0) {
+    const size_t o = (size_t) oy * ow + ox;
+    out[o] = wvalid > 0.0 ? __double2float_rn (__ddiv_rn (sum, wvalid)) : 0.0f;
+    if (mask)
+      mask[o] = wvalid >= __dmul_rn (0.5, wall) && wvalid > 0.0;
+  }
+}
+
 extern "C" GrFrameCuda *
 gr_frame_cuda_new (int device, char *errbuf, size_t errlen)
 {
@@ -293,9 +352,15 @@ launch_downscale (GrFrameCuda *c, const Pixels &src, int w, int h, bool has_mask
   const double invx = (double) w / ow, invy = (double) h / oh;
   CK (grow2 (&c->d_small, &c->d_smask, &c->small_cap, (size_t) ow * oh),
       "cudaMalloc (plane)");
-  const dim3 blk (32, 8), grd ((ow + 31) / 32, (oh + 7) / 8);
-  k_downscale<<<grd, blk, 0, c->stream>>> (src, w, h, ow, oh, invx, invy, c->d_small,
-      has_mask ? c->d_smask : NULL);
+  if (invx * invy >= 256.0 && (long) ow * oh <= 65536) {
+    /* few large cells: a block a cell (k_downscale_cell) */
+    k_downscale_cell<<<dim3 (ow, oh), 128, 0, c->stream>>> (src, w, h, ow, oh, invx, invy,
+        c->d_small, has_mask ? c->d_smask : NULL);
+  } else {
+    const dim3 blk (32, 8), grd ((ow + 31) / 32, (oh + 7) / 8);
+    k_downscale<<<grd, blk, 0, c->stream>>> (src, w, h, ow, oh, invx, invy, c->d_small,
+        has_mask ? c->d_smask : NULL);
+  }
   memset (dev, 0, sizeof *dev);
   dev->data = c->d_small;
   dev->mask = has_mask ? c->d_smask : NULL;

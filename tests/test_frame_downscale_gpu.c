@@ -6,10 +6,13 @@
  * brought back small; on the host they are gr_plane_downscale of the frame's float
  * plane.  The search's results stay those of the host path only if the planes are
  * identical, so checked here on that same sequence of calls:
- *  - 8-bit frames (random values; 4K and odd sizes), without nodata and with a nodata
- *    value (masks), converted into device buffers as a shared frame is, then
+ *  - 8-bit grey and RGBA frames (random values; 4K and odd sizes; RGBA's luma is
+ *    fractional, so a cell's sums added in another order would show in the last bits,
+ *    and its alpha masks pixels), without nodata and with a nodata value (masks),
+ *    converted into device buffers as a shared frame is, then
  *    downscaled on the device at the pose path's scales (about 1/80 and 1/30 of a 4K
- *    frame) and at random ones: values and masks equal the host's byte for byte;
+ *    frame: few large cells, one block a cell) and at random ones: values and masks
+ *    equal the host's byte for byte;
  *  - the one-call form (gr_frame_cuda_host_to_host with a scale) likewise.
  * Skips (77) without CUDA in the build or a device.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
@@ -34,18 +37,29 @@ main (void)
 #else
 #include "frame_cuda.h"
 
-/* The host path: gst_georeg_frame_to_plane's plane of an 8-bit frame (the value; a
- * mask, invalid where the value is nodata, only when nodata >= 0), then the
- * downscale. */
+/* The host path: gst_georeg_frame_to_plane's plane of an 8-bit grey or RGBA frame (the
+ * value: RGBA's luma as gst/gstgeoregutils.c forms it, fractional, so that the order of
+ * a cell's sums shows in the last bits; a mask, invalid where the value rounds to
+ * nodata or alpha is under 128, when nodata >= 0 or RGBA), then the downscale. */
 static void
-host_downscale (const uint8_t *pix, int w, int h, int nodata, double scale, GrPlaneF *out)
+host_downscale (const uint8_t *pix, int w, int h, bool rgba, int nodata, double scale,
+    GrPlaneF *out)
 {
   GrPlaneF p;
-  gr_plane_alloc (&p, w, h, nodata >= 0);
+  gr_plane_alloc (&p, w, h, nodata >= 0 || rgba);
   for (size_t i = 0; i < (size_t) w * h; i++) {
-    p.data[i] = pix[i];
-    if (nodata >= 0)
-      p.mask[i] = pix[i] != nodata;
+    bool valid = true;
+    if (rgba) {
+      const uint8_t *q = pix + 4 * i;
+      p.data[i] = 0.299f * q[0] + 0.587f * q[1] + 0.114f * q[2];
+      valid = q[3] >= 128;
+    } else {
+      p.data[i] = pix[i];
+    }
+    if (nodata >= 0 && (int) floorf (p.data[i] + 0.5f) == nodata)
+      valid = false;
+    if (p.mask)
+      p.mask[i] = valid;
   }
   memset (out, 0, sizeof *out);
   CHECK (gr_plane_downscale (&p, scale, out) == GR_OK, "host downscale %g", scale);
@@ -81,12 +95,18 @@ main (void)
   srand (13);
   const int sizes[][2] = { {3840, 2160}, {1920, 1080}, {641, 479}, {97, 33} };
   int cases = 0, differ = 0;
-  for (int si = 0; si < 4; si++) {
-    const int w = sizes[si][0], h = sizes[si][1];
-    uint8_t *pix = malloc ((size_t) w * h);
-    for (size_t i = 0; i < (size_t) w * h; i++)
+  for (int si = 0; si < 8; si++) {
+    /* each size as grey, then as RGBA (alpha under 128 on one pixel in ten) */
+    const int w = sizes[si / 2][0], h = sizes[si / 2][1];
+    const bool rgba = si % 2 == 1;
+    const int bpp = rgba ? 4 : 1;
+    uint8_t *pix = malloc ((size_t) w * h * bpp);
+    for (size_t i = 0; i < (size_t) w * h * bpp; i++)
       pix[i] = (uint8_t) (rand () % 256);
-    const GrFrameDev f = { pix, (size_t) w, w, h, GR_FRAME_Y8 };
+    if (rgba)
+      for (size_t i = 0; i < (size_t) w * h; i++)
+        pix[4 * i + 3] = rand () % 10 ? 255 : 0;
+    const GrFrameDev f = { pix, (size_t) w * bpp, w, h, rgba ? GR_FRAME_RGBA : GR_FRAME_Y8 };
     for (int nd = 0; nd < 2; nd++) {
       const int nodata = nd ? 7 : -1;
       /* the shared frame's device form (gst/gstgeoregcuda.c: convert_frame `into`) */
@@ -101,15 +121,16 @@ main (void)
       };
       for (int k = 0; k < 6; k++) {
         GrPlaneF want, got = { 0 }, one = { 0 };
-        host_downscale (pix, w, h, nodata, scales[k], &want);
+        host_downscale (pix, w, h, rgba, nodata, scales[k], &want);
         CHECK (gr_frame_cuda_downscale (c, &dev, scales[k], true, &got, e,
                 sizeof e) == GR_OK, "device downscale %g: %s", scales[k], e);
         CHECK (gr_frame_cuda_host_to_host (c, &f, nodata, scales[k], &one, e,
                 sizeof e) == GR_OK, "host_to_host %g: %s", scales[k], e);
         const bool ok = same (&want, &got) && same (&want, &one);
         if (!ok)
-          printf ("  %d x %d, nodata %d, scale %g: device %dx%d differs from the "
-              "host's %dx%d\n", w, h, nodata, scales[k], got.width, got.height,
+          printf ("  %d x %d %s, nodata %d, scale %g: device %dx%d differs from the "
+              "host's %dx%d\n", w, h, rgba ? "RGBA" : "grey", nodata, scales[k],
+              got.width, got.height,
               want.width, want.height);
         differ += !ok;
         cases++;
