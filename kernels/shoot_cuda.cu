@@ -651,7 +651,11 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
  * beta = c / alpha, so that s' = dq'.db' is already c s; the sums that carry dq' or
  * db' are divided by alpha or beta once per row in float64.  The block's shape
  * (threads x rows a thread, RowVariant) is chosen by timing (tune_rows). */
-#define WFLUSH 32
+/* 128 rather than 32: a flush converts and adds 12 or 18 sums a row on the FP64 pipe
+ * (docs/landmarkshoot.md); -DWFLUSH=n builds another for timing */
+#ifndef WFLUSH
+#define WFLUSH 128
+#endif
 
 /* The row kernels' shapes: threads a block x rows a thread. */
 enum RowVariant { ROWS_128x1 = 0, ROWS_64x1 = 1, ROWS_32x2 = 2, ROWS_64x2 = 3, ROWS_N = 4 };
@@ -721,12 +725,16 @@ row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
     }
     __syncthreads ();
     const int cnt = min (RB, n - base);
-    for (int k0 = 0; k0 < cnt; k0 += WFLUSH) {
-      const int k1 = min (k0 + WFLUSH, cnt);
+    /* flushed after every point j that closes a multiple of WFLUSH (and the last),
+     * whatever RB: the partials run on across tiles when WFLUSH > RB */
+    for (int k0 = 0; k0 < cnt;) {
+      const int k1 = min ((base + k0) / WFLUSH * WFLUSH + WFLUSH - base, cnt);
 #pragma unroll 8
       for (int k = k0; k < k1; k++)
         pair (tile, k, part);
-      flush_part<S, NACC> (acc, part);
+      if ((base + k1) % WFLUSH == 0 || base + k1 == n)
+        flush_part<S, NACC> (acc, part);
+      k0 = k1;
     }
     __syncthreads ();
   }
