@@ -25,7 +25,8 @@
 #                                       NMI, matcher, features, landmarkshoot)
 #   bash tools/gpu.sh live [BUILD]      the live 4K chain (pipelines/live-4k.sh bench)
 #   bash tools/gpu.sh flight [BUILD]    200 4K frames with pose priors windowed over a
-#                                       200k x 200k VRT (issues 13, 18), then 20 windowed
+#                                       200k x 200k VRT of tiles with overviews
+#                                       (issues 13, 18; FLIGHT_OVERVIEWS=0: none), then 20 windowed
 #                                       and on an in-memory crop: ms a frame (warm),
 #                                       first frame, peak RSS, GPU memory (~200 s)
 #   bash tools/gpu.sh varifold [BUILD]  issue 15: tests shoot_varifold_gpu and
@@ -433,7 +434,7 @@ live () {
 
 # flight: issues 13 and 18 on the GPU: test_nmilocalize_window on CUDA, 4K frames
 # (scale 0.5: 1920 x 1080 control px each) with pose priors over a 200,000 x 200,000
-# px VRT of GeoTIFF tiles (made on the device): 200 frames windowed alone, then 20
+# px VRT of GeoTIFF tiles with overviews (made on the device): 200 frames windowed alone, then 20
 # frames windowed and on the in-memory crop (agreement, and the crop's own speed).
 # Each prints the first frame's latency, then ms a frame (warm: the mean of the
 # others, the worst), the process's peak RSS (checked < 2048 MiB) and the device
@@ -446,9 +447,12 @@ flight () {
   mkdir -p "$out/flight"
   local t=$build/tests/test_nmilocalize_window rc=0 t0 r log
   [ -x "$t" ] || { note "flight" 1 0 "no $t (stage with GDAL)"; return 1; }
+  # the tiles get overviews (gdaladdo -r average 2 4 8 16, as docs/controls.md asks
+  # of a control); FLIGHT_OVERVIEWS=0: without, every window cut at full resolution
   local common="GEOREG_TEST_BACKEND=cuda GEOREG_WINDOW_W=3840 GEOREG_WINDOW_H=2160
     GEOREG_WINDOW_SCALE=0.5 GEOREG_WINDOW_CONTROL_W=6144 GEOREG_WINDOW_CONTROL_H=4608
-    GEOREG_WINDOW_REGISTER_FRAMES=0 GEOREG_WINDOW_RSS_MIB=2048"
+    GEOREG_WINDOW_REGISTER_FRAMES=0 GEOREG_WINDOW_RSS_MIB=2048
+    GEOREG_WINDOW_OVERVIEWS=${FLIGHT_OVERVIEWS:-1}"
   # first the GPU tests of the pose path: the device downscales equal the host's bit
   # for bit (what keeps the CUDA path's results), the windowed chain on small frames
   t0=$SECONDS
