@@ -352,8 +352,8 @@ launch_downscale (GrFrameCuda *c, const Pixels &src, int w, int h, bool has_mask
   const double invx = (double) w / ow, invy = (double) h / oh;
   CK (grow2 (&c->d_small, &c->d_smask, &c->small_cap, (size_t) ow * oh),
       "cudaMalloc (plane)");
-  if (invx * invy >= 256.0 && (long) ow * oh <= 65536) {
-    /* few large cells: a block a cell (k_downscale_cell) */
+  if (invx * invy >= 256.0 && (long) ow * oh <= 65536 && oh <= 65535) {
+    /* few large cells: a block a cell (k_downscale_cell; a grid's y is at most 65,535) */
     k_downscale_cell<<<dim3 (ow, oh), 128, 0, c->stream>>> (src, w, h, ow, oh, invx, invy,
         c->d_small, has_mask ? c->d_smask : NULL);
   } else {
