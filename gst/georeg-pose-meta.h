@@ -36,6 +36,7 @@ typedef enum {
   GST_GEOREG_POSE_SOURCE_APP = 1 << 4,     /* the application's own autopilot */
   GST_GEOREG_POSE_SOURCE_KLV = 1 << 5,     /* MISB ST 0601 */
   GST_GEOREG_POSE_SOURCE_CALIBRATION = 1 << 6,   /* intrinsics from a calibration file */
+  GST_GEOREG_POSE_SOURCE_XMP_CAMERA = 1 << 7,    /* Pix4D's XMP Camera namespace */
 } GstGeoregPoseSource;
 
 /**

@@ -647,8 +647,8 @@ gst_georeg_telemetry_class_init (GstGeoregTelemetryClass * klass)
       "Filter/Metadata",
       "Attaches each frame's pose prior (GstGeoregPoseMeta: position, height, heading, "
       "pitch, roll with uncertainties, and camera intrinsics) read from the JPEG's "
-      "EXIF/XMP (DJI, senseFly) and/or a telemetry CSV.  Place it before the decoder: "
-      "the meta survives decoding", "georeg");
+      "EXIF/XMP (DJI, senseFly, Pix4D Camera) and/or a telemetry CSV.  Place it before "
+      "the decoder: the meta survives decoding", "georeg");
 
   bt_class->transform_ip = GST_DEBUG_FUNCPTR (gst_georeg_telemetry_transform_ip);
   bt_class->set_caps = GST_DEBUG_FUNCPTR (gst_georeg_telemetry_set_caps);

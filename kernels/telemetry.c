@@ -33,6 +33,10 @@
 
 #define NS_DJI "http://www.dji.com/drone-dji/1.0/"
 #define NS_SENSEFLY "http://ns.sensefly.com/sensefly/1.0/"
+/* Pix4D's Camera namespace; its specification writes the URI without the final slash,
+ * the cameras with it: both are read */
+#define NS_PIX4D_CAMERA "http://pix4d.com/camera/1.0/"
+#define NS_PIX4D_CAMERA_BARE "http://pix4d.com/camera/1.0"
 
 static const GrPriorValue absent = { NAN, 0.0, false };
 
@@ -109,8 +113,8 @@ void
 gr_pose_prior_finish (GrPosePrior *p)
 {
   /* yaw angles are stored in [0, 360) */
-  GrPriorValue *yaws[] = { &p->flight_yaw, &p->gimbal_yaw };
-  for (int i = 0; i < 2; i++)
+  GrPriorValue *yaws[] = { &p->flight_yaw, &p->gimbal_yaw, &p->pix4d_yaw };
+  for (int i = 0; i < 3; i++)
     if (yaws[i]->have)
       yaws[i]->value = wrap360 (yaws[i]->value);
 
@@ -123,6 +127,12 @@ gr_pose_prior_finish (GrPosePrior *p)
     if (!p->gimbal_roll.have && !p->flight_roll.have)
       p->cam_roll = absent;
     p->cam_yaw = p->gimbal_yaw.have ? p->gimbal_yaw : p->flight_yaw;
+  } else if (p->pix4d_pitch.have || p->pix4d_yaw.have) {
+    /* Pix4D's Camera angles: the camera's own attitude, in cam_*'s convention */
+    p->cam_pitch = p->pix4d_pitch.have ? p->pix4d_pitch : p->flight_pitch;
+    p->cam_roll = p->pix4d_roll.have ? p->pix4d_roll : p->flight_roll;
+    p->cam_yaw = p->pix4d_yaw.have ? p->pix4d_yaw : p->gimbal_yaw.have ?
+        p->gimbal_yaw : p->flight_yaw;
   } else {
     p->cam_pitch = p->flight_pitch;
     p->cam_roll = p->flight_roll;
@@ -345,6 +355,7 @@ xmp_init_once (gpointer unused)
   /* register the prefixes so lookups work even when a packet names them otherwise */
   xmp_register_namespace (NS_DJI, "drone-dji", NULL);
   xmp_register_namespace (NS_SENSEFLY, "sensefly", NULL);
+  xmp_register_namespace (NS_PIX4D_CAMERA, "Camera", NULL);
   return GINT_TO_POINTER (1);
 }
 
@@ -502,12 +513,30 @@ gr_pose_prior_parse_xmp (const char *text, size_t len, GrPosePrior *p)
   if (sf)
     xmp_text (xmp, NS_SENSEFLY, "UTCTime", p->utc, sizeof p->utc);
 
+  /* Pix4D's Camera namespace (Parrot Sequoia and Anafi, MicaSense, Sentera, ...): the
+   * camera's attitude, yaw 0 = the image's top towards north, pitch 0 = nadir and 90 =
+   * looking forward, roll 0 on a gimbal (support.pix4d.com, "Yaw, Pitch, Roll and
+   * Omega, Phi, Kappa angles"): cam_*'s convention as written.  Its sigmas as a
+   * gimbal's. */
+  static const XmpField cam_fields[] = {
+    { "Yaw", offsetof (GrPosePrior, pix4d_yaw), SIGMA_GIMBAL_YAW_DEG, -360, 360 },
+    { "Pitch", offsetof (GrPosePrior, pix4d_pitch), SIGMA_ANGLE_DEG, -180, 180 },
+    { "Roll", offsetof (GrPosePrior, pix4d_roll), SIGMA_ANGLE_DEG, -180, 180 },
+  };
+  bool cam = read_xmp_fields (xmp, NS_PIX4D_CAMERA, cam_fields, G_N_ELEMENTS (cam_fields),
+      p);
+  if (!cam)
+    cam = read_xmp_fields (xmp, NS_PIX4D_CAMERA_BARE, cam_fields,
+        G_N_ELEMENTS (cam_fields), p);
+
   xmp_free (xmp);
   g_mutex_unlock (&xmp_lock);
   if (dji)
     p->sources |= GR_PRIOR_SRC_XMP_DJI;
   if (sf)
     p->sources |= GR_PRIOR_SRC_XMP_SENSEFLY;
+  if (cam)
+    p->sources |= GR_PRIOR_SRC_XMP_CAMERA;
   return true;
 }
 

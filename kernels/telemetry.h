@@ -1,5 +1,6 @@
 /* Telemetry priors: the pose a drone recorded with each frame, read from a JPEG's EXIF
- * (libexif) and XMP (exempi: DJI drone-dji and senseFly namespaces) or from a telemetry
+ * (libexif) and XMP (exempi: DJI drone-dji, senseFly and Pix4D Camera namespaces) or
+ * from a telemetry
  * CSV.  A prior is a prior: every value has a `have` bit and a 1-sigma uncertainty, and
  * a consumer searches around it (GUIDE section 8).
  *
@@ -10,12 +11,15 @@
  *    PitchAngle, RollAngle): pitch positive nose up, roll positive right wing down.
  *  - gimbal_*: DJI GimbalYaw/Pitch/RollDegree as written: gimbal pitch -90 = nadir,
  *    0 = horizon.
+ *  - pix4d_*: Pix4D's XMP Camera:Yaw/Pitch/Roll (Parrot, MicaSense and other cameras
+ *    made for Pix4D): the camera's attitude in cam_*'s convention (pitch 0 = nadir).
  *  - cam_*: the camera attitude the camera model uses (kernels/camera.h): that of a
  *    camera fixed to a level body looking straight down, so cam_pitch = cam_roll = 0 is
  *    nadir; positive cam_pitch tilts the view forward (towards cam_yaw), positive cam_roll
  *    tilts it to the left of the image (right side down).  gr_pose_prior_finish derives
  *    them from the gimbal when there is one (cam_pitch = gimbal_pitch + 90), else from
- *    the flight angles (a body-fixed nadir camera, as on fixed wings).
+ *    the pix4d_* angles, else from the flight angles (a body-fixed nadir camera, as on
+ *    fixed wings).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef GR_TELEMETRY_H
 #define GR_TELEMETRY_H
@@ -41,6 +45,9 @@ typedef enum {
   GR_PRIOR_SRC_CSV = 1 << 3,           /* a telemetry CSV row */
   GR_PRIOR_SRC_APP = 1 << 4,           /* the application's own autopilot */
   GR_PRIOR_SRC_KLV = 1 << 5,           /* MISB ST 0601 */
+  /* (bit 6 is the element's calibration file: GST_GEOREG_POSE_SOURCE_CALIBRATION) */
+  GR_PRIOR_SRC_XMP_CAMERA = 1 << 7,    /* XMP http://pix4d.com/camera/1.0/ (Pix4D's
+                                        * Camera namespace: Parrot, MicaSense, ...) */
 } GrPriorSource;
 
 /* Conditions found while reading a prior (bits). */
@@ -63,6 +70,9 @@ typedef struct {
   GrPriorValue rel_alt;               /* metres above the take-off point (DJI) */
   GrPriorValue flight_yaw, flight_pitch, flight_roll;
   GrPriorValue gimbal_yaw, gimbal_pitch, gimbal_roll;
+  /* Pix4D's Camera:Yaw/Pitch/Roll as written: the camera's own attitude, pitch 0 =
+   * nadir and 90 = looking forward, i.e. already cam_*'s convention */
+  GrPriorValue pix4d_yaw, pix4d_pitch, pix4d_roll;
   GrPriorValue cam_yaw, cam_pitch, cam_roll;     /* derived: see the header comment */
   GrPriorValue focal_mm;              /* EXIF FocalLength */
   GrPriorValue focal_35mm;            /* EXIF FocalLengthIn35mmFilm */

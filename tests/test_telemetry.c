@@ -224,6 +224,74 @@ test_hostile (void)
   free (pix);
 }
 
+/* gr_pose_prior_parse_xmp of a whole packet into a fresh prior, finished */
+static bool
+parse_finished (const char *xmp, GrPosePrior *p)
+{
+  gr_pose_prior_init (p);
+  const bool ok = gr_pose_prior_parse_xmp (xmp, strlen (xmp), p);
+  gr_pose_prior_finish (p);
+  return ok;
+}
+
+/* Pix4D's Camera namespace (Parrot, MicaSense and other cameras made for Pix4D): the
+ * camera's attitude with pitch 0 = nadir, taken as the camera angles as written; with
+ * the URI as the cameras write it (final slash) and as Pix4D's specification prints it,
+ * as attributes and as child elements; a DJI gimbal in the same packet wins. */
+static void
+test_pix4d_camera_xmp (void)
+{
+  const char *attrs =
+      "<x:xmpmeta xmlns:x='adobe:ns:meta/'>"
+      "<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>"
+      "<rdf:Description rdf:about='' xmlns:Camera='http://pix4d.com/camera/1.0/' "
+      "Camera:Yaw='-97.5' Camera:Pitch='3.25' Camera:Roll='-1.5' "
+      "Camera:GPSXYAccuracy='0.9'/></rdf:RDF></x:xmpmeta>";
+  GrPosePrior p;
+  CHECK (parse_finished (attrs, &p), "Pix4D Camera parse");
+  CHECK (p.sources == GR_PRIOR_SRC_XMP_CAMERA, "sources %x", p.sources);
+  CHECK (near (&p.pix4d_yaw, 262.5, 1e-12) && near (&p.pix4d_pitch, 3.25, 1e-12) &&
+      near (&p.pix4d_roll, -1.5, 1e-12), "raw angles %.2f %.2f %.2f", p.pix4d_yaw.value,
+      p.pix4d_pitch.value, p.pix4d_roll.value);
+  CHECK (near (&p.cam_yaw, 262.5, 1e-12) && near (&p.cam_pitch, 3.25, 1e-12) &&
+      near (&p.cam_roll, -1.5, 1e-12) && p.cam_yaw.sigma > 0 && p.cam_pitch.sigma > 0,
+      "camera %.2f %.2f %.2f", p.cam_yaw.value, p.cam_pitch.value, p.cam_roll.value);
+  CHECK (!p.gimbal_pitch.have && !p.flight_yaw.have, "nothing else");
+
+  const char *elements =
+      "<x:xmpmeta xmlns:x='adobe:ns:meta/'>\n"
+      "<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>\n"
+      " <rdf:Description rdf:about='' xmlns:Camera='http://pix4d.com/camera/1.0'>\n"
+      "  <Camera:Yaw>12.0</Camera:Yaw>\n  <Camera:Pitch>0.5</Camera:Pitch>\n"
+      " </rdf:Description>\n</rdf:RDF>\n</x:xmpmeta>\n";
+  CHECK (parse_finished (elements, &p), "bare URI parse");
+  CHECK (p.sources == GR_PRIOR_SRC_XMP_CAMERA && near (&p.cam_yaw, 12.0, 1e-12) &&
+      near (&p.cam_pitch, 0.5, 1e-12) && !p.cam_roll.have, "bare URI: %x %.2f %.2f",
+      p.sources, p.cam_yaw.value, p.cam_pitch.value);
+
+  const char *both =
+      "<x:xmpmeta xmlns:x='adobe:ns:meta/'>"
+      "<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>"
+      "<rdf:Description rdf:about='' xmlns:Camera='http://pix4d.com/camera/1.0/' "
+      "xmlns:drone-dji='http://www.dji.com/drone-dji/1.0/' "
+      "Camera:Yaw='40' Camera:Pitch='0' drone-dji:GimbalYawDegree='45' "
+      "drone-dji:GimbalPitchDegree='-89' drone-dji:GimbalRollDegree='0'/>"
+      "</rdf:RDF></x:xmpmeta>";
+  CHECK (parse_finished (both, &p), "both parse");
+  CHECK (p.sources == (GR_PRIOR_SRC_XMP_CAMERA | GR_PRIOR_SRC_XMP_DJI) &&
+      near (&p.cam_yaw, 45.0, 1e-12) && near (&p.cam_pitch, 1.0, 1e-12),
+      "the gimbal first: %x %.2f %.2f", p.sources, p.cam_yaw.value, p.cam_pitch.value);
+
+  const char *wild =
+      "<x:xmpmeta xmlns:x='adobe:ns:meta/'>"
+      "<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>"
+      "<rdf:Description rdf:about='' xmlns:Camera='http://pix4d.com/camera/1.0/' "
+      "Camera:Yaw='inf' Camera:Pitch='720'/></rdf:RDF></x:xmpmeta>";
+  parse_finished (wild, &p);
+  CHECK (!p.cam_yaw.have && !p.cam_pitch.have && p.sources == 0,
+      "out-of-range Camera angles were taken");
+}
+
 static void
 test_sensefly_xmp (void)
 {
@@ -245,9 +313,7 @@ test_sensefly_xmp (void)
       "  <sensefly:UTCTime>2013-06-04T17:40:11</sensefly:UTCTime>\n"
       " </rdf:Description>\n</rdf:RDF>\n</x:xmpmeta>\n";
   GrPosePrior p;
-  gr_pose_prior_init (&p);
-  CHECK (gr_pose_prior_parse_xmp (xmp, strlen (xmp), &p), "senseFly parse");
-  gr_pose_prior_finish (&p);
+  CHECK (parse_finished (xmp, &p), "senseFly parse");
   CHECK (p.sources == GR_PRIOR_SRC_XMP_SENSEFLY, "sources %x", p.sources);
   CHECK (near (&p.lat, 41.0365294, 1e-12) && near (&p.lon, -83.3039431, 1e-12), "pos");
   CHECK (near (&p.alt_amsl, 315.84, 1e-9) && near (&p.alt_wgs84, 279.86, 1e-9), "alts");
@@ -500,6 +566,7 @@ main (void)
   test_no_telemetry ();
   test_yaw_disagreement ();
   test_sensefly_xmp ();
+  test_pix4d_camera_xmp ();
   test_hostile ();
   test_csv ();
   test_klv ();
