@@ -48,6 +48,9 @@ typedef enum {
    * nadir (a free gimbal, or firmware that writes a return leg's yaw 180 degrees off):
    * camera_yaw.sigma is at least the disagreement */
   GST_GEOREG_POSE_FLAG_YAW_DISAGREES = 1 << 0,
+  /* the JPEG's pixels were turned by a quarter after capture (its size is the EXIF's
+   * swapped): camera_yaw.sigma is at least 90 degrees */
+  GST_GEOREG_POSE_FLAG_QUARTER_TURNED = 1 << 1,
 } GstGeoregPoseFlags;
 
 /* A value, its 1-sigma uncertainty (same unit; metres for latitude/longitude) and

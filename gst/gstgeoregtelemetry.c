@@ -243,6 +243,8 @@ fill_meta (GstGeoregPoseMeta * m, const GrPosePrior * p, const GrCamera * cam,
   m->sources |= p->sources;
   if (p->flags & GR_PRIOR_FLAG_YAW_DISAGREES)
     m->flags |= GST_GEOREG_POSE_FLAG_YAW_DISAGREES;
+  if (p->flags & GR_PRIOR_FLAG_QUARTER_TURNED)
+    m->flags |= GST_GEOREG_POSE_FLAG_QUARTER_TURNED;
   if (cam && !m->have_intrinsics) {
     m->have_intrinsics = TRUE;
     m->fx = cam->fx;

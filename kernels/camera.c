@@ -73,8 +73,9 @@ void
 gr_camera_init_35mm (GrCamera *cam, int width, int height, double focal_35mm)
 {
   double diag = hypot (width, height);
-  if ((double) width / height > 1.5 + 1e-3)
-    diag = 1.25 * width;                   /* 16:9 cropped from a 4:3 sensor */
+  const double lng = width > height ? width : height, shrt = width > height ? height : width;
+  if (lng / shrt > 1.5 + 1e-3)
+    diag = 1.25 * lng;                     /* 16:9 cropped from a 4:3 sensor, either way up */
   init_center (cam, width, height, focal_35mm / FULL_FRAME_DIAGONAL_MM * diag);
 }
 
@@ -92,11 +93,16 @@ gr_camera_focal_from_exif_pitch (const GrPosePrior *prior, int width, int height
   const double sensor_mm = ew / prior->focal_plane_px_per_mm.value;
   if (!(sensor_mm >= 1 && sensor_mm <= 60))
     return false;
-  /* The file is that image resized (one scale for both axes); a different aspect means
-   * a crop we cannot place (16:9 cut from 4:3, say), so leave it to the other sources. */
-  const double sx = width / ew, sy = height / eh;
-  if (fabs (sx / sy - 1) > 0.01)
-    return false;
+  /* The file is that image resized (one scale for both axes), or turned by a quarter
+   * since (gr_pose_prior_quarter_turned: the sides swap); another aspect means a crop
+   * we cannot place (16:9 cut from 4:3, say), so leave it to the other sources. */
+  double sx = width / ew, sy = height / eh;
+  if (fabs (sx / sy - 1) > 0.01) {
+    sx = width / eh;
+    sy = height / ew;
+    if (fabs (sx / sy - 1) > 0.01)
+      return false;
+  }
   *f_px = prior->focal_mm.value * prior->focal_plane_px_per_mm.value * sx;
   return isfinite (*f_px) && *f_px > 0;
 }
@@ -124,7 +130,12 @@ gr_camera_from_prior (const GrPosePrior *prior, int width, int height, GrCamera 
   }
   if (prior->focal_mm.have && gr_camera_sensor_lookup (prior->make, prior->model, &sw,
           NULL)) {
-    gr_camera_init_focal (cam, width, height, prior->focal_mm.value, sw);
+    /* the table's sensor width lies along the image's width, or along its height when
+     * the file was turned by a quarter since */
+    if (gr_pose_prior_quarter_turned (prior))
+      init_center (cam, width, height, prior->focal_mm.value / sw * height);
+    else
+      gr_camera_init_focal (cam, width, height, prior->focal_mm.value, sw);
     return GR_OK;
   }
   if (prior->focal_35mm.have) {

@@ -151,6 +151,24 @@ gr_pose_prior_finish (GrPosePrior *p)
   if (!p->height_agl.have && p->rel_alt.have)
     set_value (&p->height_agl, p->rel_alt.value,
         0.1 * fabs (p->rel_alt.value) + 1.0, -1000, 100000);
+  p->flags &= ~GR_PRIOR_FLAG_QUARTER_TURNED;
+  if (gr_pose_prior_quarter_turned (p)) {
+    p->flags |= GR_PRIOR_FLAG_QUARTER_TURNED;
+    if (p->cam_yaw.have)
+      p->cam_yaw.sigma = fmax (p->cam_yaw.sigma, 90.0);
+  }
+}
+
+bool
+gr_pose_prior_quarter_turned (const GrPosePrior *p)
+{
+  if (!p || p->image_width <= 0 || p->image_height <= 0 || p->exif_pixel_width <= 0 ||
+      p->exif_pixel_height <= 0)
+    return false;
+  /* the file's aspect is the camera's inverted (resized or not), and not square */
+  const double exif = (double) p->exif_pixel_width / p->exif_pixel_height;
+  const double file = (double) p->image_width / p->image_height;
+  return fabs (exif - 1.0) > 0.05 && fabs (file * exif - 1.0) < 0.01;
 }
 
 /* ---- EXIF ------------------------------------------------------------------------- */

@@ -57,6 +57,13 @@ typedef enum {
    * (GUIDE section 8).  cam_yaw keeps the gimbal's value with a sigma of at least the
    * disagreement, so a search covers both. */
   GR_PRIOR_FLAG_YAW_DISAGREES = 1 << 0,
+  /* The file's pixels were turned by a quarter after capture: the JPEG is h x w (or
+   * that resized) where the camera's EXIF PixelX/YDimension say w x h (jpegtran -rotate
+   * 90, and the viewers that turn pixels, keep the EXIF as it was).  The recorded yaw
+   * is the camera's; the image's top is 90 degrees off it one way or the other, so
+   * cam_yaw's sigma is at least 90 degrees (a search covers every heading) and the
+   * intrinsics take the sensor's long side along the image's (gr_camera_from_prior). */
+  GR_PRIOR_FLAG_QUARTER_TURNED = 1 << 1,
 } GrPriorFlags;
 
 typedef struct {
@@ -94,9 +101,16 @@ typedef struct {
 void gr_pose_prior_init (GrPosePrior *p);
 
 /* Derives the cam_* attitude (see the header comment) from the gimbal or flight angles,
- * and fills height_agl from rel_alt (sigma 10% + 1 m: the take-off point is not the
- * ground under the camera) when there is no better height.  Idempotent. */
+ * fills height_agl from rel_alt (sigma 10% + 1 m: the take-off point is not the
+ * ground under the camera) when there is no better height, and sets the flags
+ * (GrPriorFlags).  Idempotent. */
 void gr_pose_prior_finish (GrPosePrior *p);
+
+/* True when the file's pixels were turned by a quarter after capture: the JPEG's aspect
+ * (image_width / image_height) is the inverse of the camera's EXIF PixelX/YDimension
+ * (within 1%; resized or not), and not square.  gr_pose_prior_finish sets
+ * GR_PRIOR_FLAG_QUARTER_TURNED from it. */
+bool gr_pose_prior_quarter_turned (const GrPosePrior *p);
 
 /* Overlays src on dst: every value src has replaces dst's, src's non-empty strings and
  * non-zero image size replace dst's, sources are OR'ed; then gr_pose_prior_finish.

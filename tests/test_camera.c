@@ -236,6 +236,24 @@ test_intrinsics (void)
   /* decoded at another size (a scaled stream): the same lens, scaled again */
   CHECK (gr_camera_from_prior (&p, 900, 675, &cam, err, sizeof err) == GR_OK &&
       fabs (cam.fx - f_seneca / 4) < 1e-6, "EXIF pitch, 900 wide: %.3f", cam.fx);
+  /* the file turned by a quarter since (2700 x 3600 where the EXIF says 4000 x 3000):
+   * the same lens, its long side along the image's height */
+  p.image_width = 2700;
+  p.image_height = 3600;
+  CHECK (gr_pose_prior_quarter_turned (&p), "quarter turn not seen");
+  CHECK (gr_camera_from_prior (&p, 0, 0, &cam, err, sizeof err) == GR_OK &&
+      fabs (cam.fx - f_seneca) < 1e-6 && fabs (cam.cx - 1349.5) < 1e-9 &&
+      fabs (cam.cy - 1799.5) < 1e-9, "EXIF pitch, turned: %.3f", cam.fx);
+  GrPosePrior t = p;
+  t.focal_plane_px_per_mm = (GrPriorValue) { NAN, 0, false };
+  CHECK (gr_camera_from_prior (&t, 0, 0, &cam, err, sizeof err) == GR_OK &&
+      fabs (cam.fx - 4.3 / 6.17 * 3600) < 1e-9, "table, turned: %.2f", cam.fx);
+  t.focal_mm.have = false;
+  CHECK (gr_camera_from_prior (&t, 0, 0, &cam, err, sizeof err) == GR_OK &&
+      fabs (cam.fx - 24 / 43.2666 * 4500) < 1e-9, "35 mm, turned: %.2f", cam.fx);
+  p.image_width = 3600;
+  p.image_height = 2700;
+  CHECK (!gr_pose_prior_quarter_turned (&p), "resize taken for a quarter turn");
   /* a 16:9 file from a 4:3 capture is a crop the tags cannot place: the next source */
   double fpx = 0;
   CHECK (!gr_camera_focal_from_exif_pitch (&p, 4000, 2250, &fpx), "16:9 crop accepted");

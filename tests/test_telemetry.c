@@ -234,6 +234,36 @@ parse_finished (const char *xmp, GrPosePrior *p)
   return ok;
 }
 
+/* A file turned by a quarter after capture (the JPEG's size is the EXIF's swapped):
+ * flagged, the camera yaw's sigma at least 90 degrees; a resize is not a turn. */
+static void
+test_quarter_turned (void)
+{
+  GrPosePrior p;
+  gr_pose_prior_init (&p);
+  p.gimbal_yaw = (GrPriorValue) { 30.0, 5.0, true };
+  p.gimbal_pitch = (GrPriorValue) { -90.0, 2.0, true };
+  p.exif_pixel_width = 4000;
+  p.exif_pixel_height = 3000;
+  p.image_width = 3000;
+  p.image_height = 4000;
+  gr_pose_prior_finish (&p);
+  CHECK ((p.flags & GR_PRIOR_FLAG_QUARTER_TURNED) && near (&p.cam_yaw, 30.0, 1e-12) &&
+      p.cam_yaw.sigma == 90.0, "turned: flags %x, yaw %.1f +- %.1f", p.flags,
+      p.cam_yaw.value, p.cam_yaw.sigma);
+  gr_pose_prior_finish (&p);
+  CHECK (p.cam_yaw.sigma == 90.0, "finish not idempotent");
+  p.image_width = 2000;
+  p.image_height = 1500;
+  gr_pose_prior_finish (&p);
+  CHECK (!(p.flags & GR_PRIOR_FLAG_QUARTER_TURNED) && p.cam_yaw.sigma == 5.0,
+      "a resize flagged: %x, sigma %.1f", p.flags, p.cam_yaw.sigma);
+  p.exif_pixel_width = p.exif_pixel_height = 3000;
+  p.image_width = p.image_height = 3000;
+  gr_pose_prior_finish (&p);
+  CHECK (!(p.flags & GR_PRIOR_FLAG_QUARTER_TURNED), "a square image flagged");
+}
+
 /* Pix4D's Camera namespace (Parrot, MicaSense and other cameras made for Pix4D): the
  * camera's attitude with pitch 0 = nadir, taken as the camera angles as written; with
  * the URI as the cameras write it (final slash) and as Pix4D's specification prints it,
@@ -567,6 +597,7 @@ main (void)
   test_yaw_disagreement ();
   test_sensefly_xmp ();
   test_pix4d_camera_xmp ();
+  test_quarter_turned ();
   test_hostile ();
   test_csv ();
   test_klv ();
