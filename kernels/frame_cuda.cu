@@ -91,6 +91,23 @@ cell_span (int i, double inv, int len, double *a, double *b)
     *b = len;
 }
 
+/* How much of pixel [s, s + 1) lies in the cell's [a, b) along one axis */
+__device__ __forceinline__ double
+pixel_share (int s, double a, double b)
+{
+  return __dsub_rn (fmin (b, __dadd_rn ((double) s, 1.0)), fmax (a, (double) s));
+}
+
+/* A cell's value (the valid pixels' weighted mean) and its validity (at least half its
+ * weight valid), as gr_plane_downscale writes them */
+__device__ __forceinline__ void
+cell_store (double sum, double wvalid, double wall, size_t o, float *out, uint8_t *mask)
+{
+  out[o] = wvalid > 0.0 ? __double2float_rn (__ddiv_rn (sum, wvalid)) : 0.0f;
+  if (mask)
+    mask[o] = wvalid >= __dmul_rn (0.5, wall) && wvalid > 0.0;
+}
+
 /* The pixels a downscale reads: a frame's rows (the value and validity of
  * gst_georeg_frame_to_plane), or a float plane that conversion made (its value and
  * mask).  Both give the same value and validity for the same pixel, so a downscale of
@@ -135,11 +152,9 @@ k_downscale (Pixels src, int w, int h, int ow, int oh, double invx, double invy,
   cell_span (ox, invx, w, &xa, &xb);
   double sum = 0.0, wvalid = 0.0, wall = 0.0;
   for (int sy = (int) ya; sy < yb; sy++) {
-    const double wy = __dsub_rn (fmin (yb, __dadd_rn ((double) sy, 1.0)),
-        fmax (ya, (double) sy));
+    const double wy = pixel_share (sy, ya, yb);
     for (int sx = (int) xa; sx < xb; sx++) {
-      const double wgt = __dmul_rn (wy, __dsub_rn (fmin (xb, __dadd_rn ((double) sx, 1.0)),
-              fmax (xa, (double) sx)));
+      const double wgt = __dmul_rn (wy, pixel_share (sx, xa, xb));
       wall = __dadd_rn (wall, wgt);
       float v;
       if (!src.read (sx, sy, &v))
@@ -148,10 +163,7 @@ k_downscale (Pixels src, int w, int h, int ow, int oh, double invx, double invy,
       sum = __dadd_rn (sum, __dmul_rn (wgt, (double) v));
     }
   }
-  const size_t o = (size_t) oy * ow + ox;
-  out[o] = wvalid > 0.0 ? __double2float_rn (__ddiv_rn (sum, wvalid)) : 0.0f;
-  if (mask)
-    mask[o] = wvalid >= __dmul_rn (0.5, wall) && wvalid > 0.0;
+  cell_store (sum, wvalid, wall, (size_t) oy * ow + ox, out, mask);
 }
 
 /* k_downscale for few, large cells (a 4K frame to GrLocalize's 48 px coarse
@@ -182,10 +194,7 @@ k_downscale_cell (Pixels src, int w, int h, int ow, int oh, double invx, double 
     for (int e = threadIdx.x; e < m; e += blockDim.x) {
       const long k = base + e;
       const int sy = sy0 + (int) (k / nx), sx = sx0 + (int) (k % nx);
-      const double wy = __dsub_rn (fmin (yb, __dadd_rn ((double) sy, 1.0)),
-          fmax (ya, (double) sy));
-      const double wgt = __dmul_rn (wy, __dsub_rn (fmin (xb, __dadd_rn ((double) sx, 1.0)),
-              fmax (xa, (double) sx)));
+      const double wgt = __dmul_rn (pixel_share (sy, ya, yb), pixel_share (sx, xa, xb));
       float v;
       const bool valid = src.read (sx, sy, &v);
       wt[e] = wgt;
@@ -205,12 +214,8 @@ k_downscale_cell (Pixels src, int w, int h, int ow, int oh, double invx, double 
     }
     __syncthreads ();
   }
-  if (threadIdx.x == 0) {
-    const size_t o = (size_t) oy * ow + ox;
-    out[o] = wvalid > 0.0 ? __double2float_rn (__ddiv_rn (sum, wvalid)) : 0.0f;
-    if (mask)
-      mask[o] = wvalid >= __dmul_rn (0.5, wall) && wvalid > 0.0;
-  }
+  if (threadIdx.x == 0)
+    cell_store (sum, wvalid, wall, (size_t) oy * ow + ox, out, mask);
 }
 
 extern "C" GrFrameCuda *

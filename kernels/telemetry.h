@@ -1,8 +1,7 @@
 /* Telemetry priors: the pose a drone recorded with each frame, read from a JPEG's EXIF
  * (libexif) and XMP (exempi: DJI drone-dji, senseFly and Pix4D Camera namespaces) or
- * from a telemetry
- * CSV.  A prior is a prior: every value has a `have` bit and a 1-sigma uncertainty, and
- * a consumer searches around it (GUIDE section 8).
+ * from a telemetry CSV.  A prior is a prior: every value has a `have` bit and a 1-sigma
+ * uncertainty, and a consumer searches around it (GUIDE section 8).
  *
  * Angle conventions (degrees):
  *  - yaw / heading: clockwise from true north, the direction the image's top edge faces
