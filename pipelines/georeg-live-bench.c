@@ -39,6 +39,8 @@
 #include <gst/video/video.h>
 #include <sys/resource.h>
 
+#include "element-timings.h"
+
 #define MAX_STREAMS 64
 
 typedef struct {
@@ -220,24 +222,6 @@ on_out (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 /* "message.field" -> GArray of doubles: the elements' own timings */
 static GHashTable *timings;
 
-static gboolean
-collect_ms (GQuark field, const GValue * v, gpointer data)
-{
-  const gchar *name = g_quark_to_string (field);
-  if (!G_VALUE_HOLDS_DOUBLE (v) || !g_str_has_suffix (name, "-ms"))
-    return TRUE;
-  gchar *key = g_strdup_printf ("%s.%s", (const gchar *) data, name);
-  GArray *a = g_hash_table_lookup (timings, key);
-  if (!a) {
-    a = g_array_new (FALSE, FALSE, sizeof (double));
-    g_hash_table_insert (timings, g_strdup (key), a);
-  }
-  const double d = g_value_get_double (v);
-  g_array_append_val (a, d);
-  g_free (key);
-  return TRUE;
-}
-
 static int
 cmp_d (const void *a, const void *b)
 {
@@ -279,8 +263,7 @@ main (int argc, char **argv)
     fprintf (stderr, "georeg-live-bench: no \"frame x y\" lines in %s\n", truth_path);
     return 1;
   }
-  timings = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-      (GDestroyNotify) g_array_unref);
+  timings = element_timings_new ();
   GError *err = NULL;
   GstElement *pipe = gst_parse_launch (desc, &err);
   /* gst_parse_launch returns a half-built pipeline AND an error for a missing element
@@ -387,7 +370,7 @@ main (int argc, char **argv)
     if (in && GST_MESSAGE_SRC (m) == GST_OBJECT (first[0]))
       g_strlcpy (input, in, sizeof input);
     if (st)
-      gst_structure_foreach (st, collect_ms, (gpointer) gst_structure_get_name (st));
+      element_timings_add (timings, st);
     if (st && gst_structure_has_name (st, "nmiregister"))
       truth_check (st);
     gst_message_unref (m);

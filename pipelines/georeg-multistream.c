@@ -23,19 +23,28 @@
  * Per stream: frames, fps (frames leaving "last" over the wall time from the first in
  * to the last out), latency p50 / p99 (a frame's arrival at first's sink pad to its
  * departure from last's src pad), the device; then the slowest fps, the worst p99 and
- * the streams per device.  Exit 1 on a pipeline error or a timeout (300 s).
+ * the streams per device; the fps and p99 after each stream's first 30 frames (the
+ * start left out: contexts, controls and caches are made then); the medians and p99 of
+ * the "*-ms" fields of the elements' messages over every stream (where the time goes),
+ * and the process's CPU time over the wall time (cores busy).  Exit 1 on a pipeline
+ * error or a timeout (300 s).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <gst/gst.h>
+
+#include "element-timings.h"
+
+#define WARM_FRAMES 30          /* frames left out of the steady fps */
 
 typedef struct {
   GstElement *pipe, *first, *last;
   GMutex lock;
   GQueue in;                    /* arrival times, us: the elements work in place */
   GArray *lat;                  /* ms */
-  gint64 t_first, t_last;
+  gint64 t_first, t_last, t_warm; /* t_warm: the WARM_FRAMES-th frame out */
   gint device;
   gboolean eos, error;
 } Stream;
@@ -62,6 +71,8 @@ probe_out (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   if (!g_queue_is_empty (&s->in)) {
     const double ms = (now - (gint64) (gintptr) g_queue_pop_head (&s->in)) / 1000.0;
     g_array_append_val (s->lat, ms);
+    if (s->lat->len == WARM_FRAMES)
+      s->t_warm = now;
   }
   s->t_last = now;
   g_mutex_unlock (&s->lock);
@@ -124,6 +135,18 @@ insert_decoder (Stream * s, const gchar * factory)
   g_clear_object (&parse);
   g_clear_object (&decout);
   return ok;
+}
+
+/* "structure.field" -> GArray of doubles: the elements' own timings, all streams */
+static GHashTable *timings;
+
+static double
+process_cpu_s (void)
+{
+  struct rusage ru;
+  getrusage (RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec +
+      ru.ru_stime.tv_usec) / 1e6;
 }
 
 static int
@@ -196,6 +219,9 @@ main (int argc, char **argv)
       return 1;
     }
   }
+  timings = element_timings_new ();
+  const double cpu0 = process_cpu_s ();
+  const gint64 wall0 = g_get_monotonic_time ();
   for (guint i = 0; i < ns; i++)
     gst_element_set_state (st[i].pipe, GST_STATE_PLAYING);
   /* every bus until each pipeline ends */
@@ -213,8 +239,16 @@ main (int argc, char **argv)
       if (s->eos || s->error)
         continue;
       GstBus *bus = gst_element_get_bus (s->pipe);
-      GstMessage *m = gst_bus_timed_pop_filtered (bus, 20 * GST_MSECOND,
-          GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+      /* one mask for all three: a pop discards the messages its mask leaves out */
+      GstMessage *m;
+      while ((m = gst_bus_timed_pop_filtered (bus, 5 * GST_MSECOND, GST_MESSAGE_ELEMENT |
+                  GST_MESSAGE_EOS | GST_MESSAGE_ERROR)) &&
+          GST_MESSAGE_TYPE (m) == GST_MESSAGE_ELEMENT) {
+        const GstStructure *str = gst_message_get_structure (m);
+        if (str)
+          element_timings_add (timings, str);
+        gst_message_unref (m);
+      }
       gst_object_unref (bus);
       if (!m)
         continue;
@@ -233,28 +267,45 @@ main (int argc, char **argv)
       gst_message_unref (m);
     }
   }
+  const double busy = (process_cpu_s () - cpu0) / ((g_get_monotonic_time () - wall0) /
+      1e6);
   for (guint i = 0; i < ns; i++)
     gst_element_set_state (st[i].pipe, GST_STATE_NULL);
 
-  double min_fps = 1e300, worst_p99 = 0;
+  double min_fps = 1e300, worst_p99 = 0, min_warm_fps = 1e300, worst_warm_p99 = 0;
   GHashTable *per_dev = g_hash_table_new (g_direct_hash, g_direct_equal);
   GString *js = g_string_new ("{\"streams\": [");
   for (guint i = 0; i < ns; i++) {
     Stream *s = &st[i];
+    /* the steady p99: the frames after the first WARM_FRAMES (in arrival order here) */
+    GArray *steady = g_array_new (FALSE, FALSE, sizeof (double));
+    if (s->lat->len > WARM_FRAMES)
+      g_array_append_vals (steady, &g_array_index (s->lat, double, WARM_FRAMES),
+          s->lat->len - WARM_FRAMES);
+    g_array_sort (steady, cmp_d);
+    const double warm_p99 = pct (steady, 99);
+    g_array_unref (steady);
+    worst_warm_p99 = MAX (worst_warm_p99, warm_p99);
     g_array_sort (s->lat, cmp_d);
     const double wall = (s->t_last - s->t_first) / 1e6;
     const double fps = wall > 0 && s->lat->len > 1 ? (s->lat->len - 1) / wall : 0;
     const double p50 = pct (s->lat, 50), p99 = pct (s->lat, 99);
+    /* frames WARM_FRAMES .. last over their own wall time */
+    const double wwall = s->t_warm ? (s->t_last - s->t_warm) / 1e6 : 0;
+    const double warm_fps = wwall > 0 ? (s->lat->len - WARM_FRAMES) / wwall : 0;
     min_fps = MIN (min_fps, fps);
+    min_warm_fps = MIN (min_warm_fps, warm_fps);
     worst_p99 = MAX (worst_p99, p99);
     const gint key = s->device + 2;
     g_hash_table_insert (per_dev, GINT_TO_POINTER (key), GINT_TO_POINTER
         (GPOINTER_TO_INT (g_hash_table_lookup (per_dev, GINT_TO_POINTER (key))) + 1));
     printf ("stream %2u  device %2d  frames %4u  fps %6.1f  latency ms p50 %7.2f  p99 "
-        "%7.2f\n", i, s->device, s->lat->len, fps, p50, p99);
+        "%7.2f  (after %d frames: fps %6.1f, p99 %7.2f)\n", i, s->device, s->lat->len, fps,
+        p50, p99, WARM_FRAMES, warm_fps, warm_p99);
     g_string_append_printf (js, "%s{\"device\": %d, \"frames\": %u, \"fps\": %.2f, "
-        "\"p50_ms\": %.3f, \"p99_ms\": %.3f}", i ? ", " : "", s->device, s->lat->len,
-        fps, p50, p99);
+        "\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"fps_after_warm\": %.2f, "
+        "\"p99_ms_after_warm\": %.3f}", i ? ", " : "", s->device, s->lat->len, fps, p50,
+        p99, warm_fps, warm_p99);
   }
   printf ("%u streams: slowest %.1f fps, worst p99 %.2f ms; streams per device:", ns,
       min_fps, worst_p99);
@@ -264,8 +315,23 @@ main (int argc, char **argv)
       printf (" %d: %d", d, c);
   }
   printf ("\n");
-  g_string_append_printf (js, "], \"slowest_fps\": %.2f, \"worst_p99_ms\": %.3f}\n",
-      min_fps, worst_p99);
+  printf ("after the first %d frames: slowest %.1f fps, worst p99 %.2f ms; CPU %.1f cores "
+      "busy\n", WARM_FRAMES, min_warm_fps, worst_warm_p99, busy);
+  GList *keys = g_list_sort (g_hash_table_get_keys (timings), (GCompareFunc) strcmp);
+  if (keys) {
+    printf ("element timings, median / p99 ms over every stream:");
+    for (GList * l = keys; l; l = l->next) {
+      GArray *a = g_hash_table_lookup (timings, l->data);
+      g_array_sort (a, cmp_d);
+      printf (" %s %.2f / %.2f", (const gchar *) l->data, pct (a, 50), pct (a, 99));
+    }
+    printf ("\n");
+  }
+  g_list_free (keys);
+  g_hash_table_unref (timings);
+  g_string_append_printf (js, "], \"slowest_fps\": %.2f, \"worst_p99_ms\": %.3f, "
+      "\"slowest_fps_after_warm\": %.2f, \"worst_p99_ms_after_warm\": %.3f, "
+      "\"cores_busy\": %.2f}\n", min_fps, worst_p99, min_warm_fps, worst_warm_p99, busy);
   if (json)
     g_file_set_contents (json, js->str, -1, NULL);
   g_string_free (js, TRUE);
