@@ -13,6 +13,7 @@
 #if GR_HAVE_CUDA
 #include "features_cuda.h"
 #endif
+#include "threadshare.h"
 
 #define ORI_BINS 36
 #define PI_F 3.14159265358979f
@@ -810,7 +811,10 @@ gr_descriptor_patches (const GrPlaneF *img, const GrDescriptorScratch *s,
       (n > 0 && (!kp || !patches)))
     return GR_ERR_INVALID;
   const int w = img->width, h = img->height;
-#pragma omp parallel for schedule (static)
+  /* a live stream's few hundred patches a frame, beside the other streams' work
+   * (threadshare.h); each patch is its keypoint's alone, whatever the team */
+  const int threads = gr_thread_share_enter (0);
+#pragma omp parallel for schedule (static) num_threads (threads) if (n >= 64)
   for (int i = 0; i < n; i++) {
     const int cx = (int) lrintf (kp[i].x), cy = (int) lrintf (kp[i].y);
     float lo = INFINITY, hi = -INFINITY;
@@ -835,6 +839,7 @@ gr_descriptor_patches (const GrPlaneF *img, const GrDescriptorScratch *s,
             (uint8_t) fminf (255.f, fmaxf (0.f, q + 0.5f));
       }
   }
+  gr_thread_share_leave ();
   return GR_OK;
 }
 

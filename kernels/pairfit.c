@@ -8,14 +8,8 @@
 #include <string.h>
 
 #include "fit.h"
+#include "threadshare.h"
 
-/* Calls running now, in every thread of the process.  Several live streams each run
- * their featurematch's pair fits at the same moment: each taking every core (OpenMP's
- * default) puts four teams of 16 threads on 16 cores, and the fits of four streams took
- * twice as long as one stream's (H100 host, 2026-11-25).  Sharing the cores between the
- * calls that overlap keeps one team per core.  The results do not depend on the thread
- * count (each pair has its own seed). */
-static int active_calls;
 
 void
 gr_pairfit_params_init (GrPairFitParams *p)
@@ -257,11 +251,12 @@ gr_pairfit_run (const GrPlaneF *view, const GrDescriptorScratch *scratch,
     const GrKeypoint *kp, const GrPairFitJob *jobs, int n, const GrPairFitParams *p,
     GrPairFitResult *out, GrPairFitStats *stats)
 {
-  const int others = __atomic_fetch_add (&active_calls, 1, __ATOMIC_RELAXED);
-  int threads = p && p->threads > 0 ? p->threads : omp_get_max_threads () / (others + 1);
-  if (threads < 1)
-    threads = 1;
+  /* several live streams run their pair fits at the same moment: each taking every
+   * core put four teams of 16 threads on 16 cores, and the fits of four streams took
+   * twice as long as one stream's (H100 host, 2026-11-25).  The results do not depend
+   * on the thread count (each pair has its own seed). */
+  const int threads = gr_thread_share_enter (p && p->threads > 0 ? p->threads : 0);
   const GrStatus st = pairfit_run (view, scratch, kp, jobs, n, p, threads, out, stats);
-  __atomic_fetch_sub (&active_calls, 1, __ATOMIC_RELAXED);
+  gr_thread_share_leave ();
   return st;
 }
