@@ -61,9 +61,10 @@ struct _GstGeoregFrame {
 };
 
 /* A frame for w x h `format` pixels converted with `nodata`, with no form yet (taken
- * from the pool when one is idle).  Unref when done. */
+ * from the pool when one is idle: one whose device buffers are on `device`, the CUDA
+ * device that will convert it; -1 = converted on the host).  Unref when done. */
 GstGeoregFrame *gst_georeg_frame_new (gint width, gint height, GstVideoFormat format,
-    gint nodata);
+    gint nodata, gint device);
 GstGeoregFrame *gst_georeg_frame_ref (GstGeoregFrame * frame);
 void gst_georeg_frame_unref (GstGeoregFrame * frame);
 /* Whether a reader converting with `info` and `nodata` may reuse the frame's planes. */

@@ -131,8 +131,10 @@ shared_frame_lock (GstGeoregCuda * c, GstBuffer * buf, const GstVideoInfo * info
   } else {
     if (!gst_buffer_is_writable (buf))
       return NULL;
+    /* from the pool of this element's device: its device buffers fit there */
     f = gst_georeg_frame_new (GST_VIDEO_INFO_WIDTH (info),
-        GST_VIDEO_INFO_HEIGHT (info), GST_VIDEO_INFO_FORMAT (info), nodata);
+        GST_VIDEO_INFO_HEIGHT (info), GST_VIDEO_INFO_FORMAT (info), nodata,
+        c->context ? c->device : -1);
     gst_buffer_add_georeg_frame_meta (buf, f);
   }
   g_mutex_lock (&f->lock);
