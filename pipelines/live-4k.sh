@@ -2,7 +2,9 @@
 # A live 3840x2160 H.264 stream through nmilocalize ! nmiregister ! featurematch, in
 # CUDA memory (nvh264dec's output, no host copy of the frames) and in system memory.
 #
-#   pipelines/live-4k.sh make  [DIR]            control + 3 s flight, H.264 (x264enc)
+#   pipelines/live-4k.sh make  [DIR]            control + 3 s flight, H.264 (x264enc);
+#                                               FRAMES=N (environment): N frames instead
+#                                               of 90 (a longer run for steady rates)
 #   pipelines/live-4k.sh cuda  [DIR] [SINK]     CUDA-memory pipeline (needs nvcodec)
 #   pipelines/live-4k.sh system [DIR] [SINK]    the same, frames in system memory
 #   pipelines/live-4k.sh bench [DIR] [OUT]      both through georeg-live-bench: fps and
@@ -83,7 +85,7 @@ make)
   rm -f "$dir/control-rgb.png"
   # 90 frames (3 s at 30 fps) flying diagonally across the control; ~8 Mbit/s
   "$build/pipelines/georeg-flight" "$dir/control.png" --width 3840 --height 2160 \
-    --frames 90 2> "$dir/truth.txt" |
+    --frames "${FRAMES:-90}" 2> "$dir/truth.txt" |
     gst-launch-1.0 -q fdsrc ! rawvideoparse format=i420 width=3840 height=2160 \
       framerate=30/1 ! x264enc speed-preset=veryfast bitrate=8000 key-int-max=30 \
       ! video/x-h264,profile=high,stream-format=byte-stream ! h264parse ! filesink location="$dir/flight.h264"
