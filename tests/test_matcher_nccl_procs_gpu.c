@@ -52,20 +52,30 @@ the_pairs (void)
 
 /* ---- a rank (child process) */
 
+/* waits for rank 0's file (at most ID_WAIT_S, under the launcher's deadline), then
+ * reads it; on failure says which of the two went wrong */
+#define ID_WAIT_S (DEADLINE_S / 2)
 static bool
-read_id_file (const char *path, unsigned char id[GR_NCCL_ID_BYTES])
+read_id_file (int rank, const char *path, unsigned char id[GR_NCCL_ID_BYTES])
 {
-  for (int i = 0; i < DEADLINE_S * 20; i++) {
+  const time_t t0 = time (NULL);
+  while (time (NULL) - t0 <= ID_WAIT_S) {
     FILE *f = fopen (path, "r");
     if (f) {
       char hex[2 * GR_NCCL_ID_BYTES + 2] = "";
-      const bool ok = fgets (hex, sizeof hex, f) != NULL;
+      const bool got = fgets (hex, sizeof hex, f) != NULL;
       fclose (f);
-      return ok && gr_nccl_id_from_hex (hex, id);
+      if (got && gr_nccl_id_from_hex (hex, id))
+        return true;
+      fprintf (stderr, "rank %d: %s after %lld s holds no id (%zu characters: \"%.16s"
+          "...\")\n", rank, path, (long long) (time (NULL) - t0), strlen (hex), hex);
+      return false;
     }
     struct timespec ts = { 0, 50000000 };
     nanosleep (&ts, NULL);
   }
+  fprintf (stderr, "rank %d: no %s after %d s (rank 0 never published it)\n", rank, path,
+      ID_WAIT_S);
   return false;
 }
 
@@ -92,14 +102,14 @@ rank_main (int rank, int nranks, int device)
     snprintf (tmp, sizeof tmp, "%s.tmp", idfile);
     FILE *f = fopen (tmp, "w");
     if (!f || fprintf (f, "%s\n", hex) < 0 || fclose (f) != 0 || rename (tmp, idfile) != 0) {
-      fprintf (stderr, "rank 0: cannot write %s\n", idfile);
+      fprintf (stderr, "rank 0: cannot write %s: %s\n", idfile, strerror (errno));
       return 1;
     }
+    printf ("rank 0: published the id in %s\n", idfile);
+    fflush (stdout);
   } else if (idfile) {
-    if (!read_id_file (idfile, id)) {
-      fprintf (stderr, "rank %d: no id in %s\n", rank, idfile);
+    if (!read_id_file (rank, idfile, id))
       return 1;
-    }
   } else {
     fprintf (stderr, "rank %d: neither GEOREG_NCCL_ID nor GEOREG_NCCL_ID_FILE\n", rank);
     return 1;

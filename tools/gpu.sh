@@ -460,7 +460,10 @@ flight () {
     frame_downscale_gpu nmilocalize_window_cuda > "$out/flight/tests.txt" 2>&1; r=$?
   [ "$r" = 0 ] || rc=1
   note "flight: pose-path GPU tests" "$r" $((SECONDS - t0)) "$(tail -n 1 "$out/flight/tests.txt")"
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 \
+  # the device the test runs on (nvidia-smi ignores CUDA_VISIBLE_DEVICES)
+  local smi_dev=()
+  [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && smi_dev=(-i "${CUDA_VISIBLE_DEVICES%%,*}")
+  nvidia-smi "${smi_dev[@]}" --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 \
     > "$out/flight/gpumem.txt" 2>/dev/null & local smi=$!
   for run in 200 20; do
     log=$out/flight/flight$run.log
@@ -719,7 +722,7 @@ nccl () {
     "$(grep -cE 'identical' "$out/nccl-test.txt") identical, $(tail -n 1 "$out/nccl-test.txt")"
   # the unique id across separate processes (env, then a file by rank 0)
   local r2=0 t1=$SECONDS
-  timeout "$(bounded 90)" "$t/test_matcher_nccl_procs_gpu" > "$out/nccl-procs.txt" 2>&1 || r2=1
+  timeout "$(bounded 150)" "$t/test_matcher_nccl_procs_gpu" > "$out/nccl-procs.txt" 2>&1 || r2=1
   note "nccl ranks as processes" "$r2" $((SECONDS - t1)) \
     "$(grep -cE 'identical' "$out/nccl-procs.txt") identical of 4, $(tail -n 1 "$out/nccl-procs.txt")"
   rc=$((rc | r2))
