@@ -640,6 +640,24 @@ check_common (const GrMatcher *mt, int k, float ratio, char *errbuf, size_t errl
   return GR_OK;
 }
 
+GrStatus
+gr_matcher_check_values (const float *desc, int64_t count, int k, int threads,
+    char *errbuf, size_t errlen)
+{
+  if (count < 0 || k < 1 || (count > 0 && !desc)) {
+    gr_set_err (errbuf, errlen, "bad descriptor count, length or pointer");
+    return GR_ERR_INVALID;
+  }
+  int64_t bad;
+  if (!values_ok (desc, count * k, threads, &bad)) {
+    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
+        "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
+        (double) GR_MATCHER_MAX_ABS);
+    return GR_ERR_INVALID;
+  }
+  return GR_OK;
+}
+
 /* The batch forms' argument checks. */
 static GrStatus
 batch_check (const GrMatcher *mt, const float *desc, int k, const int64_t *offsets,
@@ -670,14 +688,7 @@ batch_check (const GrMatcher *mt, const float *desc, int k, const int64_t *offse
     gr_set_err (errbuf, errlen, "m x n too large");
     return GR_ERR_INVALID;
   }
-  int64_t bad;
-  if (!values_ok (desc, n * k, mt->threads, &bad)) {
-    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
-        "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
-        (double) GR_MATCHER_MAX_ABS);
-    return GR_ERR_INVALID;
-  }
-  return GR_OK;
+  return gr_matcher_check_values (desc, n, k, mt->threads, errbuf, errlen);
 }
 
 /* CPU backend: the batch's images into mt->batch, each query's image into mt->qimg. */
@@ -1209,13 +1220,9 @@ add_impl (GrMatcher *mt, const float *desc, int count, int k, float ratio,
         "the new one k = %d", mt->k, k);
     return GR_ERR_INVALID;
   }
-  int64_t bad;
-  if (!values_ok (desc, (int64_t) count * k, mt->threads, &bad)) {
-    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
-        "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
-        (double) GR_MATCHER_MAX_ABS);
-    return GR_ERR_INVALID;
-  }
+  st = gr_matcher_check_values (desc, count, k, mt->threads, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
   if (mt->held == mt->sizes_cap) {
     int cap = mt->sizes_cap ? 2 * mt->sizes_cap : 64;
     int *s2 = realloc (mt->sizes, sizeof (int) * cap);

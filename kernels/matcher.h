@@ -165,6 +165,14 @@ GrStatus gr_matcher_match_rows_sparse_pairs (GrMatcher *mt, const float *desc, i
     float ratio, const GrMatch **matches, int64_t *count, GrMatchStats *stats,
     char *errbuf, size_t errlen);
 
+/* The batch forms' check of the descriptor values on its own: `count` descriptors of
+ * k floats at desc (host memory), each value finite with |v| <= GR_MATCHER_MAX_ABS,
+ * scanned by `threads` threads (0 = OpenMP's default).  GR_OK, or GR_ERR_INVALID with
+ * the batch forms' message (the first bad descriptor and component).  For callers
+ * that check a batch once and match it elsewhere (the NCCL root). */
+GrStatus gr_matcher_check_values (const float *desc, int64_t count, int k, int threads,
+    char *errbuf, size_t errlen);
+
 /* gr_matcher_split_rows by the pruned work: image i weighs n_i times the descriptors
  * of its listed images (pairs NULL: gr_matcher_split_rows). */
 void gr_matcher_split_rows_pairs (const int64_t *offsets, int m,
