@@ -640,10 +640,30 @@ check_common (const GrMatcher *mt, int k, float ratio, char *errbuf, size_t errl
   return GR_OK;
 }
 
-/* The batch forms' argument checks. */
+GrStatus
+gr_matcher_check_values (const float *desc, int64_t count, int k, int threads,
+    char *errbuf, size_t errlen)
+{
+  if (count < 0 || k < 1 || (count > 0 && !desc)) {
+    gr_set_err (errbuf, errlen, "bad descriptor count, length or pointer");
+    return GR_ERR_INVALID;
+  }
+  int64_t bad;
+  if (!values_ok (desc, count * k, threads, &bad)) {
+    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
+        "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
+        (double) GR_MATCHER_MAX_ABS);
+    return GR_ERR_INVALID;
+  }
+  return GR_OK;
+}
+
+/* The batch forms' argument checks (the values' too, unless they are on the device,
+ * where the host cannot read them). */
 static GrStatus
-batch_check (const GrMatcher *mt, const float *desc, int k, const int64_t *offsets,
-    int m, float ratio, bool have_out, char *errbuf, size_t errlen)
+batch_check (const GrMatcher *mt, const float *desc, bool on_device, int k,
+    const int64_t *offsets, int m, float ratio, bool have_out, char *errbuf,
+    size_t errlen)
 {
   GrStatus st = check_common (mt, k, ratio, errbuf, errlen);
   if (st != GR_OK)
@@ -670,14 +690,8 @@ batch_check (const GrMatcher *mt, const float *desc, int k, const int64_t *offse
     gr_set_err (errbuf, errlen, "m x n too large");
     return GR_ERR_INVALID;
   }
-  int64_t bad;
-  if (!values_ok (desc, n * k, mt->threads, &bad)) {
-    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
-        "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
-        (double) GR_MATCHER_MAX_ABS);
-    return GR_ERR_INVALID;
-  }
-  return GR_OK;
+  return on_device ? GR_OK : gr_matcher_check_values (desc, n, k, mt->threads, errbuf,
+      errlen);
 }
 
 /* CPU backend: the batch's images into mt->batch, each query's image into mt->qimg. */
@@ -712,7 +726,8 @@ gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *of
     int m, float ratio, int32_t *out, GrMatchStats *stats, char *errbuf, size_t errlen)
 {
   const double t0 = now_ms ();
-  GrStatus st = batch_check (mt, desc, k, offsets, m, ratio, out != NULL, errbuf, errlen);
+  GrStatus st = batch_check (mt, desc, false, k, offsets, m, ratio, out != NULL, errbuf,
+      errlen);
   if (st != GR_OK)
     return st;
   const int64_t n = offsets[m];
@@ -1091,15 +1106,22 @@ gr_matcher_match_rows_sparse (GrMatcher *mt, const float *desc, int k,
       ratio, matches, count, stats, errbuf, errlen);
 }
 
-GrStatus
-gr_matcher_match_rows_sparse_pairs (GrMatcher *mt, const float *desc, int k,
+/* gr_matcher_match_rows_sparse_pairs (desc in host memory) and its _device form (desc
+ * on the CUDA matcher's device: unchecked here, and handed to the CUDA backend to read
+ * in place) */
+static GrStatus
+rows_sparse_pairs (GrMatcher *mt, const float *desc, bool on_device, int k,
     const int64_t *offsets, int m, int row0, int row1, const GrMatcherPairs *pairs,
     float ratio, const GrMatch **matches, int64_t *count, GrMatchStats *stats,
     char *errbuf, size_t errlen)
 {
   const double t0 = now_ms ();
-  GrStatus st = batch_check (mt, desc, k, offsets, m, ratio, matches && count, errbuf,
-      errlen);
+  if (on_device && mt && mt->backend != GR_BACKEND_CUDA) {
+    gr_set_err (errbuf, errlen, "descriptors in device memory need the CUDA backend");
+    return GR_ERR_INVALID;
+  }
+  GrStatus st = batch_check (mt, desc, on_device, k, offsets, m, ratio, matches && count,
+      errbuf, errlen);
   if (st != GR_OK)
     return st;
   if (!matches || !count) {
@@ -1135,9 +1157,9 @@ gr_matcher_match_rows_sparse_pairs (GrMatcher *mt, const float *desc, int k,
       return GR_ERR_NOMEM;
     }
     const GrMatch *view = NULL;
-    st = gr_matcher_cuda_match_all_sparse (mt->cuda, desc, k, offsets, m, row0, row1,
-        runs, pairs ? nruns : -1, rr, mt->debug, &mt->sparse, &mt->sparse_cap, &view,
-        &total, &s, errbuf, errlen);
+    st = gr_matcher_cuda_match_all_sparse (mt->cuda, desc, on_device, k, offsets, m,
+        row0, row1, runs, pairs ? nruns : -1, rr, mt->debug, &mt->sparse,
+        &mt->sparse_cap, &view, &total, &s, errbuf, errlen);
     free (runs);
     if (st != GR_OK)
       return st;
@@ -1172,6 +1194,26 @@ out:
   if (stats)
     *stats = s;
   return GR_OK;
+}
+
+GrStatus
+gr_matcher_match_rows_sparse_pairs (GrMatcher *mt, const float *desc, int k,
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherPairs *pairs,
+    float ratio, const GrMatch **matches, int64_t *count, GrMatchStats *stats,
+    char *errbuf, size_t errlen)
+{
+  return rows_sparse_pairs (mt, desc, false, k, offsets, m, row0, row1, pairs, ratio,
+      matches, count, stats, errbuf, errlen);
+}
+
+GrStatus
+gr_matcher_match_rows_sparse_pairs_device (GrMatcher *mt, const float *d_desc, int k,
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherPairs *pairs,
+    float ratio, const GrMatch **matches, int64_t *count, GrMatchStats *stats,
+    char *errbuf, size_t errlen)
+{
+  return rows_sparse_pairs (mt, d_desc, true, k, offsets, m, row0, row1, pairs, ratio,
+      matches, count, stats, errbuf, errlen);
 }
 
 void
@@ -1209,13 +1251,9 @@ add_impl (GrMatcher *mt, const float *desc, int count, int k, float ratio,
         "the new one k = %d", mt->k, k);
     return GR_ERR_INVALID;
   }
-  int64_t bad;
-  if (!values_ok (desc, (int64_t) count * k, mt->threads, &bad)) {
-    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
-        "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
-        (double) GR_MATCHER_MAX_ABS);
-    return GR_ERR_INVALID;
-  }
+  st = gr_matcher_check_values (desc, count, k, mt->threads, errbuf, errlen);
+  if (st != GR_OK)
+    return st;
   if (mt->held == mt->sizes_cap) {
     int cap = mt->sizes_cap ? 2 * mt->sizes_cap : 64;
     int *s2 = realloc (mt->sizes, sizeof (int) * cap);

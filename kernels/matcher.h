@@ -165,6 +165,27 @@ GrStatus gr_matcher_match_rows_sparse_pairs (GrMatcher *mt, const float *desc, i
     float ratio, const GrMatch **matches, int64_t *count, GrMatchStats *stats,
     char *errbuf, size_t errlen);
 
+/* gr_matcher_match_rows_sparse_pairs with the descriptors already in device memory
+ * (kernels/matcher_nccl.c broadcasts them there): d_desc is a device pointer on the
+ * matcher's CUDA device, n x k floats laid out as desc, read there in place (no
+ * upload); offsets and pairs stay in host memory.  CUDA backend only (any other:
+ * GR_ERR_INVALID).  The values are the caller's to have checked
+ * (gr_matcher_check_values on the host copy): the host scan of the other forms cannot
+ * read them, and a value that is not finite or exceeds GR_MATCHER_MAX_ABS voids the
+ * exactness bounds.  Results and lifetime as gr_matcher_match_rows_sparse_pairs's. */
+GrStatus gr_matcher_match_rows_sparse_pairs_device (GrMatcher *mt, const float *d_desc,
+    int k, const int64_t *offsets, int m, int row0, int row1,
+    const GrMatcherPairs *pairs, float ratio, const GrMatch **matches, int64_t *count,
+    GrMatchStats *stats, char *errbuf, size_t errlen);
+
+/* The batch forms' check of the descriptor values on its own: `count` descriptors of
+ * k floats at desc (host memory), each value finite with |v| <= GR_MATCHER_MAX_ABS,
+ * scanned by `threads` threads (0 = OpenMP's default).  GR_OK, or GR_ERR_INVALID with
+ * the batch forms' message (the first bad descriptor and component).  For callers
+ * that check a batch once and match it elsewhere (the NCCL root). */
+GrStatus gr_matcher_check_values (const float *desc, int64_t count, int k, int threads,
+    char *errbuf, size_t errlen);
+
 /* gr_matcher_split_rows by the pruned work: image i weighs n_i times the descriptors
  * of its listed images (pairs NULL: gr_matcher_split_rows). */
 void gr_matcher_split_rows_pairs (const int64_t *offsets, int m,

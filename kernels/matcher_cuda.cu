@@ -8,7 +8,8 @@
  *    zero padded), the float32 original (for the exact re-check), (|c|^2, |c|), its
  *    index within its image (-1 on padding rows) and a running descriptor id.  Padding
  *    rows are zero with |c|^2 = +inf, so they never win.  One prep kernel builds the
- *    rows from the uploaded float32 descriptors and the per-image max |c| and |c|^2.
+ *    rows from the float32 descriptors in device memory (uploaded, or where the
+ *    caller's device form holds them) and the per-image max |c| and |c|^2.
  *    The incremental form appends images and drops the oldest: the row space is
  *    compacted in place or grown (doubled) only when its end is reached, so a sliding
  *    window allocates nothing in steady state.
@@ -1257,17 +1258,18 @@ host_tab (GrMatcherCuda *c, size_t n, char *errbuf, size_t errlen)
   return GR_OK;
 }
 
-/* prep of table entries [first, first + count) (M, M2 zeroed by the caller) */
+/* prep of table entries [first, first + count) from the descriptors at stage (device
+ * memory; M, M2 zeroed by the caller) */
 static GrStatus
-launch_prep (GrMatcherCuda *c, DevDb *db, int first, int count, int max_pn, int *qlist,
-    char *errbuf, size_t errlen)
+launch_prep (GrMatcherCuda *c, DevDb *db, const float *stage, int first, int count,
+    int max_pn, int *qlist, char *errbuf, size_t errlen)
 {
   if (count <= 0 || max_pn <= 0)
     return GR_OK;
   for (int done = 0; done < count; done += 65535) {
     const int part = count - done < 65535 ? count - done : 65535;
     dim3 grid ((unsigned) ((max_pn + 7) / 8), (unsigned) part);
-    prep_kernel<<<grid, 256, 0, c->stream>>> (c->d_stage, c->d_tab, first + done, db->k,
+    prep_kernel<<<grid, 256, 0, c->stream>>> (stage, c->d_tab, first + done, db->k,
         db->kp, db->d, qlist);
     CK (cudaGetLastError (), "prep kernel launch");
   }
@@ -1335,10 +1337,14 @@ launch_sweep (GrMatcherCuda *c, DevDb *db, MatchParams p, char *errbuf, size_t e
 }
 
 /* The batch forms' first half: the image table, the upload and the prep of every
- * image into c->bdb (c->d_qlist: query -> padded row).  *rows_out: padded rows. */
+ * image into c->bdb (c->d_qlist: query -> padded row).  *rows_out: padded rows.
+ * on_device: desc is already in device memory, and the prep reads it there (no copy
+ * into c->d_stage: the prep reads each value once either way, and the batch's n k
+ * floats are not held twice on the device). */
 static GrStatus
-batch_setup (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets, int m,
-    long long *rows_out, int *max_pn_out, char *errbuf, size_t errlen)
+batch_setup (GrMatcherCuda *c, const float *desc, bool on_device, int k,
+    const int64_t *offsets, int m, long long *rows_out, int *max_pn_out, char *errbuf,
+    size_t errlen)
 {
   CK (cudaSetDevice (c->device), "cudaSetDevice");
   const long long n = offsets[m];
@@ -1376,17 +1382,20 @@ batch_setup (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets,
   if (st != GR_OK)
     return st;
   db->end = rows;
-  CK (gr_cuda_grow (&c->d_stage, &c->stage_cap, (size_t) n * k, 16),
-      "cudaMalloc (staging)");
   CK (gr_cuda_grow (&c->d_tab, &c->tab_cap, (size_t) m, 16), "cudaMalloc (image table)");
   CK (gr_cuda_grow (&c->d_qlist, &c->qlist_cap, (size_t) n, 16),
       "cudaMalloc (query list)");
   cudaStream_t s = c->stream;
-  CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
-          cudaMemcpyHostToDevice, s), "descriptor upload");
+  if (!on_device) {
+    CK (gr_cuda_grow (&c->d_stage, &c->stage_cap, (size_t) n * k, 16),
+        "cudaMalloc (staging)");
+    CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
+            cudaMemcpyHostToDevice, s), "descriptor upload");
+  }
   CK (cudaMemcpyAsync (c->d_tab, c->h_tab, (size_t) m * sizeof (ImgInfo),
           cudaMemcpyHostToDevice, s), "image table upload");
-  st = launch_prep (c, db, 0, m, max_pn, c->d_qlist, errbuf, errlen);
+  st = launch_prep (c, db, on_device ? desc : c->d_stage, 0, m, max_pn, c->d_qlist,
+      errbuf, errlen);
   if (st != GR_OK)
     return st;
   *rows_out = rows;
@@ -1464,7 +1473,8 @@ gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
 {
   long long rows;
   int max_pn;
-  GrStatus st = batch_setup (c, desc, k, offsets, m, &rows, &max_pn, errbuf, errlen);
+  GrStatus st = batch_setup (c, desc, false, k, offsets, m, &rows, &max_pn, errbuf,
+      errlen);
   if (st != GR_OK)
     return st;
   const long long n = offsets[m];
@@ -1528,7 +1538,7 @@ runs_slab (GrMatcherCuda *c, const GrMatcherRun *runs, int64_t nruns, int i0, in
  * (below) falls back to it when the re-check queue overflows (its sweep reads the
  * matrix) or the list does not fit; GR_MATCHER_DEBUG_SMALL_SLAB selects it. */
 static GrStatus
-sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
+sparse_slabs (GrMatcherCuda *c, const float *desc, bool on_device, int k,
     const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
     int64_t nruns, double rr, unsigned debug,
     GrMatch **buf, int64_t *cap, int64_t *count, GrMatchStats *stats, char *errbuf,
@@ -1539,7 +1549,8 @@ sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
     return GR_OK;
   long long rows;
   int max_pn;
-  GrStatus st = batch_setup (c, desc, k, offsets, m, &rows, &max_pn, errbuf, errlen);
+  GrStatus st = batch_setup (c, desc, on_device, k, offsets, m, &rows, &max_pn, errbuf,
+      errlen);
   if (st != GR_OK)
     return st;
   const long long n = offsets[m];
@@ -1659,13 +1670,14 @@ sparse_slabs (GrMatcherCuda *c, const float *desc, int k,
 
 /* the slab path, its entries in *buf (which it may move: *view follows) */
 static GrStatus
-slabs_view (GrMatcherCuda *c, const float *desc, int k, const int64_t *offsets, int m,
-    int row0, int row1, const GrMatcherRun *runs, int64_t nruns, double rr,
-    unsigned debug, GrMatch **buf, int64_t *cap, const GrMatch **view, int64_t *count,
-    GrMatchStats *stats, char *errbuf, size_t errlen)
+slabs_view (GrMatcherCuda *c, const float *desc, bool on_device, int k,
+    const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
+    int64_t nruns, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
+    const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
+    size_t errlen)
 {
-  const GrStatus st = sparse_slabs (c, desc, k, offsets, m, row0, row1, runs, nruns, rr,
-      debug, buf, cap, count, stats, errbuf, errlen);
+  const GrStatus st = sparse_slabs (c, desc, on_device, k, offsets, m, row0, row1, runs,
+      nruns, rr, debug, buf, cap, count, stats, errbuf, errlen);
   *view = *buf;
   return st;
 }
@@ -1693,8 +1705,8 @@ slist_reserve (GrMatcherCuda *c, size_t need)
  * overflows is grown and the launch repeated (the capacity is kept for the next call);
  * a re-check queue that overflows falls back to the slab path. */
 extern "C" GrStatus
-gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
+gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, bool on_device,
+    int k, const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
     int64_t nruns, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
     const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
     size_t errlen)
@@ -1705,14 +1717,15 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     return GR_OK;
   /* a pair list: the slab path, one launch a run (matcher_cuda.h) */
   if (nruns >= 0)
-    return slabs_view (c, desc, k, offsets, m, row0, row1, runs, nruns, rr, debug, buf,
-        cap, view, count, stats, errbuf, errlen);
+    return slabs_view (c, desc, on_device, k, offsets, m, row0, row1, runs, nruns, rr,
+        debug, buf, cap, view, count, stats, errbuf, errlen);
   if (debug & GR_MATCHER_DEBUG_SMALL_SLAB)
-    return slabs_view (c, desc, k, offsets, m, row0, row1, NULL, -1, rr, debug, buf, cap, view,
-        count, stats, errbuf, errlen);
+    return slabs_view (c, desc, on_device, k, offsets, m, row0, row1, NULL, -1, rr, debug,
+        buf, cap, view, count, stats, errbuf, errlen);
   long long rows;
   int max_pn;
-  GrStatus st = batch_setup (c, desc, k, offsets, m, &rows, &max_pn, errbuf, errlen);
+  GrStatus st = batch_setup (c, desc, on_device, k, offsets, m, &rows, &max_pn, errbuf,
+      errlen);
   if (st != GR_OK)
     return st;
   const long long n = offsets[m];
@@ -1747,8 +1760,8 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
     if (want > list_max ||
         slist_reserve (c, (size_t) (want > 4096 ? want : 4096)) != cudaSuccess) {
       cudaGetLastError ();
-      return slabs_view (c, desc, k, offsets, m, row0, row1, NULL, -1, rr, debug, buf, cap, view,
-          count, stats, errbuf, errlen);
+      return slabs_view (c, desc, on_device, k, offsets, m, row0, row1, NULL, -1, rr,
+          debug, buf, cap, view, count, stats, errbuf, errlen);
     }
     p.skey = c->d_skey;
     p.spay = c->d_spay;
@@ -1768,8 +1781,8 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
             cudaMemcpyDeviceToHost, s), "cudaMemcpy (list count)");
     CK (cudaStreamSynchronize (s), "match kernels");
     if (c->h_count[0] > pcap)   /* the sweep needs the matrix */
-      return slabs_view (c, desc, k, offsets, m, row0, row1, NULL, -1, rr, debug, buf, cap, view,
-          count, stats, errbuf, errlen);
+      return slabs_view (c, desc, on_device, k, offsets, m, row0, row1, NULL, -1, rr,
+          debug, buf, cap, view, count, stats, errbuf, errlen);
     kept = *c->h_scount;
     if (kept <= want)
       break;
@@ -1790,8 +1803,8 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
       e = gr_cuda_grow (&c->d_wpre, &c->wpre_cap, words, 4096);
     if (e != cudaSuccess) {
       cudaGetLastError ();
-      return slabs_view (c, desc, k, offsets, m, row0, row1, NULL, -1, rr, debug, buf, cap, view,
-          count, stats, errbuf, errlen);
+      return slabs_view (c, desc, on_device, k, offsets, m, row0, row1, NULL, -1, rr,
+          debug, buf, cap, view, count, stats, errbuf, errlen);
     }
     CK (gr_cuda_grow (&c->d_rcnt, &c->rcnt_cap, (size_t) nr + 1, 1024),
         "cudaMalloc (row counts)");
@@ -1917,7 +1930,7 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
   }
   CK (cudaMemcpyAsync (c->d_tab, c->h_tab, (size_t) (held + 1) * sizeof (ImgInfo),
           cudaMemcpyHostToDevice, s), "image table upload");
-  st = launch_prep (c, db, held, 1, pn, NULL, errbuf, errlen);
+  st = launch_prep (c, db, c->d_stage, held, 1, pn, NULL, errbuf, errlen);
   if (st != GR_OK)
     return st;
   db->end += pn;

@@ -27,18 +27,19 @@ void gr_matcher_cuda_free (GrMatcherCuda *c);
 GrStatus gr_matcher_cuda_match_all (GrMatcherCuda *c, const float *desc, int k,
     const int64_t *offsets, int m, double rr, unsigned debug, int32_t *out,
     GrMatchStats *stats, char *errbuf, size_t errlen);
-/* The sparse form (matcher.h) of the images [row0, row1) (0 <= row0 <= row1 <= m):
- * *count entries at *view, which is either the engine's pinned buffer (the list
- * mode; valid until the next call or free) or *buf (malloc'ed, *cap entries, grown
- * with realloc as needed: the slab path).  runs (nruns >= 0 of them, images within
+/* The sparse form (matcher.h) of the images [row0, row1) (0 <= row0 <= row1 <= m),
+ * desc in host memory or, when on_device, in device memory of the engine's device
+ * (read there in place): *count entries at *view, which is either the engine's pinned
+ * buffer (the list mode; valid until the next call or free) or *buf (malloc'ed, *cap
+ * entries, grown with realloc as needed: the slab path).  runs (nruns >= 0 of them, images within
  * [row0, row1)): only those pairs are computed (on the slab path), the rest of the list
  * is left out (nruns < 0: every pair, list mode); each run holds at most
  * GR_MATCHER_CUDA_RUN queries (GR_MATCHER_DEBUG_SMALL_LIST: 16), so that the re-check
  * queue of its launch cannot overflow. */
 #define GR_MATCHER_CUDA_RUN (1 << 22)
-GrStatus gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, int k,
-    const int64_t *offsets, int m, int row0, int row1, const GrMatcherRun *runs,
-    int64_t nruns, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
+GrStatus gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc,
+    bool on_device, int k, const int64_t *offsets, int m, int row0, int row1,
+    const GrMatcherRun *runs, int64_t nruns, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
     const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
     size_t errlen);
 /* fwd / bwd: the caller's buffers (NULL: not wanted), or, when vfwd / vbwd are

@@ -1,4 +1,8 @@
 /* The batch matcher's sparse form over several GPUs through NCCL (matcher_nccl.h).
+ * The descriptors cross host -> device once, on the root, and are broadcast into a
+ * device buffer on every rank, where the rank's matcher reads them (bcast_blocks,
+ * gr_matcher_match_rows_sparse_pairs_device); the small host arrays (header, offsets,
+ * pair list) pass through a device staging buffer to the other ranks' host memory.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <stdlib.h>
@@ -12,9 +16,10 @@
 
 _Static_assert (sizeof (ncclUniqueId) == GR_NCCL_ID_BYTES, "ncclUniqueId size");
 
-/* descriptors per broadcast block: 64 MB of floats, so that a batch of any size
- * crosses in blocks through a bounded device buffer per rank (two blocks: one crosses
- * NVLink while the other is copied in or out) */
+/* descriptors per broadcast block: 64 MB of floats, so that the root's upload of one
+ * block overlaps the broadcast of the one before, and host arrays of any size cross
+ * through a bounded device buffer per rank (two blocks: one crosses NVLink while the
+ * other is copied in or out) */
 #define BLOCK_FLOATS ((size_t) 16 << 20)
 #define BLOCK_SLOTS 2
 
@@ -23,15 +28,14 @@ struct GrMatcherNccl {
   bool own_comm;
   int rank, size, device;
   cudaStream_t stream;          /* NCCL collectives */
-  cudaStream_t copy;            /* host <-> staging copies, beside the collectives */
+  cudaStream_t copy;            /* host <-> device copies, beside the collectives */
   cudaEvent_t filled[BLOCK_SLOTS], drained[BLOCK_SLOTS];
   GrMatcher *mt;                /* this rank's single-GPU matcher */
-  void *dbuf;                   /* device staging (broadcast blocks, gather) */
+  void *dbuf;                   /* device staging (host arrays' blocks, gather) */
   size_t dbuf_cap;
-  float *hdesc;                 /* non-root ranks: the broadcast batch (pinned, so that
-                                 * its copy out of the staging buffer and the matcher's
-                                 * upload run at the link's speed) */
-  size_t hdesc_cap;
+  void *ddesc;                  /* every rank: the broadcast descriptors, in device
+                                 * memory, where the matcher reads them */
+  size_t ddesc_cap;
   int64_t *hoff;
   size_t hoff_cap;
   int64_t *hpstart;             /* non-root ranks: the broadcast pair list */
@@ -209,6 +213,8 @@ gr_matcher_nccl_free (GrMatcherNccl *mn)
   gr_matcher_free (mn->mt);
   if (mn->dbuf)
     cudaFree (mn->dbuf);
+  if (mn->ddesc)
+    cudaFree (mn->ddesc);
   if (mn->stream)
     cudaStreamDestroy (mn->stream);
   if (mn->copy)
@@ -221,8 +227,6 @@ gr_matcher_nccl_free (GrMatcherNccl *mn)
   }
   if (mn->own_comm)
     ncclCommDestroy (mn->comm);
-  if (mn->hdesc)
-    cudaFreeHost (mn->hdesc);
   free (mn->hoff);
   free (mn->hpstart);
   free (mn->hpimg);
@@ -242,55 +246,82 @@ gr_matcher_nccl_size (const GrMatcherNccl *mn)
   return mn->size;
 }
 
+/* a device buffer of at least `bytes` (grow-only; the old contents are not kept) */
 static GrStatus
-dbuf_need (GrMatcherNccl *mn, size_t bytes, char *errbuf, size_t errlen)
+grow_device (void **p, size_t *cap, size_t bytes, const char *what, char *errbuf,
+    size_t errlen)
 {
-  if (bytes <= mn->dbuf_cap)
+  if (bytes <= *cap)
     return GR_OK;
-  if (mn->dbuf)
-    cudaFree (mn->dbuf);
-  mn->dbuf = NULL;
-  mn->dbuf_cap = 0;
-  CCK (cudaMalloc (&mn->dbuf, bytes), "cudaMalloc (NCCL staging)");
-  mn->dbuf_cap = bytes;
+  if (*p)
+    cudaFree (*p);
+  *p = NULL;
+  *cap = 0;
+  const cudaError_t e = cudaMalloc (p, bytes);
+  if (e != cudaSuccess) {
+    *p = NULL;
+    /* not left in the runtime's state, where the matcher's next launch check would
+     * find it */
+    cudaGetLastError ();
+    gr_set_err (errbuf, errlen, "cudaMalloc (%s): %s", what, cudaGetErrorString (e));
+    return e == cudaErrorMemoryAllocation ? GR_ERR_NOMEM : GR_ERR_CUDA;
+  }
+  *cap = bytes;
   return GR_OK;
 }
 
-/* root -> every rank: `bytes` of host memory at src (root) into dst (others), in
- * blocks through the device staging buffer.  Two slots: while NCCL carries block i
- * on mn->stream, the copy stream brings block i + 1 in (root) or takes block i - 1
- * out (others); the events order each slot's fill, broadcast and drain, so that no
- * host wait stands between blocks (a 512 MB batch crossed in 95 ms with one slot and a
- * wait a block, about a tenth of the 4-GPU run's time) */
 static GrStatus
-bcast_host (GrMatcherNccl *mn, int root, const void *src, void *dst, size_t bytes,
-    char *errbuf, size_t errlen)
+dbuf_need (GrMatcherNccl *mn, size_t bytes, char *errbuf, size_t errlen)
+{
+  return grow_device (&mn->dbuf, &mn->dbuf_cap, bytes, "NCCL staging", errbuf, errlen);
+}
+
+/* root -> every rank: `bytes` of host memory at src (root) in blocks.
+ * to_device: into device memory at dst on every rank, the root's included: the root
+ * uploads each block there on the copy stream and NCCL carries it in place on
+ * mn->stream, so that one block's upload overlaps the broadcast of the one before (no
+ * block's place is reused, so nothing waits for a drain).
+ * Else into host memory at dst on the other ranks (the root's dst is not used),
+ * through the device staging buffer.  Two slots: while NCCL carries block i on
+ * mn->stream, the copy stream brings block i + 1 in (root) or takes block i - 1 out
+ * (others); the events order each slot's fill, broadcast and drain, so that no host
+ * wait stands between blocks (the 512 MB batch, when it took this path, crossed in
+ * 95 ms with one slot and a wait a block, about a tenth of the 4-GPU run's time) */
+static GrStatus
+bcast_blocks (GrMatcherNccl *mn, int root, const void *src, void *dst, bool to_device,
+    size_t bytes, char *errbuf, size_t errlen)
 {
   const size_t block = BLOCK_FLOATS * sizeof (float);
   const size_t slot = bytes < block ? (bytes ? bytes : 1) : block;
   const int slots = bytes > block ? BLOCK_SLOTS : 1;
-  GrStatus st = dbuf_need (mn, slot * (size_t) slots, errbuf, errlen);
-  if (st != GR_OK)
-    return st;
+  if (!to_device) {
+    const GrStatus st = dbuf_need (mn, slot * (size_t) slots, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+  }
   const bool is_root = mn->rank == root;
   size_t i = 0;
   for (size_t o = 0; o < bytes; o += block, i++) {
     const size_t b = bytes - o < block ? bytes - o : block;
     const int sl = (int) (i % (size_t) slots);
-    char *d = (char *) mn->dbuf + (size_t) sl * slot;
+    /* a staging slot is reused from block `slots` on */
+    const bool reuse = !to_device && i >= (size_t) slots;
+    char *d = to_device ? (char *) dst + o : (char *) mn->dbuf + (size_t) sl * slot;
     if (is_root) {
       /* the slot's previous broadcast must have left before it is refilled */
-      if (i >= (size_t) slots)
+      if (reuse)
         CCK (cudaStreamWaitEvent (mn->copy, mn->drained[sl], 0), "cudaStreamWaitEvent");
       CCK (cudaMemcpyAsync (d, (const char *) src + o, b, cudaMemcpyHostToDevice,
               mn->copy), "cudaMemcpy (broadcast block)");
       CCK (cudaEventRecord (mn->filled[sl], mn->copy), "cudaEventRecord");
       CCK (cudaStreamWaitEvent (mn->stream, mn->filled[sl], 0), "cudaStreamWaitEvent");
-    } else if (i >= (size_t) slots) {
+    } else if (reuse) {
       /* the slot's previous block must have been copied out before NCCL overwrites it */
       CCK (cudaStreamWaitEvent (mn->stream, mn->drained[sl], 0), "cudaStreamWaitEvent");
     }
     NCK (ncclBroadcast (d, d, b, ncclUint8, root, mn->comm, mn->stream), "ncclBroadcast");
+    if (to_device)
+      continue;                 /* the block is in place */
     if (is_root) {
       CCK (cudaEventRecord (mn->drained[sl], mn->stream), "cudaEventRecord");
     } else {
@@ -323,8 +354,9 @@ agree (GrMatcherNccl *mn, int64_t *status, char *errbuf, size_t errlen)
   return GR_OK;
 }
 
-/* the root's argument checks (the values themselves are checked by every rank's
- * matcher, on the same data, so they agree) */
+/* the root's argument checks (the rest of them are every rank's matcher's, on the same
+ * offsets, so they agree; the descriptor values are checked on the root only, in its
+ * host copy: the ranks' matchers read theirs on the device) */
 static GrStatus
 root_check (const float *desc, int k, const int64_t *offsets, int m, float ratio,
     char *errbuf, size_t errlen)
@@ -359,24 +391,6 @@ grow_host (void **p, size_t *cap, size_t bytes)
   if (!n)
     return GR_ERR_NOMEM;
   *p = n;
-  *cap = bytes;
-  return GR_OK;
-}
-
-/* page-locked host memory (the old contents are not kept: the next broadcast fills it) */
-static GrStatus
-grow_pinned (float **p, size_t *cap, size_t bytes)
-{
-  if (bytes <= *cap)
-    return GR_OK;
-  if (*p)
-    cudaFreeHost (*p);
-  *p = NULL;
-  *cap = 0;
-  if (cudaMallocHost ((void **) p, bytes) != cudaSuccess) {
-    *p = NULL;
-    return GR_ERR_NOMEM;
-  }
   *cap = bytes;
   return GR_OK;
 }
@@ -507,6 +521,8 @@ gr_matcher_nccl_match_all_sparse_pairs (GrMatcherNccl *mn, int root, const float
   char rerr[256] = "";
   if (mn->rank == root) {
     h.status = root_check (desc, k, offsets, m, ratio, rerr, sizeof rerr);
+    if (h.status == GR_OK)
+      h.status = gr_matcher_check_values (desc, offsets[m], k, 0, rerr, sizeof rerr);
     if (h.status == GR_OK && pairs)
       h.status = gr_matcher_pairs_check (pairs, m, rerr, sizeof rerr);
     h.npairs = pairs && h.status == GR_OK ? pairs->start[m] : -1;
@@ -517,7 +533,7 @@ gr_matcher_nccl_match_all_sparse_pairs (GrMatcherNccl *mn, int root, const float
       h.ratio = ratio;
     }
   }
-  GrStatus st = bcast_host (mn, root, &h, &h, sizeof h, errbuf, errlen);
+  GrStatus st = bcast_blocks (mn, root, &h, &h, false, sizeof h, errbuf, errlen);
   if (st != GR_OK)
     return st;
   if (h.status != GR_OK) {
@@ -527,45 +543,49 @@ gr_matcher_nccl_match_all_sparse_pairs (GrMatcherNccl *mn, int root, const float
       gr_set_err (errbuf, errlen, "the root refused the batch");
     return (GrStatus) h.status;
   }
-  const int64_t *off = offsets;
-  const float *dsc = desc;
-  if (mn->rank != root) {
-    if (grow_host ((void **) &mn->hoff, &mn->hoff_cap, sizeof (int64_t) * (size_t)
-            (h.m + 1)) != GR_OK || grow_pinned (&mn->hdesc, &mn->hdesc_cap,
-            sizeof (float) * (size_t) (h.n * h.k > 0 ? h.n * h.k : 1)) != GR_OK ||
-        (h.npairs >= 0 && (grow_host ((void **) &mn->hpstart, &mn->hpstart_cap,
-                    sizeof (int64_t) * (size_t) (h.m + 1)) != GR_OK ||
-                grow_host ((void **) &mn->hpimg, &mn->hpimg_cap, sizeof (int32_t) *
-                    (size_t) (h.npairs > 0 ? h.npairs : 1)) != GR_OK)))
-      h.status = GR_ERR_NOMEM;
+  /* every rank's descriptors in device memory (the matcher reads them there), the
+   * other ranks' offsets and pair list in host memory */
+  const size_t dbytes = sizeof (float) * (size_t) (h.n * h.k);
+  char aerr[256] = "";
+  h.status = grow_device (&mn->ddesc, &mn->ddesc_cap, dbytes ? dbytes : 1,
+      "broadcast descriptors", aerr, sizeof aerr);
+  if (h.status == GR_OK && mn->rank != root &&
+      (grow_host ((void **) &mn->hoff, &mn->hoff_cap, sizeof (int64_t) * (size_t)
+              (h.m + 1)) != GR_OK ||
+          (h.npairs >= 0 && (grow_host ((void **) &mn->hpstart, &mn->hpstart_cap,
+                      sizeof (int64_t) * (size_t) (h.m + 1)) != GR_OK ||
+                  grow_host ((void **) &mn->hpimg, &mn->hpimg_cap, sizeof (int32_t) *
+                      (size_t) (h.npairs > 0 ? h.npairs : 1)) != GR_OK)))) {
+    h.status = GR_ERR_NOMEM;
+    gr_set_err (aerr, sizeof aerr, "out of host memory");
   }
   /* every rank must take part in the broadcasts: agree on having room first */
+  const int64_t mine = h.status;
   st = agree (mn, &h.status, errbuf, errlen);
   if (st != GR_OK)
     return st;
   if (h.status != GR_OK) {
-    gr_set_err (errbuf, errlen, "out of host memory on a rank for %lld descriptors",
-        (long long) h.n);
+    if (mine != GR_OK)
+      gr_set_err (errbuf, errlen, "%s for %lld descriptors", aerr, (long long) h.n);
+    else
+      gr_set_err (errbuf, errlen, "another rank had no room for %lld descriptors",
+          (long long) h.n);
     return (GrStatus) h.status;
   }
-  if (mn->rank != root) {
-    off = mn->hoff;
-    dsc = mn->hdesc;
-  }
-  st = bcast_host (mn, root, offsets, mn->hoff, sizeof (int64_t) * (size_t) (h.m + 1),
-      errbuf, errlen);
+  const int64_t *off = mn->rank == root ? offsets : mn->hoff;
+  st = bcast_blocks (mn, root, offsets, mn->hoff, false, sizeof (int64_t) * (size_t)
+      (h.m + 1), errbuf, errlen);
   if (st == GR_OK)
-    st = bcast_host (mn, root, desc, mn->hdesc, sizeof (float) * (size_t) (h.n * h.k),
-        errbuf, errlen);
+    st = bcast_blocks (mn, root, desc, mn->ddesc, true, dbytes, errbuf, errlen);
   /* the pair list: every rank needs its images' lists, and all of them for the split */
   GrMatcherPairs rp = { (int) h.m, mn->hpstart, mn->hpimg };
   const GrMatcherPairs *pl = NULL;
   if (st == GR_OK && h.npairs >= 0) {
     const bool is_root = mn->rank == root;   /* pairs is read on the root only */
-    st = bcast_host (mn, root, is_root ? pairs->start : NULL, mn->hpstart,
+    st = bcast_blocks (mn, root, is_root ? pairs->start : NULL, mn->hpstart, false,
         sizeof (int64_t) * (size_t) (h.m + 1), errbuf, errlen);
     if (st == GR_OK)
-      st = bcast_host (mn, root, is_root ? pairs->images : NULL, mn->hpimg,
+      st = bcast_blocks (mn, root, is_root ? pairs->images : NULL, mn->hpimg, false,
           sizeof (int32_t) * (size_t) h.npairs, errbuf, errlen);
     pl = mn->rank == root ? pairs : &rp;
   }
@@ -585,8 +605,8 @@ gr_matcher_nccl_match_all_sparse_pairs (GrMatcherNccl *mn, int root, const float
   const GrMatch *local = NULL;
   int64_t lc = 0;
   char lerr[256] = "";
-  int64_t lst = gr_matcher_match_rows_sparse_pairs (mn->mt, dsc, (int) h.k, off,
-      (int) h.m, s.row0, s.row1, pl, (float) h.ratio, &local, &lc, NULL, lerr,
+  int64_t lst = gr_matcher_match_rows_sparse_pairs_device (mn->mt, mn->ddesc, (int) h.k,
+      off, (int) h.m, s.row0, s.row1, pl, (float) h.ratio, &local, &lc, NULL, lerr,
       sizeof lerr);
   const double t2 = now_ms ();
   s.match_ms = t2 - t1;

@@ -6,13 +6,17 @@
  * gr_matcher_match_all_sparse takes them); every rank calls
  * gr_matcher_nccl_match_all_sparse (a collective), which:
  *   1. broadcasts the batch from the root in blocks of descriptors (ncclBroadcast):
- *      every descriptor is a query of every image, so every rank needs them all;
+ *      every descriptor is a query of every image, so every rank needs them all.  The
+ *      root checks the values once, in its host copy; the descriptors then cross
+ *      host -> device once, on the root (each block uploaded while the one before is
+ *      broadcast), and land in a device buffer on every rank, where they stay;
  *   2. splits the images into one consecutive range per rank of about equal work
  *      (gr_matcher_split_rows: each image's descriptor count; the ranges partition
  *      the images' descriptors over the devices);
  *   3. on each rank, finds for every query the nearest and second-nearest descriptor
  *      of each of its images with the single-GPU exact matcher on that rank's device
- *      (gr_matcher_match_rows_sparse: the same kernels, the same exact re-check);
+ *      (gr_matcher_match_rows_sparse_pairs_device: the same kernels, the same exact
+ *      re-check, reading the broadcast descriptors in place);
  *   4. gathers the ranks' sparse lists to the root in rank order (ncclAllGather of
  *      the counts, then ncclSend / ncclRecv of the entries).
  * Since the ranges are consecutive and each range's list is in the matrix order, the
@@ -41,8 +45,10 @@ typedef struct GrMatcherNccl GrMatcherNccl;
 typedef struct {
   int row0, row1;          /* this rank's images */
   int64_t local_count;     /* this rank's entries */
-  double bcast_ms;         /* the batch's broadcast (and its copy to the host) */
-  double match_ms;         /* this rank's matching */
+  double bcast_ms;         /* the batch's checks and broadcast (the root's upload of
+                              the descriptors included) */
+  double match_ms;         /* this rank's matching (the descriptors already on its
+                              device) */
   double gather_ms;        /* the status agreement and the gather */
   double elapsed_ms;       /* the whole call */
 } GrMatchNcclStats;

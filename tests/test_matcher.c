@@ -3,7 +3,8 @@
  * near-tie) descriptors; the exact re-check path against the fast path; threads;
  * the incremental form against the batch form, with a sliding window; the sparse
  * batch form against the dense one and the float64 distances (one slab and slabs of
- * 3 images); bad input.
+ * 3 images); bad input (the values check on its own too, and the device form, which
+ * the CPU backend refuses).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <stddef.h>
@@ -476,6 +477,15 @@ test_bad_input (void)
   CHECK (gr_matcher_match_all_sparse (mt, d, 2, off, 2, 0.8f, &sp, &spn, NULL, err,
           sizeof err) == GR_ERR_INVALID, "sparse: NaN descriptor accepted");
   CHECK (strstr (err, "descriptor 2") != NULL, "error names the descriptor: %s", err);
+  /* the same check on its own (what the NCCL root runs once on its batch) */
+  char err2[256] = "";
+  CHECK (gr_matcher_check_values (d, 4, 2, 0, err2, sizeof err2) == GR_ERR_INVALID &&
+      strcmp (err, err2) == 0, "check_values: %s", err2);
+  CHECK (gr_matcher_check_values (d, 2, 2, 0, err2, sizeof err2) == GR_OK,
+      "check_values before the bad value: %s", err2);
+  /* the device form is the CUDA backend's only (the pointer is never read) */
+  CHECK (gr_matcher_match_rows_sparse_pairs_device (mt, d, 2, off, 2, 0, 2, NULL, 0.8f,
+          &sp, &spn, NULL, err, sizeof err) == GR_ERR_INVALID, "device form on the CPU");
   d[5] = INFINITY;
   CHECK (gr_matcher_add (mt, d, 4, 2, 0.8f, NULL, NULL, NULL, err, sizeof err) ==
       GR_ERR_INVALID, "inf descriptor accepted");

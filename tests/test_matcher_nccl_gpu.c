@@ -5,10 +5,13 @@
  * communicator of ncclCommInitAll; an invalid batch on the root fails every rank
  * (none is left waiting); with a pair list (pair pruning) the ranks' list is the
  * single-GPU pruned list exactly, and that is the full list restricted to the pairs.
- * Exit 77 without a CUDA device.
+ * The matcher's device form (the batch already in device memory, as the ranks hold
+ * it) gives the host form's list exactly, full and pruned, in list mode and on the
+ * slab path.  Exit 77 without a CUDA device.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include "matcher_batch_gen.h"
@@ -84,6 +87,28 @@ main (void)
     printf ("k %d, m %d, n %lld: %lld entries on one GPU\n", k, m, (long long) off[m],
         (long long) n1);
 
+    /* the device form: the batch in device memory, read there == the host form (the
+     * copy synchronized: from pageable memory cudaMemcpy may return before its DMA
+     * ends, and the matcher's stream does not wait for the legacy one) */
+    float *dd = NULL;
+    const size_t dbytes = sizeof (float) * (size_t) off[m] * (size_t) k;
+    CHECK (cudaSetDevice (0) == cudaSuccess && cudaMalloc ((void **) &dd, dbytes) ==
+        cudaSuccess && cudaMemcpy (dd, d, dbytes, cudaMemcpyHostToDevice) ==
+        cudaSuccess && cudaDeviceSynchronize () == cudaSuccess,
+        "the batch's device copy");
+    for (int slab = 0; dd && slab < 2; slab++) {
+      gr_matcher_set_debug (mt, slab ? GR_MATCHER_DEBUG_SMALL_SLAB : 0);
+      int64_t nd = 0;
+      st = gr_matcher_match_rows_sparse_pairs_device (mt, dd, k, off, m, 0, m, NULL, 0.8f,
+          &l, &nd, NULL, err, sizeof err);
+      CHECK (st == GR_OK && same_list (l, nd, ref, n1), "device form%s: %lld entries "
+          "vs %lld (%s)", slab ? ", slabs" : "", (long long) nd, (long long) n1, err);
+      printf ("device form%s: %lld entries, %s\n", slab ? " (3-image slabs)" : "",
+          (long long) nd, st == GR_OK && same_list (l, nd, ref, n1) ? "identical" :
+          "DIFFERENT");
+    }
+    gr_matcher_set_debug (mt, 0);
+
     /* CUDA rows: the split ranges concatenate into the list */
     for (int parts = 2; parts <= 4; parts++) {
       int b[5];
@@ -149,6 +174,13 @@ main (void)
       const int64_t nw = restrict_to_pairs (ref, n1, off, m, &P, want);
       CHECK (same_list (pref, np, want, nw), "pruned (%lld) == restricted (%lld)",
           (long long) np, (long long) nw);
+      if (dd) {
+        int64_t nd = 0;
+        st = gr_matcher_match_rows_sparse_pairs_device (mt, dd, k, off, m, 0, m, &P, 0.8f,
+            &l, &nd, NULL, err, sizeof err);
+        CHECK (st == GR_OK && same_list (l, nd, pref, np), "device form, pruned: %lld "
+            "entries vs %lld (%s)", (long long) nd, (long long) np, err);
+      }
       for (int ci = 0; ci < (R > 1 ? 2 : 1); ci++) {
         const int nr = ci ? R : 1;
         NcclRank *ranks = calloc ((size_t) nr, sizeof *ranks);
@@ -222,6 +254,7 @@ main (void)
       free (comms);
       free (devs);
     }
+    cudaFree (dd);
     free (ref);
     gr_matcher_free (mt);
     free (d);
