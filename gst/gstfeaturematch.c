@@ -30,6 +30,7 @@
 #include "keypoints.h"
 #include "matcher.h"
 #include "pairfit.h"
+#include "threadshare.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_feature_match_debug);
 #define GST_CAT_DEFAULT gst_feature_match_debug
@@ -97,6 +98,7 @@ struct _GstFeatureMatch {
   GrPlaneF plane;
   guint64 frame_count;
   gboolean announced;
+  gboolean share_joined;        /* counted among the streams of threadshare.h */
 
   gint dev;                     /* CUDA features: their device (frames go there as
                                    device planes, gr_features_extract_device); -1 =
@@ -293,6 +295,10 @@ gst_feature_match_start (GstBaseTransform * trans)
     self->records = g_ptr_array_new_with_free_func (gst_feature_match_record_free);
   self->frame_count = 0;
   self->announced = FALSE;
+  /* its patches and pair fits share the host's cores with the other streams'
+   * (threadshare.h) */
+  gr_thread_share_join ();
+  self->share_joined = TRUE;
   GST_INFO_OBJECT (self, "features on the %s backend, matching on the %s backend, "
       "descriptors of %d", gr_backend_name (gr_features_backend (ft)),
       gr_backend_name (gr_matcher_backend (mt)), self->k);
@@ -309,6 +315,9 @@ gst_feature_match_stop (GstBaseTransform * trans)
   GST_OBJECT_UNLOCK (self);
   gr_matcher_free (mt);
   release_resources (self);
+  if (self->share_joined)
+    gr_thread_share_quit ();
+  self->share_joined = FALSE;
   return TRUE;
 }
 
