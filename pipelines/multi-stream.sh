@@ -12,7 +12,8 @@
 # Environment: STREAMS (default "4 8"), BUILD (default build-live), PACED=1 (each
 # stream paced at its 30 fps as a live source delivers it: the issue's target is 30
 # fps each with p99 <= 33 ms), MEM=system (frames in system memory, any decoder),
-# OMP_WAIT_POLICY (default passive, see below).
+# OMP_WAIT_POLICY (default passive, see below), PREROLL=0 (each pipeline played in turn
+# instead of all started and prerolled first: georeg-multistream --no-preroll).
 # OMP_WAIT_POLICY defaults to passive here: every stream's streaming thread has its own
 # OpenMP team, and sixteen teams' threads spinning between regions on 64 cores took the
 # cores the others' fits needed: 16 streams on 4 GPUs, paced, steady p99 39.0 ms with
@@ -43,6 +44,7 @@ capsfilter name=decout caps=video/x-raw(memory:CUDAMemory),format=NV12 ! $chain"
   done
   echo "== $n streams (${MEM:-cuda}$tag)"
   dec=(); [ "${MEM:-cuda}" = system ] || dec=(--decoder nvh264dec)
+  [ "${PREROLL:-1}" = 0 ] && dec+=(--no-preroll)
   "$build/pipelines/georeg-multistream" "${dec[@]}" --json "$out/multistream-$n${tag}.json" \
     "${descs[@]}"
 done
