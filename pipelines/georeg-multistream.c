@@ -152,6 +152,22 @@ process_cpu_s (void)
       ru.ru_stime.tv_usec) / 1e6;
 }
 
+/* what went wrong with stream i, with the element's own error when it posted one */
+static void
+report_failure (guint i, GstElement * pipe, const gchar * what)
+{
+  GstBus *bus = gst_element_get_bus (pipe);
+  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  GError *e = NULL;
+  if (m)
+    gst_message_parse_error (m, &e, NULL);
+  fprintf (stderr, "stream %u: %s%s%s\n", i, what, e ? ": " : "", e ? e->message : "");
+  g_clear_error (&e);
+  if (m)
+    gst_message_unref (m);
+  gst_object_unref (bus);
+}
+
 static int
 cmp_d (const void *a, const void *b)
 {
@@ -237,14 +253,14 @@ main (int argc, char **argv)
     for (guint i = 0; i < ns; i++)
       if (gst_element_set_state (st[i].pipe, GST_STATE_PAUSED) ==
           GST_STATE_CHANGE_FAILURE) {
-        fprintf (stderr, "stream %u: could not start (READY -> PAUSED)\n", i);
+        report_failure (i, st[i].pipe, "could not start (READY -> PAUSED)");
         return 1;
       }
     for (guint i = 0; i < ns; i++) {
       const GstStateChangeReturn r = gst_element_get_state (st[i].pipe, NULL, NULL,
           60 * GST_SECOND);
       if (r == GST_STATE_CHANGE_FAILURE || r == GST_STATE_CHANGE_ASYNC) {
-        fprintf (stderr, "stream %u: %s\n", i, r == GST_STATE_CHANGE_ASYNC ?
+        report_failure (i, st[i].pipe, r == GST_STATE_CHANGE_ASYNC ?
             "did not preroll within 60 s" : "failed to preroll");
         return 1;
       }
