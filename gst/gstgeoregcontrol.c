@@ -346,7 +346,9 @@ gst_georeg_control_window_unref (GstGeoregControlWindow * w)
   g_mutex_unlock (&cache_lock);
   if (!gone)
     return;
-  gr_control_window_clear (&w->window);
+  /* its plane back to the source for the next window (the control, and so the
+   * source, is still held) */
+  gr_control_source_window_release (w->control->source, &w->window);
   gst_georeg_control_release (w->control);
   g_free (w->key);
   g_free (w);

@@ -588,9 +588,10 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     self->announced = TRUE;
   }
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " (%s, prior %s): centre (%.2f, "
-      "%.2f) heading %.2f scale %.4f score %.5f ratio %.3f flags 0x%x",
-      self->frame_count, search_done, fp.kind, m->center_x, m->center_y, m->heading_deg,
-      m->scale, m->score, m->peak_ratio, m->flags);
+      "%.2f) heading %.2f scale %.4f score %.5f ratio %.3f flags 0x%x; %.1f ms, %"
+      G_GUINT64_FORMAT " positions", self->frame_count, search_done, fp.kind,
+      m->center_x, m->center_y, m->heading_deg, m->scale, m->score, m->peak_ratio,
+      m->flags, elapsed_ms, positions);
   if (c.post_messages)
     gst_nmi_localize_post_result (self, buf, m, positions, elapsed_ms, search_done, fp.kind);
   self->frame_count++;

@@ -785,8 +785,9 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     self->announced = TRUE;
   }
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %u keypoints, %u matches, %u "
-      "inliers, rms %.3f, flags 0x%x", self->frame_count, m->keypoints, m->matches,
-      m->inliers, m->rms, m->flags);
+      "inliers, rms %.3f, flags 0x%x; %.1f ms so far (read %.1f, keypoints %.1f)",
+      self->frame_count, m->keypoints, m->matches, m->inliers, m->rms, m->flags,
+      (g_get_monotonic_time () - t0) / 1000.0, self->read_ms, self->keypoints_ms);
   self->overlay_ms = 0.0;
   if (p.keep_matches) {
     const gint64 t_ov = g_get_monotonic_time ();

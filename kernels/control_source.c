@@ -28,6 +28,20 @@
 
 #define PREFETCH_QUEUE_MAX 16
 
+/* Window planes kept for reuse (gr_control_source_window_release): one for each of the
+ * two elements that follow a flight on one control (nmilocalize's level and
+ * nmiregister's). */
+#define RECYCLE_SLOTS 2
+/* A fresh window plane is allocated this much larger than its window, so that the
+ * next windows of a flight, whose size varies with the prior's uncertainty, fit into
+ * it when it is reused; pages never written are never mapped. */
+#define RECYCLE_HEADROOM 1.5
+
+typedef struct {
+  float *data;
+  size_t cap;                   /* floats */
+} Recycled;
+
 enum { BLOCK_LOADING, BLOCK_READY, BLOCK_FAILED };
 
 typedef struct {
@@ -75,6 +89,8 @@ struct GrControlSource {
   GQueue lru;                   /* READY blocks, most recent first */
   uint64_t cache_bytes;
   GrControlCacheStats stats;
+
+  Recycled recycled[RECYCLE_SLOTS];     /* window planes given back, for reuse */
 
   GThread *worker;
   GQueue requests;              /* PrefetchReq*, oldest first */
@@ -543,6 +559,8 @@ gr_control_source_free (GrControlSource * s)
 #endif
   g_free (s->levels);
   gr_raster_clear (&s->whole);
+  for (int i = 0; i < RECYCLE_SLOTS; i++)
+    free (s->recycled[i].data);
   g_mutex_clear (&s->gdal_lock);
   g_mutex_clear (&s->lock);
   g_cond_clear (&s->cond);
@@ -644,6 +662,88 @@ gr_control_window_clear (GrControlWindow * w)
   gr_raster_reset (&w->raster);
 }
 
+void
+gr_control_source_window_release (GrControlSource * s, GrControlWindow * w)
+{
+  if (!w)
+    return;
+  float *spill = NULL;
+  if (s && w->raster.plane.data && w->data_capacity > 0) {
+    /* kept in an empty slot, else in place of the smallest kept plane if that one is
+     * smaller (the larger serves more windows) */
+    Recycled in = { w->raster.plane.data, w->data_capacity };
+    g_mutex_lock (&s->lock);
+    int slot = 0;               /* an empty slot, else the smallest plane's */
+    for (int i = 1; i < RECYCLE_SLOTS && s->recycled[slot].data; i++)
+      if (!s->recycled[i].data || s->recycled[i].cap < s->recycled[slot].cap)
+        slot = i;
+    if (!s->recycled[slot].data || s->recycled[slot].cap < in.cap) {
+      spill = s->recycled[slot].data;
+      s->recycled[slot] = in;
+    } else {
+      spill = in.data;
+    }
+    g_mutex_unlock (&s->lock);
+    w->raster.plane.data = NULL;
+  }
+  free (spill);
+  gr_control_window_clear (w);
+}
+
+/* The window's plane (w x h, a mask with `with_mask`, as gr_raster_plane_alloc) in a
+ * kept plane that holds it (the smallest such), else freshly allocated with room for
+ * the next windows. */
+static bool
+window_plane_alloc (GrControlSource * s, GrControlWindow * out, int w, int h,
+    bool with_mask)
+{
+  GrPlaneF *p = &out->raster.plane;
+  memset (p, 0, sizeof *p);
+  out->data_capacity = 0;
+  const size_t n = (size_t) w * (size_t) h;
+  if (w <= 0 || h <= 0 || n / (size_t) w != (size_t) h || n > SIZE_MAX / sizeof (float))
+    return false;
+  float *data = NULL;
+  size_t cap = 0;
+  g_mutex_lock (&s->lock);
+  int best = -1;
+  for (int i = 0; i < RECYCLE_SLOTS; i++)
+    if (s->recycled[i].data && s->recycled[i].cap >= n &&
+        (best < 0 || s->recycled[i].cap < s->recycled[best].cap))
+      best = i;
+  if (best >= 0) {
+    data = s->recycled[best].data;
+    cap = s->recycled[best].cap;
+    s->recycled[best] = (Recycled) { NULL, 0 };
+  }
+  g_mutex_unlock (&s->lock);
+  if (!data) {
+    /* the headroom within the window limit (which n is already under) */
+    cap = MAX (n, (size_t) MIN ((double) n * RECYCLE_HEADROOM,
+            (double) s->max_window_pixels));
+    data = malloc (cap * sizeof (float));
+    if (!data) {
+      cap = n;
+      data = malloc (n * sizeof (float));
+    }
+    if (!data)
+      return false;
+  }
+  if (with_mask) {
+    p->mask = malloc (n);
+    if (!p->mask) {
+      free (data);
+      return false;
+    }
+  }
+  p->data = data;
+  p->width = w;
+  p->height = h;
+  p->stride = (size_t) w;
+  out->data_capacity = cap;
+  return true;
+}
+
 /* Fills the window's placement and geotransform for level rect r. */
 static void
 window_place (const GrControlSource * s, int level, const int r[4], GrControlWindow * out)
@@ -721,7 +821,7 @@ gr_control_source_window (GrControlSource * s, int level, const double px_box[4]
   window_place (s, level, r, out);
   GrPlaneF *p = &out->raster.plane;
   /* from blocks, the mask is made only when a block has one (below) */
-  if (!gr_raster_plane_alloc (p, w, h, s->info.in_memory)) {
+  if (!window_plane_alloc (s, out, w, h, s->info.in_memory)) {
     gr_set_err (errbuf, errlen, "'%s': cannot allocate a %d x %d window", s->path, w, h);
     return GR_ERR_NOMEM;
   }

@@ -69,6 +69,8 @@ typedef struct {
   double scale_x, scale_y;      /* full-control pixels per window pixel (1 at level 0) */
   double off_x, off_y;          /* full-control position of the window's (0,0) corner:
                                  * full = off + window * scale */
+  size_t data_capacity;         /* floats allocated at raster.plane.data (>= its pixels:
+                                 * gr_control_source_window_release reuses it) */
 } GrControlWindow;
 
 typedef struct {
@@ -133,6 +135,14 @@ GrStatus gr_control_source_whole (GrControlSource *s, const GrRasterBudget *budg
     GrControlWindow *out, char *errbuf, size_t errlen);
 
 void gr_control_window_clear (GrControlWindow *w);
+
+/* gr_control_window_clear for a window of s that s may reuse: its plane goes back to
+ * s (at most two planes are kept, the largest), and the next window that fits is
+ * written into it.  A fresh plane of tens of MB is mapped page by page as the copy
+ * first writes it, which was most of a slide's read (docs/controls.md); a reused one
+ * is written at memory speed.  The cost is the kept planes' memory, resident while
+ * kept.  s may be NULL (then as gr_control_window_clear). */
+void gr_control_source_window_release (GrControlSource *s, GrControlWindow *w);
 
 /* Whether the window holds the full-control pixel box (clipped to the control first,
  * so a box reaching past the control's edge is covered by a window at that edge):

@@ -176,7 +176,8 @@ reader_thread (gpointer data)
     }
     if (!window_equals_crop (&win, a->whole, win.x0, win.y0, "thread window"))
       a->ok = 0;
-    gr_control_window_clear (&win);
+    /* given back: the threads' windows reuse each other's planes */
+    gr_control_source_window_release (a->src, &win);
   }
   g_rand_free (rng);
   return NULL;
@@ -345,6 +346,32 @@ test_vrt (void)
     check_window_geo (&win, &whole, "vrt window");
     CHECK (gr_control_window_covers (&win, src, boxes[k]), "window %zu covers its box", k);
     gr_control_window_clear (&win);
+  }
+
+  /* windows given back are reused: the next window that fits is written into a kept
+   * plane (the same values as a fresh one), one that does not fit gets its own */
+  {
+    const double a_box[4] = { 500, 300, 820, 600 }, b_box[4] = { 540, 320, 800, 580 };
+    GrControlWindow a, b, c;
+    CHECK (gr_control_source_window (src, 0, a_box, 0.0, &a, err, sizeof err) == GR_OK,
+        "window a: %s", err);
+    const float *a_data = a.raster.plane.data;
+    CHECK (a.data_capacity >= (size_t) a.raster.plane.width * a.raster.plane.height,
+        "window a holds its pixels (capacity %zu)", a.data_capacity);
+    gr_control_source_window_release (src, &a);
+    CHECK (a.raster.plane.data == NULL, "a released window holds nothing");
+    CHECK (gr_control_source_window (src, 0, b_box, 0.0, &b, err, sizeof err) == GR_OK,
+        "window b: %s", err);
+    CHECK (b.raster.plane.data == a_data, "the smaller window b reuses a's plane");
+    window_equals_crop (&b, &whole, b.x0, b.y0, "reused window");
+    const double big_box[4] = { 0, 0, 1500, 1500 };
+    CHECK (gr_control_source_window (src, 0, big_box, 0.0, &c, err, sizeof err) == GR_OK,
+        "window c: %s", err);
+    CHECK (c.raster.plane.data != b.raster.plane.data, "a larger window has its own plane");
+    window_equals_crop (&c, &whole, c.x0, c.y0, "large window");
+    gr_control_source_window_release (src, &b);
+    gr_control_source_window_release (src, &c);
+    gr_control_source_window_release (NULL, &c);        /* a cleared window, no source */
   }
 
   /* a box in map units */
