@@ -2,7 +2,7 @@
  * over the CUDA devices of the host (issue 16; docs/multi-gpu.md).
  *
  *   georeg-multistream [--decoder FACTORY] [--json PATH] [--no-preroll]
- *                      'PIPELINE 0' 'PIPELINE 1' ...
+ *                      [--period-ms P | --in-phase] 'PIPELINE 0' 'PIPELINE 1' ...
  *
  * Each description names its first analysis element "first" and its last one "last";
  * their georeg elements are meant to run with cuda-device-id=-1, so that the
@@ -11,8 +11,13 @@
  * processes.  The pipelines are brought to READY one after the other (the georeg
  * elements are placed then), the device of each is read from "first"'s CUDA context,
  * then all are started and prerolled (PAUSED; each stream's first frame goes through
- * then), then all play at once.  --no-preroll: each pipeline is set to PLAYING in turn
- * (the earlier ones then run beside the later ones' start).
+ * then), then all play at once on one clock, stream i's frames due i / N of a frame
+ * period (--period-ms, default 1000/30) after stream 0's: streams from independent
+ * cameras arrive at unrelated phases, and spreading them evenly is that case without
+ * its luck.  --in-phase: every stream's frames due at the same instants (recordings
+ * replayed from one trigger; the worst case: every stream's frame contends at once).
+ * --no-preroll: each pipeline is set to PLAYING in turn (the earlier ones then run
+ * beside the later ones' start; phases as the starts fall).
  *
  * --decoder nvh264dec: each description holds two unlinked chains, one ending in an
  * element named "parse" (e.g. filesrc ! h264parse name=parse) and one starting with an
@@ -186,6 +191,7 @@ main (int argc, char **argv)
 {
   const char *decoder = NULL, *json = NULL;
   gboolean preroll = TRUE;
+  double period_ms = 1000.0 / 30.0;
   GPtrArray *descs = g_ptr_array_new ();
   gst_init (&argc, &argv);
   for (int i = 1; i < argc; i++) {
@@ -193,6 +199,10 @@ main (int argc, char **argv)
       decoder = argv[++i];
     else if (!strcmp (argv[i], "--no-preroll"))
       preroll = FALSE;
+    else if (!strcmp (argv[i], "--period-ms") && i + 1 < argc)
+      period_ms = g_ascii_strtod (argv[++i], NULL);
+    else if (!strcmp (argv[i], "--in-phase"))
+      period_ms = 0.0;
     else if (!strcmp (argv[i], "--json") && i + 1 < argc)
       json = argv[++i];
     else
@@ -201,7 +211,11 @@ main (int argc, char **argv)
   const guint ns = descs->len;
   if (ns == 0) {
     fprintf (stderr, "usage: georeg-multistream [--decoder FACTORY] [--json PATH] "
-        "[--no-preroll] 'PIPELINE' ...\n");
+        "[--no-preroll] [--period-ms P | --in-phase] 'PIPELINE' ...\n");
+    return 2;
+  }
+  if (!(period_ms >= 0.0 && period_ms <= 10000.0)) {
+    fprintf (stderr, "--period-ms: 0 to 10000 ms\n");
     return 2;
   }
   Stream *st = g_new0 (Stream, ns);
@@ -265,13 +279,32 @@ main (int argc, char **argv)
         return 1;
       }
     }
-    /* the rate counts from the moment they play (the prerolled frame left before) */
-    const gint64 play = g_get_monotonic_time ();
+  }
+  if (preroll) {
+    /* one clock, and each pipeline's base time set here (start time NONE: the pipeline
+     * keeps it), stream i's i / ns of a period later; 50 ms ahead, so that every
+     * pipeline is playing before its first frame is due */
+    GstClock *clock = gst_system_clock_obtain ();
+    const GstClockTime base = gst_clock_get_time (clock) + 50 * GST_MSECOND;
+    const gint64 play = g_get_monotonic_time () + 50 * 1000;
     for (guint i = 0; i < ns; i++) {
+      const GstClockTime phase = (GstClockTime) (period_ms * 1e6 * i / ns);
+      gst_pipeline_use_clock (GST_PIPELINE (st[i].pipe), clock);
+      gst_element_set_start_time (st[i].pipe, GST_CLOCK_TIME_NONE);
+      gst_element_set_base_time (st[i].pipe, base + phase);
+      /* the rate counts from the moment its first frame is due (the prerolled frame
+       * left before) */
       g_mutex_lock (&st[i].lock);
-      st[i].t_first = play;
+      st[i].t_first = play + (gint64) (phase / 1000);
       g_mutex_unlock (&st[i].lock);
     }
+    gst_object_unref (clock);
+    if (period_ms > 0.0)
+      printf ("prerolled; playing on one clock, stream i's frames due i / %u of %.1f ms "
+          "after stream 0's\n", ns, period_ms);
+    else
+      printf ("prerolled; playing on one clock, every stream's frames due together "
+          "(--in-phase)\n");
   }
   for (guint i = 0; i < ns; i++)
     gst_element_set_state (st[i].pipe, GST_STATE_PLAYING);

@@ -13,7 +13,10 @@
 # stream paced at its 30 fps as a live source delivers it: the issue's target is 30
 # fps each with p99 <= 33 ms), MEM=system (frames in system memory, any decoder),
 # OMP_WAIT_POLICY (default passive, see below), PREROLL=0 (each pipeline played in turn
-# instead of all started and prerolled first: georeg-multistream --no-preroll).
+# instead of all started and prerolled first: georeg-multistream --no-preroll),
+# IN_PHASE=1 (every stream's frames due at the same instants, the worst case; by
+# default the prerolled streams' frames are spread evenly over a frame period, as
+# independent cameras' streams arrive at unrelated phases: --in-phase).
 # OMP_WAIT_POLICY defaults to passive here: every stream's streaming thread has its own
 # OpenMP team, and sixteen teams' threads spinning between regions on 64 cores took the
 # cores the others' fits needed: 16 streams on 4 GPUs, paced, steady p99 39.0 ms with
@@ -45,6 +48,7 @@ capsfilter name=decout caps=video/x-raw(memory:CUDAMemory),format=NV12 ! $chain"
   echo "== $n streams (${MEM:-cuda}$tag)"
   dec=(); [ "${MEM:-cuda}" = system ] || dec=(--decoder nvh264dec)
   [ "${PREROLL:-1}" = 0 ] && dec+=(--no-preroll)
+  [ "${IN_PHASE:-0}" = 1 ] && dec+=(--in-phase)
   "$build/pipelines/georeg-multistream" "${dec[@]}" --json "$out/multistream-$n${tag}.json" \
     "${descs[@]}"
 done
