@@ -72,6 +72,9 @@ struct _GstNmiLocalize {
   gsize scores_len;
   guint64 frame_count;
   gboolean announced;           /* the backend was reported on the bus */
+  gint levels_built;            /* this frame's search: control levels made, and their
+                                 * ms (a new search scale or window; in search-ms) */
+  gdouble levels_ms;
 
   /* a control read in windows (gstnmilocalize-window.c): no translation engine, the
    * localizer holds the current window */

@@ -201,6 +201,8 @@ gst_nmi_localize_post_result (GstNmiLocalize * self, GstBuffer * buf,
       "valid-pixels", G_TYPE_UINT64, m->valid_pixels,
       "positions", G_TYPE_UINT64, positions,
       "search-ms", G_TYPE_DOUBLE, elapsed_ms,
+      "levels-built", G_TYPE_INT, self->levels_built,
+      "levels-ms", G_TYPE_DOUBLE, self->levels_ms,
       "search", G_TYPE_STRING, search, "prior", G_TYPE_STRING, prior, NULL);
   if (m->has_prior_transform)
     gst_structure_set (st, "heading", G_TYPE_DOUBLE, m->heading_deg,
@@ -318,6 +320,8 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
       valid, frame_downscale, &src, prior, &lp, &res, err, sizeof err) :
       gr_localize_run (self->localizer, &self->full, prior, &lp, &res, err, sizeof err);
   *searches = st == GR_OK ? (guint64) res.searches : 0;
+  self->levels_built = st == GR_OK ? res.levels_built : 0;
+  self->levels_ms = st == GR_OK ? res.levels_ms : 0.0;
   if (st == GR_OK && fallback && prior && (prior->has_heading || prior->has_scale) &&
       (res.flags & DOUBTFUL_FULL)) {
     /* the prior may be wrong: every heading and scale, around its position */
@@ -335,6 +339,8 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
         wide.has_position ? &wide : NULL, &lp, &again, err, sizeof err);
     if (st == GR_OK) {
       *searches += (guint64) again.searches;
+      self->levels_built += again.levels_built;
+      self->levels_ms += again.levels_ms;
       const gboolean again_doubtful = (again.flags & DOUBTFUL_FULL) != 0;
       if (!(again.flags & GR_LOCALIZE_NO_OVERLAP) && (!again_doubtful ||
               (res.flags & GR_LOCALIZE_NO_OVERLAP) || again.score > res.score)) {

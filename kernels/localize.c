@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib.h>
+
 #define MAX_LEVELS 40
 /* grey levels of the 11 x 11 templates: with 121 samples, 256 levels put nearly every
  * pixel in its own joint bin and every offset scores alike */
@@ -42,6 +44,14 @@ struct GrLocalize {
   bool borrowed;          /* gr_localize_set_control_ref: not ours to free */
   Level level[MAX_LEVELS];
   int nlevels;
+  /* the engines of dropped levels, for the next levels: a window slide drops every
+   * level, and creating and freeing CUDA engines (a stream, pinned and device buffers;
+   * cudaFree waits for the whole device) for each level at every slide was most of a
+   * slow frame's search in a windowed 4K flight (H200: 77-180 ms against 13-18) */
+  GrNmiDense *spare[MAX_LEVELS];
+  int nspare;
+  int built;              /* levels made, and their time (ms), since the start */
+  double built_ms;
   int threads;
   /* gr_localize_set_control_range: the control's levels from [range_lo, range_hi]
    * instead of each level's percentiles */
@@ -152,7 +162,10 @@ static void
 drop_levels (GrLocalize *loc)
 {
   for (int i = 0; i < loc->nlevels; i++) {
-    gr_nmi_dense_free (loc->level[i].engine);
+    if (loc->level[i].engine && loc->nspare < MAX_LEVELS)
+      loc->spare[loc->nspare++] = loc->level[i].engine;
+    else
+      gr_nmi_dense_free (loc->level[i].engine);
     free (loc->level[i].bins);
     free (loc->level[i].mask);
   }
@@ -165,6 +178,8 @@ gr_localize_free (GrLocalize *loc)
   if (!loc)
     return;
   drop_levels (loc);
+  for (int i = 0; i < loc->nspare; i++)
+    gr_nmi_dense_free (loc->spare[i]);
   forget_control (loc);
   free (loc);
 }
@@ -306,6 +321,7 @@ get_level (GrLocalize *loc, int q, int grey_levels, int pad, GrStatus *st, char 
       return &loc->level[i];
   if (loc->nlevels == MAX_LEVELS)
     drop_levels (loc);
+  const gint64 t0 = g_get_monotonic_time ();
   Level *L = &loc->level[loc->nlevels];
   memset (L, 0, sizeof *L);
   GrPlaneF small;
@@ -335,7 +351,10 @@ get_level (GrLocalize *loc, int q, int grey_levels, int pad, GrStatus *st, char 
   if (*st == GR_OK && pad > 0 && !pad_level (L, pad))
     *st = GR_ERR_NOMEM;
   if (*st == GR_OK) {
-    L->engine = gr_nmi_dense_new (loc->backend, loc->device, st, errbuf, errlen);
+    /* a dropped level's engine when there is one: set_control replaces its control
+     * whole, and nothing else it holds depends on the control */
+    L->engine = loc->nspare > 0 ? loc->spare[--loc->nspare] :
+        gr_nmi_dense_new (loc->backend, loc->device, st, errbuf, errlen);
     if (L->engine) {
       gr_nmi_dense_set_threads (L->engine, loc->threads);
       GrImage8 im = { L->bins, (size_t) L->w, L->mask, (size_t) L->w, L->w, L->h };
@@ -349,6 +368,8 @@ get_level (GrLocalize *loc, int q, int grey_levels, int pad, GrStatus *st, char 
     return NULL;
   }
   loc->nlevels++;
+  loc->built++;
+  loc->built_ms += (g_get_monotonic_time () - t0) / 1000.0;
   return L;
 }
 
@@ -802,6 +823,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
     return GR_OK;
   }
 
+  const int built0 = loc->built;
+  const double built_ms0 = loc->built_ms;
   Ctx cx;
   memset (&cx, 0, sizeof cx);
   cx.loc = loc;
@@ -877,6 +900,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
     if (st == GR_OK)
       out->flags = flags | GR_LOCALIZE_NO_OVERLAP;
     out->searches = cx.searches;
+    out->levels_built = loc->built - built0;
+    out->levels_ms = loc->built_ms - built_ms0;
     return st;
   }
   const double long_side = frame->width > frame->height ? frame->width : frame->height;
@@ -941,6 +966,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   for (int i = 0; i < 2; i++)
     gr_plane_clear (&cx.sf[i].small);
   out->searches = cx.searches;
+  out->levels_built = loc->built - built0;
+  out->levels_ms = loc->built_ms - built_ms0;
   if (st != GR_OK)
     return st;
   if (!isfinite (fb.score))

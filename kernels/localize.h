@@ -108,6 +108,10 @@ typedef struct {
   double search_scale;   /* fine level: search pixels per control pixel */
   unsigned flags;        /* GrLocalizeFlags */
   int searches;          /* dense NMI searches run */
+  int levels_built;      /* control levels made for this run (first use of a search
+                            scale on this control), and the time that took, ms: the
+                            cost of a new scale or a new window, apart from the search */
+  double levels_ms;
 } GrLocalizeResult;
 
 typedef struct GrLocalize GrLocalize;

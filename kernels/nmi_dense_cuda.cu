@@ -602,6 +602,7 @@ struct GrNmiDenseCuda {
   cudaEvent_t ev0, ev1;
   /* control */
   uint8_t *d_ctl;
+  size_t ctl_bytes;             /* allocated at d_ctl: a later control that fits reuses it */
   uint16_t *d_cbits;
   size_t cpitch;
   int cp16, cw, ch;
@@ -744,12 +745,20 @@ gr_nmi_dense_cuda_set_control (GrNmiDenseCuda *c, const GrImage8 *control,
   const size_t cpitch = (((size_t) cw + 32) + 15) & ~(size_t) 15;
   const int cp16 = (int) (cpitch / 16);
 
-  cudaFree (c->d_ctl);
+  /* the control's buffer kept when the new control fits (an engine reused for another
+   * level, gr_localize's spares): cudaFree would wait for the whole device */
+  if (c->ctl_bytes < cpitch * ch) {
+    cudaFree (c->d_ctl);
+    c->d_ctl = NULL;
+    c->ctl_bytes = 0;
+  }
   cudaFree (c->d_cbits);
-  c->d_ctl = NULL;
   c->d_cbits = NULL;
   c->cw = c->ch = 0;
-  CK (gr_cuda_malloc (&c->d_ctl, cpitch * ch), "cudaMalloc (control)");
+  if (!c->d_ctl) {
+    CK (gr_cuda_malloc (&c->d_ctl, cpitch * ch), "cudaMalloc (control)");
+    c->ctl_bytes = cpitch * ch;
+  }
   CK (cudaMemsetAsync (c->d_ctl, 0, cpitch * ch, c->stream), "cudaMemset (control)");
   CK (cudaMemcpy2DAsync (c->d_ctl, cpitch, control->pix, control->pix_stride, cw, ch,
           cudaMemcpyHostToDevice, c->stream), "cudaMemcpy2D (control)");
