@@ -667,9 +667,9 @@ fits () {
 
 # ---- issue 16 (docs/multi-gpu.md): several GPUs of one host
 # multistream: N concurrent live 4K streams (STREAMS, default "4 8 16"), each its own
-# pipeline placed by cuda-device-id=-1 over every GPU of the host, paced at 30 fps, then
-# the largest N unpaced; each row with the steady figures (after each stream's first 30
-# frames).  MULTISTREAM_FRAMES (default 300: 10 s) makes a stream of that length here
+# pipeline placed by cuda-device-id=-1 over every GPU of the host, paced at 30 fps (the
+# streams' phases spread), then the largest N unpaced and in phase; each row with the
+# steady figures (after each stream's first 30 frames).  MULTISTREAM_FRAMES (default 300: 10 s) makes a stream of that length here
 # (x264enc from the carried runtime, ~40-60 s) unless it is 90 (the staged one).
 multistream () {
   setup_env
@@ -687,15 +687,17 @@ multistream () {
     return 0
   fi
   local all=(${STREAMS:-4 8 16})
-  for n in "${all[@]}" "u${all[-1]}"; do
-    local paced=1 k=$n r
-    [ "${n#u}" != "$n" ] && { paced=0; k=${n#u}; }
+  # uN: N unpaced; iN: N paced with every stream's frames due together (the worst case)
+  for n in "${all[@]}" "u${all[-1]}" "i${all[-1]}"; do
+    local paced=1 k=$n r inphase=0 how=paced
+    [ "${n#u}" != "$n" ] && { paced=0; k=${n#u}; how=unpaced; }
+    [ "${n#i}" != "$n" ] && { inphase=1; k=${n#i}; how="paced, in phase"; }
     t0=$SECONDS
-    BUILD=$build STREAMS=$k PACED=$paced timeout "$(bounded 100)" \
+    BUILD=$build STREAMS=$k PACED=$paced IN_PHASE=$inphase timeout "$(bounded 100)" \
       bash pipelines/multi-stream.sh "$dir" "$out/multistream" \
       > "$out/multistream-$n.txt" 2> "$out/multistream/err-$n.txt"; r=$?
     [ "$r" = 0 ] || rc=1
-    note "multistream $k ($([ $paced = 1 ] && echo paced || echo unpaced), $(nvidia-smi -L 2>/dev/null | wc -l) GPUs)" \
+    note "multistream $k ($how, $(nvidia-smi -L 2>/dev/null | wc -l) GPUs)" \
       "$r" $((SECONDS - t0)) "$(grep -E '^[0-9]+ streams|^after' "$out/multistream-$n.txt" |
         sed 's/streams per device:.*//' | tr '\n' ' ')"
   done
