@@ -693,16 +693,42 @@ load_row (const V4<S> *const *src, int i, int n, const S *sc, S (*out)[D])
   }
 }
 
+/* How row_sweep stages a point of NA arrays: in float32 and 3-D the NA x 3 values are
+ * packed into float4s (and a float2 for the last two), else NA V4s.  Every staged read
+ * is a broadcast (all lanes read the same point), which hands 16 bytes to each of 32
+ * lanes, 512 bytes a float4, and shared memory delivers 128 bytes a clock an SM: the
+ * adjoint's four V4 reads a point (64 bytes, 16 of them the unused w) took 16 clocks a
+ * warp against about 20 clocks of instruction issue for its two rows, a second bound
+ * nearly as tight as the first.  Packed, the adjoint reads 48 bytes a point (12
+ * clocks) and the forward step 24 instead of 32.  The values and the order of every
+ * sum are unchanged. */
+template <typename S, int NA, int D> struct Staging {
+  static constexpr bool packed = false;
+};
+template <int NA> struct Staging<float, NA, 3> {
+  static constexpr bool packed = true;
+  static constexpr int words = NA * 3;
+  static_assert (words % 2 == 0, "an even number of floats a point");
+  static constexpr int n4 = words / 4, n2 = (words % 4) / 2;
+};
+
 /* The row-per-thread sweep over all n points j: the block stages NA arrays (scaled
- * as load_row's), RB points at a time, in shared memory; pair
- * (tile, k, part) adds staged point k's terms to the float32 partials, which go into
- * acc (NACC float64 sums) every WFLUSH points.  Every thread of the block must call
- * it. */
-template <typename S, int NA, int NACC, int RB, int SCALED, typename Pair>
+ * as load_row's), RB points at a time, in shared memory (packed as Staging says); pair
+ * (pts, part) adds one staged point's NA values (pts[a], V4s in registers) to the
+ * float32 partials, which go into acc (NACC float64 sums) every WFLUSH points.  Every
+ * thread of the block must call it. */
+template <typename S, int D, int NA, int NACC, int RB, int SCALED, typename Pair>
 __device__ __forceinline__ void
 row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
 {
-  __shared__ V4<S> tile[NA][RB];
+  using St = Staging<S, NA, D>;
+  using Pk = Staging<float, NA, 3>;
+  constexpr bool P = St::packed;
+  /* packed: t4[i][k] holds floats 4i..4i+3 of point k's NA x 3, t2[0][k] the last two
+   * when NA x 3 is not a multiple of 4; the arrays of the other layout are one element */
+  __shared__ V4<S> tile[P ? 1 : NA][P ? 1 : RB];
+  __shared__ float4 t4[P ? Pk::n4 : 1][P ? RB : 1];
+  __shared__ float2 t2[1][P && Pk::n2 > 0 ? RB : 1];
   S part[NACC];
 #pragma unroll
   for (int a = 0; a < NACC; a++) {
@@ -712,15 +738,34 @@ row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
   for (int base = 0; base < n; base += RB) {
     const int jj = base + threadIdx.x;
     if (jj < n) {
+      V4<S> v[NA];
 #pragma unroll
       for (int a = 0; a < NA; a++) {
-        V4<S> v = src[a][jj];
+        v[a] = src[a][jj];
         if ((SCALED >> a) & 1) {
-          v.x = mul_rn (sc[a], v.x);
-          v.y = mul_rn (sc[a], v.y);
-          v.z = mul_rn (sc[a], v.z);
+          v[a].x = mul_rn (sc[a], v[a].x);
+          v[a].y = mul_rn (sc[a], v[a].y);
+          v[a].z = mul_rn (sc[a], v[a].z);
         }
-        tile[a][threadIdx.x] = v;
+      }
+      if constexpr (P) {
+        float w[NA * 3];
+#pragma unroll
+        for (int a = 0; a < NA; a++) {
+          w[3 * a] = v[a].x;
+          w[3 * a + 1] = v[a].y;
+          w[3 * a + 2] = v[a].z;
+        }
+#pragma unroll
+        for (int i = 0; i < Pk::n4; i++)
+          t4[i][threadIdx.x] = make_float4 (w[4 * i], w[4 * i + 1], w[4 * i + 2],
+              w[4 * i + 3]);
+        if constexpr (Pk::n2 > 0)
+          t2[0][threadIdx.x] = make_float2 (w[NA * 3 - 2], w[NA * 3 - 1]);
+      } else {
+#pragma unroll
+        for (int a = 0; a < NA; a++)
+          tile[a][threadIdx.x] = v[a];
       }
     }
     __syncthreads ();
@@ -730,8 +775,37 @@ row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
     for (int k0 = 0; k0 < cnt;) {
       const int k1 = min ((base + k0) / WFLUSH * WFLUSH + WFLUSH - base, cnt);
 #pragma unroll 8
-      for (int k = k0; k < k1; k++)
-        pair (tile, k, part);
+      for (int k = k0; k < k1; k++) {
+        V4<S> pts[NA];
+        if constexpr (P) {
+          float w[NA * 3];
+#pragma unroll
+          for (int i = 0; i < Pk::n4; i++) {
+            const float4 q = t4[i][k];
+            w[4 * i] = q.x;
+            w[4 * i + 1] = q.y;
+            w[4 * i + 2] = q.z;
+            w[4 * i + 3] = q.w;
+          }
+          if constexpr (Pk::n2 > 0) {
+            const float2 q = t2[0][k];
+            w[NA * 3 - 2] = q.x;
+            w[NA * 3 - 1] = q.y;
+          }
+#pragma unroll
+          for (int a = 0; a < NA; a++) {
+            pts[a].x = w[3 * a];
+            pts[a].y = w[3 * a + 1];
+            pts[a].z = w[3 * a + 2];
+            pts[a].w = 0.0f;
+          }
+        } else {
+#pragma unroll
+          for (int a = 0; a < NA; a++)
+            pts[a] = tile[a][k];
+        }
+        pair (pts, part);
+      }
       if ((base + k1) % WFLUSH == 0 || base + k1 == n)
         flush_part<S, NACC> (acc, part);
       k0 = k1;
@@ -841,9 +915,9 @@ k_forward_rows (Bufs<S> b, int t)
   for (int r = 0; r < RPT; r++)
     load_row<S, D, 2, 1> (src, i0 + r * RB, n, sc, row[r]);
   double acc[RPT * 2 * D];
-  row_sweep<S, 2, RPT * 2 * D, RB, 1> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
+  row_sweep<S, D, 2, RPT * 2 * D, RB, 1> (src, n, sc, acc, [&] (const V4<S> *pts,
           S *part) {
-    const V4<S> qj = tile[0][k], pj = tile[1][k];
+    const V4<S> qj = pts[0], pj = pts[1];
 #pragma unroll
     for (int r = 0; r < RPT; r++)
       forward_pair_scaled<S, D> (row[r][0], row[r][1], qj, pj, part + r * 2 * D);
@@ -880,9 +954,9 @@ k_backward_rows (Bufs<S> b, int t, int rbuf)
   for (int r = 0; r < RPT; r++)     /* 9: q (array 0) and b (array 3) scaled */
     load_row<S, D, 4, 9> (src, i0 + r * RB, n, sc, row[r]);
   double acc[RPT * 3 * D];
-  row_sweep<S, 4, RPT * 3 * D, RB, 9> (src, n, sc, acc, [&] (V4<S> (*tile)[RB], int k,
+  row_sweep<S, D, 4, RPT * 3 * D, RB, 9> (src, n, sc, acc, [&] (const V4<S> *pts,
           S *part) {
-    const V4<S> qj = tile[0][k], pj = tile[1][k], aj = tile[2][k], bj = tile[3][k];
+    const V4<S> qj = pts[0], pj = pts[1], aj = pts[2], bj = pts[3];
 #pragma unroll
     for (int r = 0; r < RPT; r++)
       backward_pair_scaled<S, D> (row[r][0], row[r][1], row[r][2], row[r][3], qj, pj, aj,
