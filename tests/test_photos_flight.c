@@ -222,7 +222,8 @@ make_photo (const Ortho *o, GrSynthRng *r, int width, const char *path, Photo *p
   for (int k = 0; inside && k < 4; k++) {
     double x, y;
     inside = pixel_to_map (ph, cu[k], cv[k], &x, &y);
-    lonlat (o, x, y, &ph->corner_lon[k], &ph->corner_lat[k]);
+    if (inside)                 /* x, y are set only then */
+      lonlat (o, x, y, &ph->corner_lon[k], &ph->corner_lat[k]);
   }
 
   /* the telemetry, as logged: errors on position, yaw, height; the gimbal's own
