@@ -704,12 +704,9 @@ multistream () {
   return "$rc"
 }
 
-# nccl: the NCCL matcher's gpu test (1 rank == one GPU, every GPU == one GPU) and its
-# benchmark (m = 4000 x 500, k = 64, sparse: 1 GPU vs all); bounded 150 s.  libnccl.so.2
-# is not carried (218 MB): the GPU machine's own copy (its CUDA toolkit's, or the
-# nvidia-nccl wheel beside PyTorch) is put on LD_LIBRARY_PATH
-# the machine's libnccl.so.2 on LD_LIBRARY_PATH: its CUDA toolkit's, or the
-# nvidia-nccl wheel beside PyTorch (NCCL_LIB says which, "" = none found)
+# the machine's libnccl.so.2 on LD_LIBRARY_PATH (it is not carried: 218 MB): its CUDA
+# toolkit's, or the nvidia-nccl wheel beside PyTorch (NCCL_LIB says which, "" = none
+# found)
 nccl_path () {
   [ -n "${NCCL_LIB+x}" ] && return 0
   local d
@@ -724,6 +721,8 @@ nccl_path () {
   export NCCL_LIB NCCL_NVLS_ENABLE=0    # never NVLink multicast on the shared hosts
 }
 
+# nccl: the NCCL matcher's gpu test (1 rank == one GPU, every GPU == one GPU) and its
+# benchmark (m = 4000 x 500, k = 64, sparse: 1 GPU vs all); bounded 150 s
 nccl () {
   setup_env
   local t=$build/tests lib=$NCCL_LIB
