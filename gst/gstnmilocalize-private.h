@@ -75,6 +75,7 @@ struct _GstNmiLocalize {
   gint levels_built;            /* this frame's search: control levels made, and their
                                  * ms (a new search scale or window; in search-ms) */
   gdouble levels_ms;
+  gdouble coarse_ms, fine_ms, downscale_ms;     /* its stages (GrLocalizeResult) */
 
   /* a control read in windows (gstnmilocalize-window.c): no translation engine, the
    * localizer holds the current window */

@@ -203,6 +203,9 @@ gst_nmi_localize_post_result (GstNmiLocalize * self, GstBuffer * buf,
       "search-ms", G_TYPE_DOUBLE, elapsed_ms,
       "levels-built", G_TYPE_INT, self->levels_built,
       "levels-ms", G_TYPE_DOUBLE, self->levels_ms,
+      "coarse-ms", G_TYPE_DOUBLE, self->coarse_ms,
+      "fine-ms", G_TYPE_DOUBLE, self->fine_ms,
+      "downscale-ms", G_TYPE_DOUBLE, self->downscale_ms,
       "search", G_TYPE_STRING, search, "prior", G_TYPE_STRING, prior, NULL);
   if (m->has_prior_transform)
     gst_structure_set (st, "heading", G_TYPE_DOUBLE, m->heading_deg,
@@ -322,6 +325,9 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
   *searches = st == GR_OK ? (guint64) res.searches : 0;
   self->levels_built = st == GR_OK ? res.levels_built : 0;
   self->levels_ms = st == GR_OK ? res.levels_ms : 0.0;
+  self->coarse_ms = st == GR_OK ? res.coarse_ms : 0.0;
+  self->fine_ms = st == GR_OK ? res.fine_ms : 0.0;
+  self->downscale_ms = st == GR_OK ? res.downscale_ms : 0.0;
   if (st == GR_OK && fallback && prior && (prior->has_heading || prior->has_scale) &&
       (res.flags & DOUBTFUL_FULL)) {
     /* the prior may be wrong: every heading and scale, around its position */
@@ -341,6 +347,9 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
       *searches += (guint64) again.searches;
       self->levels_built += again.levels_built;
       self->levels_ms += again.levels_ms;
+      self->coarse_ms += again.coarse_ms;
+      self->fine_ms += again.fine_ms;
+      self->downscale_ms += again.downscale_ms;
       const gboolean again_doubtful = (again.flags & DOUBTFUL_FULL) != 0;
       if (!(again.flags & GR_LOCALIZE_NO_OVERLAP) && (!again_doubtful ||
               (res.flags & GR_LOCALIZE_NO_OVERLAP) || again.score > res.score)) {

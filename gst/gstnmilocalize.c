@@ -508,7 +508,7 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   guint64 positions = 0;
   gdouble elapsed_ms = 0.0;
   self->levels_built = 0;
-  self->levels_ms = 0.0;
+  self->levels_ms = self->coarse_ms = self->fine_ms = self->downscale_ms = 0.0;
   GstFlowReturn ret;
   const gchar *search_done;
   gboolean rejected = FALSE;
@@ -591,10 +591,11 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   }
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " (%s, prior %s): centre (%.2f, "
       "%.2f) heading %.2f scale %.4f score %.5f ratio %.3f flags 0x%x; %.1f ms, %"
-      G_GUINT64_FORMAT " positions, %d control levels made in %.1f ms", self->frame_count,
-      search_done, fp.kind, m->center_x, m->center_y, m->heading_deg, m->scale,
-      m->score, m->peak_ratio, m->flags, elapsed_ms, positions, self->levels_built,
-      self->levels_ms);
+      G_GUINT64_FORMAT " positions (coarse %.1f ms, fine %.1f ms; frame downscales %.1f "
+      "ms, %d control levels made in %.1f ms)", self->frame_count, search_done, fp.kind,
+      m->center_x, m->center_y, m->heading_deg, m->scale, m->score, m->peak_ratio,
+      m->flags, elapsed_ms, positions, self->coarse_ms, self->fine_ms, self->downscale_ms,
+      self->levels_built, self->levels_ms);
   if (c.post_messages)
     gst_nmi_localize_post_result (self, buf, m, positions, elapsed_ms, search_done, fp.kind);
   self->frame_count++;

@@ -454,6 +454,7 @@ typedef struct {
   const GrLocalizeParams *p;
   SmallFrame sf[2];       /* the two most recent downscales */
   int searches;
+  double downscale_ms;    /* in the frame's downscales (small_frame) */
   char *errbuf;
   size_t errlen;
 } Ctx;
@@ -468,6 +469,7 @@ small_frame (Ctx *cx, double fs, GrStatus *st)
   cx->sf[1] = cx->sf[0];
   memset (&cx->sf[0], 0, sizeof cx->sf[0]);
   cx->sf[0].fs = fs;
+  const gint64 t0 = g_get_monotonic_time ();
   if (cx->downscale) {
     *st = cx->downscale (cx->user, fs, &cx->sf[0].small, cx->errbuf, cx->errlen);
     if (*st == GR_OK && (!cx->sf[0].small.data || cx->sf[0].small.width !=
@@ -481,6 +483,7 @@ small_frame (Ctx *cx, double fs, GrStatus *st)
   } else {
     *st = gr_plane_downscale (cx->frame, fs, &cx->sf[0].small);
   }
+  cx->downscale_ms += (g_get_monotonic_time () - t0) / 1000.0;
   return *st == GR_OK ? &cx->sf[0].small : NULL;
 }
 
@@ -879,6 +882,7 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   Hypo *coarse = malloc (sizeof (Hypo) * (size_t) nh * ns);
   if (!coarse)
     return GR_ERR_NOMEM;
+  const gint64 t_coarse = g_get_monotonic_time ();
   Hypo best = { .score = NAN };
   int bi = -1;
   for (int si = 0; si < ns && st == GR_OK; si++) {
@@ -893,6 +897,7 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
       }
     }
   }
+  out->coarse_ms = (g_get_monotonic_time () - t_coarse) / 1000.0;
   if (st != GR_OK || bi < 0) {
     free (coarse);
     for (int i = 0; i < 2; i++)
@@ -902,8 +907,10 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
     out->searches = cx.searches;
     out->levels_built = loc->built - built0;
     out->levels_ms = loc->built_ms - built_ms0;
+    out->downscale_ms = cx.downscale_ms;
     return st;
   }
+  const gint64 t_fine = g_get_monotonic_time ();
   const double long_side = frame->width > frame->height ? frame->width : frame->height;
   /* The coarse level's best is refined at the fine level.  When it is doubtful (its
    * peak ratio against every other place below min_peak_ratio), the coarse best is
@@ -968,6 +975,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   out->searches = cx.searches;
   out->levels_built = loc->built - built0;
   out->levels_ms = loc->built_ms - built_ms0;
+  out->downscale_ms = cx.downscale_ms;
+  out->fine_ms = (g_get_monotonic_time () - t_fine) / 1000.0;
   if (st != GR_OK)
     return st;
   if (!isfinite (fb.score))

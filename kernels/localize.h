@@ -112,6 +112,10 @@ typedef struct {
                             scale on this control), and the time that took, ms: the
                             cost of a new scale or a new window, apart from the search */
   double levels_ms;
+  /* where the run's time went, ms: the coarse level's hypotheses, then the fine level
+   * and the comparison of candidates; the frame's downscales and the levels made are
+   * counted inside those two as well */
+  double coarse_ms, fine_ms, downscale_ms;
 } GrLocalizeResult;
 
 typedef struct GrLocalize GrLocalize;
