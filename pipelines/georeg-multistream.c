@@ -37,6 +37,7 @@
  * and the process's CPU time over the wall time (cores busy).  Exit 1 on a pipeline
  * error or a timeout (300 s).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,8 +200,12 @@ main (int argc, char **argv)
       decoder = argv[++i];
     else if (!strcmp (argv[i], "--no-preroll"))
       preroll = FALSE;
-    else if (!strcmp (argv[i], "--period-ms") && i + 1 < argc)
-      period_ms = g_ascii_strtod (argv[++i], NULL);
+    else if (!strcmp (argv[i], "--period-ms") && i + 1 < argc) {
+      char *end = NULL;
+      period_ms = g_ascii_strtod (argv[++i], &end);
+      if (!end || end == argv[i] || *end)
+        period_ms = NAN;        /* refused below */
+    }
     else if (!strcmp (argv[i], "--in-phase"))
       period_ms = 0.0;
     else if (!strcmp (argv[i], "--json") && i + 1 < argc)

@@ -42,7 +42,8 @@ check spread 'stream i.s frames due i / 3 of 33\.3 ms'
 check in-phase 'every stream.s frames due together' --in-phase
 check period 'i / 3 of 100\.0 ms' --period-ms 100
 check no-preroll '' --no-preroll
-for bad in "--period-ms -1" "--period-ms nan" "--period-ms 20000"; do
+for bad in "--period-ms -1" "--period-ms nan" "--period-ms 20000" "--period-ms 33x" \
+    "--period-ms abc"; do
   # shellcheck disable=SC2086
   timeout 20 "$tool" $bad "$P" > "$out/bad.txt" 2>&1
   rc=$?
