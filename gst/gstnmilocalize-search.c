@@ -273,6 +273,17 @@ frame_downscale (void *user, double scale, GrPlaneF * out, char *errbuf, size_t 
   return gr_plane_downscale (&fs->self->full, scale, out);
 }
 
+/* A GrLocalize run's stage times into the frame's (zeroed as each frame starts). */
+static void
+add_run_times (GstNmiLocalize * self, const GrLocalizeResult * r)
+{
+  self->levels_built += r->levels_built;
+  self->levels_ms += r->levels_ms;
+  self->coarse_ms += r->coarse_ms;
+  self->fine_ms += r->fine_ms;
+  self->downscale_ms += r->downscale_ms;
+}
+
 /* GrLocalize over the full-resolution frame and control from prior (NULL: none).
  * With `fallback`, a doubtful result from a prior with a heading or a scale is
  * searched again over every heading and scale (the position kept, its window doubled)
@@ -323,11 +334,8 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
       valid, frame_downscale, &src, prior, &lp, &res, err, sizeof err) :
       gr_localize_run (self->localizer, &self->full, prior, &lp, &res, err, sizeof err);
   *searches = st == GR_OK ? (guint64) res.searches : 0;
-  self->levels_built = st == GR_OK ? res.levels_built : 0;
-  self->levels_ms = st == GR_OK ? res.levels_ms : 0.0;
-  self->coarse_ms = st == GR_OK ? res.coarse_ms : 0.0;
-  self->fine_ms = st == GR_OK ? res.fine_ms : 0.0;
-  self->downscale_ms = st == GR_OK ? res.downscale_ms : 0.0;
+  if (st == GR_OK)
+    add_run_times (self, &res);
   if (st == GR_OK && fallback && prior && (prior->has_heading || prior->has_scale) &&
       (res.flags & DOUBTFUL_FULL)) {
     /* the prior may be wrong: every heading and scale, around its position */
@@ -345,11 +353,7 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
         wide.has_position ? &wide : NULL, &lp, &again, err, sizeof err);
     if (st == GR_OK) {
       *searches += (guint64) again.searches;
-      self->levels_built += again.levels_built;
-      self->levels_ms += again.levels_ms;
-      self->coarse_ms += again.coarse_ms;
-      self->fine_ms += again.fine_ms;
-      self->downscale_ms += again.downscale_ms;
+      add_run_times (self, &again);
       const gboolean again_doubtful = (again.flags & DOUBTFUL_FULL) != 0;
       if (!(again.flags & GR_LOCALIZE_NO_OVERLAP) && (!again_doubtful ||
               (res.flags & GR_LOCALIZE_NO_OVERLAP) || again.score > res.score)) {

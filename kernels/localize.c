@@ -45,9 +45,10 @@ struct GrLocalize {
   Level level[MAX_LEVELS];
   int nlevels;
   /* the engines of dropped levels, for the next levels: a window slide drops every
-   * level, and creating and freeing CUDA engines (a stream, pinned and device buffers;
-   * cudaFree waits for the whole device) for each level at every slide was most of a
-   * slow frame's search in a windowed 4K flight (H200: 77-180 ms against 13-18) */
+   * level, and each new one was a new CUDA engine (a stream, pinned and device
+   * buffers) and each dropped one a free (cudaFree waits for the whole device).  With
+   * them reused, a windowed 4K flight on an H200 spent 418 of its 5,317 ms making
+   * levels (docs/benchmarks.md, twelfth session) */
   GrNmiDense *spare[MAX_LEVELS];
   int nspare;
   int built;              /* levels made, and their time (ms), since the start */

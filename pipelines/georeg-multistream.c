@@ -284,8 +284,6 @@ main (int argc, char **argv)
         return 1;
       }
     }
-  }
-  if (preroll) {
     /* one clock, and each pipeline's base time set here (start time NONE: the pipeline
      * keeps it), stream i's i / ns of a period later; 50 ms ahead, so that every
      * pipeline is playing before its first frame is due */
