@@ -74,6 +74,8 @@
 #   bash tools/gpu.sh flightacc [BUILD] issue 13's accuracy: test_nmilocalize_pose on
 #                                       CUDA and CPU, 100 frames per prior kind, one
 #                                       table row each (needs a BUILD with GDAL)
+#   bash tools/gpu.sh exec BUILD CMD... CMD in the steps' environment (libraries,
+#                                       plugins, GDAL, data), for a one-off run
 #   bash tools/gpu.sh onboard [BUILD]   issue 14's CPU onboard chain: the CUDA detector
 #                                       against the (sped-up) CPU one (features_gpu),
 #                                       register_gpu, frameshare on CUDA and CPU, then the
@@ -966,6 +968,9 @@ case "$cmd" in
   loopback) loopback; rc=$?; table; exit "$rc" ;;
   pairs) pairs; rc=$?; table; exit "$rc" ;;
   onboard) onboard; rc=$?; table; exit "$rc" ;;
+  # exec BUILD CMD...: CMD in the environment the steps above run in (the build's
+  # libraries, plugins, GDAL and data): a one-off diagnostic run on the GPU machine
+  exec) shift 2; setup_env; "$@"; exit $? ;;
   multigpu) deadline=$(( SECONDS + ${GPU_BUDGET_S:-540} )); setup_env; : > "$out/table.txt"
     nccl; r1=$?; multistream; r2=$?; table; [ $((r1 + r2)) = 0 ]; exit $? ;;
   all)
