@@ -11,7 +11,11 @@
  * one they cover its uncertainty.  Without a scale prior, scales from scale_min to
  * scale_max in steps of 2^(1/3) are searched.  The best (heading, scale, place) is
  * then refined at fine_size over a small window with finer heading and scale steps
- * (parabolas through the neighbouring scores).  When the coarse best is doubtful (its
+ * (parabolas through the neighbouring scores).  A sweep (heading or scale unknown)
+ * keeps several places per (heading, scale) map and first scores the best distinct
+ * ones again at the coarse size on a grid a third as coarse around their cells
+ * (coarse_peaks, shortlist): the coarse NMI peak is narrower than the grid's step,
+ * so the right hypothesis can sit below wrong ones until its cell is refined.  When the coarse best is doubtful (its
  * peak ratio below min_peak_ratio), the next best hypotheses at distinct places (up to
  * four in all) are refined too, re-scored with templates of one size, and the best
  * there wins; its ratio to the others is then held to min_fine_ratio.  A prior
@@ -63,6 +67,12 @@ typedef struct {
   double scale_min, scale_max;  /* scale range without a scale prior (0.25 .. 4) */
   int headings;                 /* sweep steps over 360 degrees (36) */
   int coarse_size;              /* template long side at the coarse level, px (48) */
+  int coarse_peaks;             /* a sweep (heading or scale unknown): places kept per
+                                   coarse (heading, scale) map, 1 ..
+                                   GR_LOCALIZE_MAX_PEAKS (4) */
+  int shortlist;                /* a sweep: the best distinct coarse places scored
+                                   again between the grid's headings and scales
+                                   (16; 0 = none) */
   int fine_size;                /* template long side at the fine level, px (128) */
   int levels;                   /* grey levels of the histograms, 2 .. 256 (32): few
                                    levels keep small templates' joint histograms
@@ -75,6 +85,8 @@ typedef struct {
                                    AMBIGUOUS (1.3; never below min_peak_ratio) */
   int threads;                  /* CPU threads, 0 = OpenMP's default */
 } GrLocalizeParams;
+
+#define GR_LOCALIZE_MAX_PEAKS 8
 
 void gr_localize_params_init (GrLocalizeParams *p);
 
