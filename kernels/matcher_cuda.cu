@@ -59,6 +59,10 @@
  *    exclude), and a compaction drops the entries it rejects.  So the variants' lists
  *    equal key's entry for entry by construction; test_matcher_gpu checks each
  *    against the CPU list, bench_matcher --sparse-goals times each.
+ *  - GEOREG_MATCHER_UPLOAD=pinned (matcher.c, the sparse batch forms): the host's value
+ *    check writes the descriptors into a pinned buffer of this engine as it scans them
+ *    and each part's upload starts at once (gr_matcher_cuda_stage_begin / _part);
+ *    batch_setup then finds the batch on its way and uploads nothing itself.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -1300,6 +1304,10 @@ struct GrMatcherCuda {
    * of gr_matcher_add_view (download) */
   float *h_in;
   size_t hin_cap;
+  /* the batch forms' staged upload (gr_matcher_cuda_stage_begin): pinned copy of the
+   * descriptors, and how many floats of it the parts have sent to d_stage */
+  float *h_bstage;
+  size_t hbstage_cap, bstaged;
   int32_t *h_res;
   size_t hres_cap;
 };
@@ -1574,6 +1582,8 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
     cudaFreeHost (c->h_newimg);
   if (c->h_in)
     cudaFreeHost (c->h_in);
+  if (c->h_bstage)
+    cudaFreeHost (c->h_bstage);
   if (c->h_res)
     cudaFreeHost (c->h_res);
   cudaEvent_t evs[6] = { c->ev0, c->ev1, c->evk1, c->evk2, c->evfork, c->evjoin };
@@ -1763,8 +1773,10 @@ batch_setup (GrMatcherCuda *c, const float *desc, bool on_device, int k,
   if (!on_device) {
     CK (gr_cuda_grow (&c->d_stage, &c->stage_cap, (size_t) n * k, 16),
         "cudaMalloc (staging)");
-    CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
-            cudaMemcpyHostToDevice, s), "descriptor upload");
+    /* staged: the parts are on their way already, ahead in the stream */
+    if (!(desc == c->h_bstage && c->bstaged == (size_t) n * k))
+      CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
+              cudaMemcpyHostToDevice, s), "descriptor upload");
   }
   CK (cudaMemcpyAsync (c->d_tab, c->h_tab, (size_t) m * sizeof (ImgInfo),
           cudaMemcpyHostToDevice, s), "image table upload");
@@ -1824,6 +1836,35 @@ batch_slab (GrMatcherCuda *c, int i0, int i1, long long n, int max_pn, double rr
       return st;
     CK (cudaStreamSynchronize (s), "sweep kernel");
   }
+  return GR_OK;
+}
+
+extern "C" float *
+gr_matcher_cuda_stage_begin (GrMatcherCuda *c, size_t floats)
+{
+  c->bstaged = 0;
+  /* the last call's parts may still be reading the buffer (a bad value ended it) */
+  cudaError_t e = cudaSetDevice (c->device);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize (c->stream);
+  if (e == cudaSuccess)
+    e = grow_pinned (&c->h_bstage, &c->hbstage_cap, floats);
+  if (e == cudaSuccess)
+    e = gr_cuda_grow (&c->d_stage, &c->stage_cap, floats, 16);
+  if (e != cudaSuccess) {
+    cudaGetLastError ();
+    return NULL;
+  }
+  return c->h_bstage;
+}
+
+extern "C" GrStatus
+gr_matcher_cuda_stage_part (GrMatcherCuda *c, size_t first, size_t floats, char *errbuf,
+    size_t errlen)
+{
+  CK (cudaMemcpyAsync (c->d_stage + first, c->h_bstage + first, floats * sizeof (float),
+          cudaMemcpyHostToDevice, c->stream), "descriptor upload");
+  c->bstaged = first + floats;
   return GR_OK;
 }
 
