@@ -17,9 +17,10 @@
  * goal of issue 14 (sparse wall <= 15 ms and <= 150 ms), as tools/gpu.sh matcher runs
  * it (about a minute on an H100, most of it the float64 check of (b)'s list).
  * CUDA: the sparse form of (a) and (b) again with each match-kernel variant of the
- * list mode (GEOREG_MATCHER_VARIANT, kernels/matcher_cuda.cu), each list compared
- * with the default's byte for byte; a "variant" line each at the end (wall and kernel
- * medians of (a) and (b), and the goals).
+ * list mode (GEOREG_MATCHER_VARIANT, kernels/matcher_cuda.cu), and two of them with
+ * the staged upload (GEOREG_MATCHER_UPLOAD=pinned, kernels/matcher.c), each list
+ * compared with the default's byte for byte; a "variant" line each at the end (wall
+ * and kernel medians of (a) and (b), and the goals).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <stdio.h>
@@ -178,10 +179,12 @@ check_sparse (const char *what, const float *d, int k, const int64_t *off, int m
   }
 }
 
-/* The list mode's match-kernel variants, each on the same inputs as the default's
- * sparse run (ref, rcount: its list): medians, and whether the list is the default's
- * byte for byte.  vres[c][v]: case c ((a) 0, (b) 1), variant v. */
-static const char *const kvariants[] = { "key", "top2", "min" };
+/* The list mode's match-kernel variants (GEOREG_MATCHER_VARIANT), alone and with the
+ * staged upload (GEOREG_MATCHER_UPLOAD=pinned: "+pinned"), each on the same inputs as
+ * the default's sparse run (ref, rcount: its list): medians, and whether the list is
+ * the default's byte for byte.  vres[c][v]: case c ((a) 0, (b) 1), variant v. */
+static const char *const kvariants[] = { "key", "top2", "min", "key+pinned",
+  "min+pinned" };
 #define NKV ((int) (sizeof kvariants / sizeof kvariants[0]))
 typedef struct {
   int done, same;
@@ -195,7 +198,16 @@ run_variants (int c, const char *label, GrMatcher *gpu, const float *d, int k,
     const int64_t *off, int m, int reps, const GrMatch *ref, int64_t rcount)
 {
   for (int v = 0; v < NKV; v++) {
-    setenv ("GEOREG_MATCHER_VARIANT", kvariants[v], 1);
+    char kernel[32];
+    snprintf (kernel, sizeof kernel, "%s", kvariants[v]);
+    char *plus = strchr (kernel, '+');
+    if (plus) {
+      *plus = 0;
+      setenv ("GEOREG_MATCHER_UPLOAD", plus + 1, 1);
+    } else {
+      unsetenv ("GEOREG_MATCHER_UPLOAD");
+    }
+    setenv ("GEOREG_MATCHER_VARIANT", kernel, 1);
     char *name = malloc (64);
     snprintf (name, 64, "%s sparse, variant %s", label, kvariants[v]);
     int64_t n = 0;
@@ -214,6 +226,7 @@ run_variants (int c, const char *label, GrMatcher *gpu, const float *d, int k,
     free (sp);
   }
   unsetenv ("GEOREG_MATCHER_VARIANT");
+  unsetenv ("GEOREG_MATCHER_UPLOAD");
 }
 
 /* one line per variant: (a) and (b) wall / kernel medians, and the goals */
@@ -222,7 +235,7 @@ variant_lines (int quick)
 {
   static const double goal[2] = { 15.0, 150.0 };
   for (int v = 0; v < NKV; v++) {
-    printf ("variant %-5s", kvariants[v]);
+    printf ("variant %-10s", kvariants[v]);
     for (int c = 0; c < 2; c++) {
       const VarRes *r = &vres[c][v];
       if (!r->done) {
