@@ -2338,14 +2338,15 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, bool on_d
     CK (cudaEventElapsedTime (&ms_sort, c->evk1, c->evk2), "cudaEventElapsedTime");
     CK (cudaEventElapsedTime (&ms_fin, c->evk2, c->ev1), "cudaEventElapsedTime");
     const double tw1 = now_ms ();
-    fprintf (stderr, "matcher sparse (list, variant %s): m %d n %lld k %d, %lld entries "
-        "(%.1f MB; %lld in the list), %lld re-checked, %d launch(es); ms: match kernels + "
-        "re-check %.2f, order %.2f, finish (d1, d2; variants: and compaction) %.2f; host: "
-        "up to the count %.2f, then %.2f (order, finish, download %.1f MB)\n",
-        variant_names[variant], m, n, k, (long long) final_count,
-        final_count * (double) sizeof (GrMatch) / 1e6, (long long) kept, rechecked,
-        launches, ms_match, ms_sort, ms_fin, t_after_match - tw0, tw1 - t_after_match,
-        final_count * (double) sizeof (GrMatch) / 1e6);
+    /* (tools/gpu.sh picks these lines by their start: keep it) */
+    fprintf (stderr, "matcher sparse (list): m %d n %lld k %d, %lld entries (%.1f MB), "
+        "%lld re-checked, %d launch(es); ms: match kernels + re-check %.2f, order %.2f, "
+        "finish (d1, d2; variants: and compaction) %.2f; host: up to the count %.2f, "
+        "then %.2f (order, finish, download %.1f MB); variant %s (%lld in the list)\n",
+        m, n, k, (long long) final_count, final_count * (double) sizeof (GrMatch) / 1e6,
+        rechecked, launches, ms_match, ms_sort, ms_fin, t_after_match - tw0,
+        tw1 - t_after_match, final_count * (double) sizeof (GrMatch) / 1e6,
+        variant_names[variant], (long long) kept);
   }
   *view = c->h_sparse;
   *count = (int64_t) final_count;
