@@ -597,15 +597,18 @@ gr_matcher_set_debug (GrMatcher *mt, unsigned flags)
   mt->debug = flags;
 }
 
-/* Every value finite and within the limit (parallel scan). */
+/* Every value finite and within the limit (parallel scan); copy (NULL: none) receives
+ * the values as they are read. */
 static bool
-values_ok (const float *d, int64_t count, int threads, int64_t *bad)
+values_ok (const float *d, int64_t count, int threads, int64_t *bad, float *copy)
 {
   int64_t first = -1;
 #pragma omp parallel for schedule (static) \
     num_threads (threads > 0 ? threads : omp_get_max_threads ()) if (count > 65536)
   for (int64_t i = 0; i < count; i++) {
     const float v = d[i];
+    if (copy)
+      copy[i] = v;
     if (!(fabsf (v) <= GR_MATCHER_MAX_ABS)) {   /* NaN fails too */
 #pragma omp critical (gr_matcher_bad)
       if (first < 0 || i < first)
@@ -640,6 +643,16 @@ check_common (const GrMatcher *mt, int k, float ratio, char *errbuf, size_t errl
   return GR_OK;
 }
 
+/* the value checks' error: the first bad value, flat index bad */
+static GrStatus
+bad_value (int64_t bad, int k, char *errbuf, size_t errlen)
+{
+  gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
+      "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
+      (double) GR_MATCHER_MAX_ABS);
+  return GR_ERR_INVALID;
+}
+
 GrStatus
 gr_matcher_check_values (const float *desc, int64_t count, int k, int threads,
     char *errbuf, size_t errlen)
@@ -649,19 +662,54 @@ gr_matcher_check_values (const float *desc, int64_t count, int k, int threads,
     return GR_ERR_INVALID;
   }
   int64_t bad;
-  if (!values_ok (desc, count * k, threads, &bad)) {
-    gr_set_err (errbuf, errlen, "descriptor %lld, component %lld is not finite or exceeds "
-        "%g in magnitude", (long long) (bad / k), (long long) (bad % k),
-        (double) GR_MATCHER_MAX_ABS);
-    return GR_ERR_INVALID;
-  }
-  return GR_OK;
+  return values_ok (desc, count * k, threads, &bad, NULL) ? GR_OK :
+      bad_value (bad, k, errbuf, errlen);
 }
 
-/* The batch forms' argument checks (the values' too, unless they are on the device,
- * where the host cannot read them). */
+#if GR_HAVE_CUDA
+/* GEOREG_MATCHER_UPLOAD=pinned, the CUDA batch forms: the value check copies the
+ * descriptors into the engine's pinned buffer as it reads them, STAGE_PART floats at
+ * a time, and each part's upload starts at once, so that the scan, the copy and the
+ * transfer overlap (instead of the scan, then a pageable upload that the driver copies
+ * through its own pinned buffers on one thread).  *desc becomes the pinned buffer.  No
+ * pinned buffer to be had: the plain check, *desc unchanged.  n x k floats. */
+#define STAGE_PART ((int64_t) 1 << 20)
+
+static bool
+upload_pinned (void)
+{
+  const char *v = getenv ("GEOREG_MATCHER_UPLOAD");
+  return v && !strcmp (v, "pinned");
+}
+
 static GrStatus
-batch_check (const GrMatcher *mt, const float *desc, bool on_device, int k,
+cuda_stage_checked (GrMatcher *mt, const float **desc, int64_t n, int k, char *errbuf,
+    size_t errlen)
+{
+  const int64_t total = n * k;
+  float *pin = gr_matcher_cuda_stage_begin (mt->cuda, (size_t) total);
+  if (!pin)
+    return gr_matcher_check_values (*desc, n, k, mt->threads, errbuf, errlen);
+  for (int64_t first = 0; first < total; first += STAGE_PART) {
+    const int64_t part = total - first < STAGE_PART ? total - first : STAGE_PART;
+    int64_t bad;
+    if (!values_ok (*desc + first, part, mt->threads, &bad, pin + first))
+      return bad_value (first + bad, k, errbuf, errlen);
+    const GrStatus st = gr_matcher_cuda_stage_part (mt->cuda, (size_t) first,
+        (size_t) part, errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+  }
+  *desc = pin;
+  return GR_OK;
+}
+#endif
+
+/* The batch forms' argument checks, and the values' when scan (not when they are on
+ * the device, where the host cannot read them, nor when the caller checks them as it
+ * stages them). */
+static GrStatus
+batch_check (const GrMatcher *mt, const float *desc, bool scan, int k,
     const int64_t *offsets, int m, float ratio, bool have_out, char *errbuf,
     size_t errlen)
 {
@@ -690,8 +738,7 @@ batch_check (const GrMatcher *mt, const float *desc, bool on_device, int k,
     gr_set_err (errbuf, errlen, "m x n too large");
     return GR_ERR_INVALID;
   }
-  return on_device ? GR_OK : gr_matcher_check_values (desc, n, k, mt->threads, errbuf,
-      errlen);
+  return scan ? gr_matcher_check_values (desc, n, k, mt->threads, errbuf, errlen) : GR_OK;
 }
 
 /* CPU backend: the batch's images into mt->batch, each query's image into mt->qimg. */
@@ -726,7 +773,7 @@ gr_matcher_match_all (GrMatcher *mt, const float *desc, int k, const int64_t *of
     int m, float ratio, int32_t *out, GrMatchStats *stats, char *errbuf, size_t errlen)
 {
   const double t0 = now_ms ();
-  GrStatus st = batch_check (mt, desc, false, k, offsets, m, ratio, out != NULL, errbuf,
+  GrStatus st = batch_check (mt, desc, true, k, offsets, m, ratio, out != NULL, errbuf,
       errlen);
   if (st != GR_OK)
     return st;
@@ -1120,8 +1167,14 @@ rows_sparse_pairs (GrMatcher *mt, const float *desc, bool on_device, int k,
     gr_set_err (errbuf, errlen, "descriptors in device memory need the CUDA backend");
     return GR_ERR_INVALID;
   }
-  GrStatus st = batch_check (mt, desc, on_device, k, offsets, m, ratio, matches && count,
-      errbuf, errlen);
+#if GR_HAVE_CUDA
+  const bool stage = !on_device && mt && mt->backend == GR_BACKEND_CUDA &&
+      upload_pinned ();
+#else
+  const bool stage = false;
+#endif
+  GrStatus st = batch_check (mt, desc, !on_device && !stage, k, offsets, m, ratio,
+      matches && count, errbuf, errlen);
   if (st != GR_OK)
     return st;
   if (!matches || !count) {
@@ -1155,6 +1208,10 @@ rows_sparse_pairs (GrMatcher *mt, const float *desc, bool on_device, int k,
             &nruns, &cand) != GR_OK) {
       gr_set_err (errbuf, errlen, "out of memory");
       return GR_ERR_NOMEM;
+    }
+    if (stage && (st = cuda_stage_checked (mt, &desc, n, k, errbuf, errlen)) != GR_OK) {
+      free (runs);
+      return st;
     }
     const GrMatch *view = NULL;
     st = gr_matcher_cuda_match_all_sparse (mt->cuda, desc, on_device, k, offsets, m,

@@ -38,6 +38,31 @@
  *    backend does.  A full queue is not an error: the entries it could not take stay
  *    marked and a sweep kernel settles them.
  *  - Device buffers grow and are reused; no per-call cudaMalloc in steady state.
+ *  - Variants of the list mode's match kernel (GEOREG_MATCHER_VARIANT = key, the
+ *    default; top2; min; read at each call; every other path runs key).  key's
+ *    epilogue is about 9 instructions a candidate and row, 5 of them on the integer
+ *    pipe (16 lanes a clock a sub-partition): that pipe, not the tensor cores, bounds
+ *    the kernel.  The variants move the FP32 work into the tensor cores and drop the
+ *    index from the top-2: A = -q / t (the batch's query scale t, a power of 2 >=
+ *    every |q|, applied to the float32 rows as the A fragments are built), B = c / s_i
+ *    (FP16 rows rescaled by the image's power of 2 s_i >= M_i), and the accumulator
+ *    starts at |c|^2 / (2 t s_i) (a per-row value the loader copies with the chunk),
+ *    so the tensor cores return key = (|c|^2 - 2 q.c) / (2 t s_i), ordered as D
+ *    within a row (D~ = |q|^2 + 2 t s_i key), with no epilogue arithmetic.  top2 keeps
+ *    the value-only top-2 (3 FMNMX); min keeps, per lane and row, the minimum of each
+ *    column parity (1 FMNMX): the 8 subset minima of a row give its nearest value and
+ *    an upper bound on its second (bench data: 5% more pairs than the kept ones fail
+ *    to be rejected).  Both only reject (finalize_search; bound bounds_var, the same
+ *    size as key's): a pair they cannot reject becomes a J2_SEARCH entry whose exact
+ *    top-2, winner and ratio test the finishing kernel computes (FP32 screening
+ *    seeded with the approximate second's upper bound, float64 where it cannot
+ *    exclude), and a compaction drops the entries it rejects.  So the variants' lists
+ *    equal key's entry for entry by construction; test_matcher_gpu checks each
+ *    against the CPU list, bench_matcher --sparse-goals times each.
+ *  - GEOREG_MATCHER_UPLOAD=pinned (matcher.c, the sparse batch forms): the host's value
+ *    check writes the descriptors into a pinned buffer of this engine as it scans them
+ *    and each part's upload starts at once (gr_matcher_cuda_stage_begin / _part);
+ *    batch_setup then finds the batch on its way and uploads nothing itself.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -85,6 +110,7 @@ struct ImgInfo {
   unsigned gabs;        /* running id of the first descriptor */
   long long src;        /* prep: first row in the staging buffer */
   float M, M2;          /* max |c|, max |c|^2 (prep: atomicMax from 0) */
+  float s;              /* variants: the image's FP16 scale (scale_kernel) */
 };
 
 struct DbPtrs {
@@ -122,12 +148,22 @@ struct MatchParams {
   struct SpEnt *spay;
   unsigned long long *scount;
   unsigned long long scap;
+  /* variants (VAR_TOP2, VAR_MIN; list mode only): the batch's query scale t (device
+   * memory, scale_kernel), the candidates' accumulator start values (rescale_kernel:
+   * 2 floats a row, laid out (c0, c1, c0, c1) a row pair), the bound's constants */
+  const float *tscale;
+  const float *cinit;
+  double ea, eb, ei, e0, eq;
 };
 
 /* A kept pair of the sparse form's list.  j2 >= 0: the winner is certain (the bound
  * settled it) and j2 is the approximate second, whose exact distance starts the
- * finishing kernel's search for d2; j2 = -1: d1, d2 are final (the exact re-check
- * computed them). */
+ * finishing kernel's search for d2; j2 = J2_FINAL: d1, d2 are final (the exact
+ * re-check computed them); j2 = J2_SEARCH (the variants): a pair the bound could not
+ * reject, winner unknown, d2 an upper bound on its exact second distance (float,
+ * rounded up; +inf: none): the finishing kernel finds the exact top-2 and decides. */
+#define J2_FINAL (-1)
+#define J2_SEARCH (-2)
 struct SpEnt {
   int match;
   int j2;
@@ -189,6 +225,34 @@ mma16816 (float *c, const unsigned *a, unsigned b0, unsigned b1)
 #endif
 }
 
+/* mma16816 with the accumulator starting from c (the variants' |c|^2 term) rather than
+ * from the destination: both row tiles of a column pair read the same c registers, so
+ * no copy of c into each accumulator is needed */
+__device__ __forceinline__ void
+mma16816_from (float *d, const unsigned *a, unsigned b0, unsigned b1, const float4 c)
+{
+#if __CUDA_ARCH__ >= 800
+  asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+      : "=f" (d[0]), "=f" (d[1]), "=f" (d[2]), "=f" (d[3])
+      : "r" (a[0]), "r" (a[1]), "r" (a[2]), "r" (a[3]), "r" (b0), "r" (b1),
+        "f" (c.x), "f" (c.y), "f" (c.z), "f" (c.w));
+#endif
+}
+
+/* the variants' A operand: components kk, kk + 1 of float32 row R (0 past k, 0 for
+ * R < 0), times sc (a power of 2: exact), as an FP16 pair */
+__device__ __forceinline__ unsigned
+scaled_pair (const float *f32, long long R, int k, int kk, float sc)
+{
+  if (R < 0)
+    return 0u;
+  const float *f = f32 + R * k;
+  const __half2 h = __halves2half2 (__float2half_rn (kk < k ? f[kk] * sc : 0.f),
+      __float2half_rn (kk + 1 < k ? f[kk + 1] * sc : 0.f));
+  return *(const unsigned *) &h;
+}
+
 /* the canonical squared distance of matcher.h */
 __device__ __forceinline__ double
 exact_dist (const float *q, const float *c, int k)
@@ -203,18 +267,36 @@ exact_dist (const float *q, const float *c, int k)
 
 /* ---- prep: database rows from float32 descriptors ------------------------------ */
 
-/* grid (ceil(max pn / 8), images), 256 threads: a warp per padded row. */
+/* The row kernels' grid: (ceil(max pn / 8), images), 256 threads, a warp per padded
+ * row: image ti = img_base + blockIdx.y, its row lr (R in the database).  False past
+ * the image's padded rows. */
+struct PrepRow {
+  int ti, lane, lr;
+  long long R;
+  ImgInfo im;
+};
+
+__device__ __forceinline__ bool
+prep_row (const ImgInfo *imgs, int img_base, PrepRow &r)
+{
+  r.ti = img_base + blockIdx.y;
+  r.lane = threadIdx.x & 31;
+  r.lr = blockIdx.x * 8 + (threadIdx.x >> 5);
+  r.im = imgs[r.ti];
+  r.R = (long long) r.im.poff + r.lr;
+  return r.lr < r.im.pn;
+}
+
 __global__ void
 prep_kernel (const float *__restrict__ stage, ImgInfo *imgs, int img_base, int k, int kp,
     DbPtrs db, int *qlist)
 {
-  const int ti = img_base + blockIdx.y;
-  const int lane = threadIdx.x & 31;
-  const int lr = blockIdx.x * 8 + (threadIdx.x >> 5);
-  const ImgInfo im = imgs[ti];
-  if (lr >= im.pn)
+  PrepRow pr;
+  if (!prep_row (imgs, img_base, pr))
     return;
-  const long long R = (long long) im.poff + lr;
+  const int ti = pr.ti, lane = pr.lane, lr = pr.lr;
+  const ImgInfo &im = pr.im;
+  const long long R = pr.R;
   float *f = db.f32 + R * k;
   __half *h = db.h16 + R * kp;
   if (lr < im.n) {
@@ -250,6 +332,78 @@ prep_kernel (const float *__restrict__ stage, ImgInfo *imgs, int img_base, int k
       db.rowlocal[R] = -1;
       db.rowglob[R] = 0u;
     }
+  }
+}
+
+/* ---- the variants' database: FP16 rows c / s_i and the accumulator start values --- */
+
+/* the power of 2 s with x <= s < 2 x, at least 2^-100 (so 1 / s and the bound's
+ * products stay finite); x >= 0 finite */
+__device__ __forceinline__ float
+pow2_at_least (float x)
+{
+  if (!(x > 0x1p-100f))
+    return 0x1p-100f;
+  unsigned u = __float_as_uint (x);
+  if (u & 0x7fffffu)
+    u = (u & 0x7f800000u) + 0x800000u;
+  return __uint_as_float (u & 0x7f800000u);
+}
+
+/* 1 / x for x a power of 2 in [2^-126, 2^126] (the scales): exact, and without the
+ * division's slow-path call */
+__device__ __forceinline__ float
+pow2_inv (float x)
+{
+  return __uint_as_float ((254u << 23) - __float_as_uint (x));
+}
+
+/* one block: every image's scale s_i = pow2_at_least (M_i), and the batch's query
+ * scale t = max s_i into *t_out (each query q lies in some image: |q| <= M_i <= t) */
+__global__ void
+scale_kernel (ImgInfo *imgs, int m, float *t_out)
+{
+  typedef cub::BlockReduce<float, SPARSE_NT> Reduce;
+  __shared__ typename Reduce::TempStorage tmp;
+  float mx = 0x1p-100f;
+  for (int i = threadIdx.x; i < m; i += SPARSE_NT) {
+    const float sc = pow2_at_least (imgs[i].M);
+    imgs[i].s = sc;
+    mx = fmaxf (mx, sc);
+  }
+  const float t = Reduce (tmp).Reduce (mx, [] (float a, float b) { return fmaxf (a, b); });
+  if (threadIdx.x == 0)
+    *t_out = t;
+}
+
+/* A row kernel (prep_row), after prep_kernel and scale_kernel: the FP16 row becomes
+ * c / s_i (a power-of-2 scaling: exact before the FP16 rounding; |c / s_i| <= 1), and
+ * the row's start value |c|^2 / (2 t s_i) (rounded once, from double) goes to both
+ * slots of its column pair in cinit; padding rows start at +inf, so they never win. */
+__global__ void
+rescale_kernel (const ImgInfo *__restrict__ imgs, int img_base, int k, int kp, DbPtrs db,
+    const float *__restrict__ t_in, float *__restrict__ cinit)
+{
+  PrepRow pr;
+  if (!prep_row (imgs, img_base, pr))
+    return;
+  const ImgInfo &im = pr.im;
+  const long long R = pr.R;
+  const int lane = pr.lane;
+  float init = __int_as_float (0x7f800000);
+  if (pr.lr < im.n) {
+    const float inv = pow2_inv (im.s);
+    const float *f = db.f32 + R * k;
+    __half *h = db.h16 + R * kp;
+    for (int t = lane; t < kp; t += 32)
+      h[t] = __float2half_rn (t < k ? f[t] * inv : 0.f);
+    init = (float) ((double) db.cinfo[R].x * 0.5 * (double) pow2_inv (*t_in) *
+        (double) inv);
+  }
+  if (lane == 0) {
+    float *c = cinit + (R >> 1) * 4 + (R & 1);
+    c[0] = init;
+    c[2] = init;
   }
 }
 
@@ -299,6 +453,25 @@ sparse_put (const MatchParams &p, unsigned long long slot, unsigned gq, int ti, 
   p.spay[slot] = e;
 }
 
+/* list mode: the warp's pairs with keep set take consecutive slots of the list (one
+ * atomic; a few kept pairs in a warp's 32 rows is the common case, none the most
+ * common).  Every lane of the warp calls it together. */
+__device__ __forceinline__ void
+sparse_append (const MatchParams &p, bool keep, unsigned gq, int ti, int match, int j2,
+    float d2)
+{
+  const unsigned mask = __ballot_sync (0xffffffffu, keep);
+  if (!mask)
+    return;
+  const int lane = threadIdx.x & 31, leader = __ffs (mask) - 1;
+  unsigned long long base = 0;
+  if (lane == leader)
+    base = atomicAdd (p.scount, (unsigned long long) __popc (mask));
+  base = __shfl_sync (0xffffffffu, base, leader);
+  if (keep)
+    sparse_put (p, base + __popc (mask & ((1u << lane) - 1u)), gq, ti, match, j2, 0.f, d2);
+}
+
 /* decide one (row, image) pair from its approximate top-2 keys; writes the output
  * (and queues the pair when the bound cannot settle it).  In list mode every lane of
  * the warp must call it together (the callers do: at the end of an image, uniform
@@ -341,33 +514,89 @@ finalize_pair (const MatchParams &p, const RowInfo &ri, long long R, int ti,
     if (!p.sparse)
       p.out[(long long) ti * p.ld + (long long) (unsigned) (ri.gq - p.qbase)] = res;
   }
-  if (!p.sparse)
-    return;
-  /* list mode: the kept pairs of the warp take consecutive slots (one atomic); a few
-   * kept pairs in a warp's 32 rows is the common case, none the most common */
-  const bool keep = res >= 0;
-  const unsigned mask = __ballot_sync (0xffffffffu, keep);
-  if (!mask)
-    return;
-  const int lane = threadIdx.x & 31, leader = __ffs (mask) - 1;
-  unsigned long long base = 0;
-  if (lane == leader)
-    base = atomicAdd (p.scount, (unsigned long long) __popc (mask));
-  base = __shfl_sync (0xffffffffu, base, leader);
-  if (keep)
-    sparse_put (p, base + __popc (mask & ((1u << lane) - 1u)), ri.gq, ti, res,
-        (int) (K2 & ~p.keymask), 0.f, 0.f);
+  if (p.sparse)
+    sparse_append (p, res >= 0, ri.gq, ti, res, (int) (K2 & ~p.keymask), 0.f);
 }
 
-template <int KP>
+/* finalize_pair for the variants (list mode only), from the approximate values a1 <=
+ * a2 of the row's keys (key = (|c|^2 - 2 q.c) / (2 t s), D~ = |q|^2 + 2 t s key; for
+ * VAR_MIN a2 is the second smallest of the subset minima: some candidate other than
+ * a1's has that value, so the exact second distance is at most D~(a2) + E as well).
+ * The pair is left out only when the bound proves the ratio test fails:
+ * D1 >= D~(a1) - E > r^2 (D~(a2) + E) >= r^2 D2.  Any other pair becomes a J2_SEARCH
+ * entry: the finishing kernel finds its exact top-2 (winner included) and decides,
+ * so no pair goes to the float64 re-check queue.  E (variants' bound, bounds_var on
+ * the host): ts2 (A (ea B + eb) + eb B + ei I + e0) + eq |q|^2 with ts2 = 2 t s,
+ * A = |q| / t, B = M / s, I = M2 / ts2.  All lanes of the warp call it together. */
+__device__ __forceinline__ void
+finalize_search (const MatchParams &p, const RowInfo &ri, int ti, float a1, float a2,
+    float t, float tinv)
+{
+  bool put = false;
+  float seed = 0.f;
+  if (ri.valid) {
+    const ImgInfo im = p.imgs[ti];
+    if (!(im.n < 2 || (p.self_skip && (unsigned) (ri.gq - im.gabs) < (unsigned) im.n))) {
+      /* t, s powers of 2: every scaling below is exact */
+      const double sinv = pow2_inv (im.s);
+      const double qn2 = ri.qn2, ts2 = 2.0 * (double) t * (double) im.s;
+      const double A = ri.qn * (double) tinv, B = im.M * sinv;
+      const double I = im.M2 * 0.5 * (double) tinv * sinv;
+      const double E = ts2 * (A * (p.ea * B + p.eb) + p.eb * B + p.ei * I + p.e0) +
+          p.eq * qn2 + 1e-30;
+      const double v1 = qn2 + ts2 * (double) a1, v2 = qn2 + ts2 * (double) a2;
+      put = p.force || !(v1 - E > p.rr * (v2 + E));
+      /* FORCE_EXACT: no seed, so that the finishing kernel's search starts blind */
+      seed = p.force ? __int_as_float (0x7f800000) : __double2float_ru (v2 + E);
+    }
+  }
+  sparse_append (p, put, ri.gq, ti, -1, J2_SEARCH, seed);
+}
+
+/* The 4 lanes of each row merge their running top-2 (x1 <= x2: keys or values) by
+ * shuffles; the lane's own row (slot tq) comes back as X1 <= X2. */
+template <typename T>
+__device__ __forceinline__ void
+merge_lanes_top2 (T (&x1)[4], T (&x2)[4], int tq, T &X1, T &X2)
+{
+#pragma unroll
+  for (int s = 0; s < 4; s++)
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+      const T o1 = __shfl_xor_sync (0xffffffffu, x1[s], o);
+      const T o2 = __shfl_xor_sync (0xffffffffu, x2[s], o);
+      x2[s] = min (max (x1[s], o1), min (x2[s], o2));
+      x1[s] = min (x1[s], o1);
+    }
+  X1 = tq == 0 ? x1[0] : tq == 1 ? x1[1] : tq == 2 ? x1[2] : x1[3];
+  X2 = tq == 0 ? x2[0] : tq == 1 ? x2[1] : tq == 2 ? x2[2] : x2[3];
+}
+
+/* The match kernel's epilogue, per candidate and row (see the design comment):
+ * VAR_KEY (default): D~ from the unit-vector dot product (FMUL, FADD, FFMA), packed
+ *   with the index into a signed key, integer top-2 (LOP3 + 3 IMNMX);
+ * VAR_TOP2: the accumulator starts at |c|^2 / (2 t s) and A = -q / t, B = c / s (FP16),
+ *   so the tensor cores leave key = (|c|^2 - 2 q.c) / (2 t s) and the epilogue is the
+ *   value-only top-2, 3 FMNMX (no index: the finishing kernel recovers the winner);
+ * VAR_MIN: the same key, and each lane keeps one running minimum per row for each of
+ *   its two column parities (8 subsets of a row's candidates among the 4 lanes): one
+ *   FMNMX.  The smallest subset minimum is the row's approximate nearest, the second
+ *   smallest an upper bound on its approximate second (equal unless the two nearest
+ *   share a subset), enough to reject; what cannot be rejected is searched exactly. */
+enum MatchVariant { VAR_KEY = 0, VAR_TOP2 = 1, VAR_MIN = 2, VAR_COUNT = 3 };
+
+template <int KP, int V>
 __global__ void __launch_bounds__ (NT, (KP <= 32 ? 6 : KP <= 64 ? 4 : 3))
 match_kernel (const MatchParams p)
 {
   constexpr int KS = KP / 16;
   constexpr int SROW = KP + 8;          /* halves; 16-byte pad: ldmatrix conflict free */
   constexpr int PIECES = BN * KP / 8;   /* 16-byte pieces of a chunk */
+  constexpr bool KEY = V == VAR_KEY;
   __shared__ __align__ (16) __half sB[2][BN * SROW];
-  __shared__ __align__ (16) float2 sC[2][BN];
+  /* per candidate: VAR_KEY (|c|^2, |c|) as float2; the variants the accumulator start
+   * values, (c0, c1, c0, c1) a column pair (the C fragment's layout) */
+  __shared__ __align__ (16) float4 sX[2][BN / 2];
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, tq = lane & 3;
@@ -376,10 +605,11 @@ match_kernel (const MatchParams p)
   if (i0 >= i1)
     return;
   const long long tbase = (long long) blockIdx.x * BM + warp * 32;
+  const float tsc = KEY ? 1.f : *p.tscale, tinv = KEY ? 1.f : pow2_inv (tsc);
 
   /* this thread's 4 rows: slot s = mt * 2 + h -> row tbase + mt * 16 + h * 8 + g */
   long long R[4];
-  float nqr[4], m2q[4];
+  float nqr[4], m2q[4];                 /* VAR_KEY: |q|^2, -2 |q| */
 #pragma unroll
   for (int s = 0; s < 4; s++) {
     R[s] = query_row (p, tbase + (s >> 1) * 16 + (s & 1) * 8 + g);
@@ -392,18 +622,27 @@ match_kernel (const MatchParams p)
       m2q[s] = 0.f;
     }
   }
-  /* A fragments for the whole launch */
+  /* A fragments for the whole launch: VAR_KEY the unit rows of the database, the
+   * variants -q / t from the float32 rows */
   unsigned a[2][KS][4];
+  const float nt = -tinv;
 #pragma unroll
   for (int mt = 0; mt < 2; mt++) {
     const long long ra = R[mt * 2], rb = R[mt * 2 + 1];
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
       const int kk = ks * 16 + 2 * tq;
-      a[mt][ks][0] = ra >= 0 ? *(const unsigned *) (p.db.h16 + ra * KP + kk) : 0u;
-      a[mt][ks][1] = rb >= 0 ? *(const unsigned *) (p.db.h16 + rb * KP + kk) : 0u;
-      a[mt][ks][2] = ra >= 0 ? *(const unsigned *) (p.db.h16 + ra * KP + kk + 8) : 0u;
-      a[mt][ks][3] = rb >= 0 ? *(const unsigned *) (p.db.h16 + rb * KP + kk + 8) : 0u;
+      if constexpr (KEY) {
+        a[mt][ks][0] = ra >= 0 ? *(const unsigned *) (p.db.h16 + ra * KP + kk) : 0u;
+        a[mt][ks][1] = rb >= 0 ? *(const unsigned *) (p.db.h16 + rb * KP + kk) : 0u;
+        a[mt][ks][2] = ra >= 0 ? *(const unsigned *) (p.db.h16 + ra * KP + kk + 8) : 0u;
+        a[mt][ks][3] = rb >= 0 ? *(const unsigned *) (p.db.h16 + rb * KP + kk + 8) : 0u;
+      } else {
+        a[mt][ks][0] = scaled_pair (p.db.f32, ra, p.k, kk, nt);
+        a[mt][ks][1] = scaled_pair (p.db.f32, rb, p.k, kk, nt);
+        a[mt][ks][2] = scaled_pair (p.db.f32, ra, p.k, kk + 8, nt);
+        a[mt][ks][3] = scaled_pair (p.db.f32, rb, p.k, kk + 8, nt);
+      }
     }
   }
   /* the row this lane decides at the end of an image: slot tq */
@@ -433,7 +672,9 @@ match_kernel (const MatchParams p)
       cp_async16 (&sB[stage][r * SROW + c16 * 8], src + (long long) r * KP + c16 * 8);
     }
     if (threadIdx.x < BN / 2)
-      cp_async16 (&sC[stage][threadIdx.x * 2], p.db.cinfo + row0 + threadIdx.x * 2);
+      cp_async16 (&sX[stage][threadIdx.x], KEY ?
+          (const void *) (p.db.cinfo + row0 + threadIdx.x * 2) :
+          (const void *) (p.cinit + row0 * 2 + threadIdx.x * 4));
   };
   auto advance = [&] (int &img, int &ch) {
     if (++ch * BN >= p.imgs[img].pn) {
@@ -448,10 +689,15 @@ match_kernel (const MatchParams p)
   cp_async_commit ();
   advance (ni, nc);
 
-  int k1[4], k2[4];             /* signed keys (see finalize_pair) */
+  /* the running top-2 of each row: VAR_KEY signed keys (see finalize_pair); VAR_TOP2
+   * values f1 <= f2; VAR_MIN the minima of the two column parities */
+  int k1[4], k2[4];
+  float f1[4], f2[4];
 #pragma unroll
-  for (int s = 0; s < 4; s++)
+  for (int s = 0; s < 4; s++) {
     k1[s] = k2[s] = 0x7fffffff;
+    f1[s] = f2[s] = __int_as_float (0x7f800000);
+  }
   int stage = 0;
   for (;;) {
     const bool has_next = ni < i1;
@@ -466,11 +712,16 @@ match_kernel (const MatchParams p)
      * so more warps fit an SM, and each warp's tensor-core and integer work interleave
      * (the accumulation order of every product is the same as a whole-chunk tile's) */
     const __half *sb = sB[stage];
-    const float2 *sc = sC[stage];
+    const float2 *sc = (const float2 *) sX[stage];
     const unsigned cbase = (unsigned) lc * BN;
 #pragma unroll
     for (int np = 0; np < 4; np++) {
       float acc[2][2][4];
+      float4 cst[2];                    /* the variants' start values, columns j */
+#pragma unroll
+      for (int j = 0; j < 2; j++)
+        if constexpr (!KEY)
+          cst[j] = sX[stage][(2 * np + j) * 4 + tq];
 #pragma unroll
       for (int mt = 0; mt < 2; mt++)
 #pragma unroll
@@ -489,43 +740,65 @@ match_kernel (const MatchParams p)
         for (int mt = 0; mt < 2; mt++)
 #pragma unroll
           for (int j = 0; j < 2; j++)
-            mma16816 (acc[mt][j], a[mt][ks], b[j][0], b[j][1]);
+            if (!KEY && ks == 0)
+              mma16816_from (acc[mt][j], a[mt][ks], b[j][0], b[j][1], cst[j]);
+            else
+              mma16816 (acc[mt][j], a[mt][ks], b[j][0], b[j][1]);
       }
 #pragma unroll
       for (int j = 0; j < 2; j++)
 #pragma unroll
         for (int e = 0; e < 2; e++) {
           const int col = (2 * np + j) * 8 + 2 * tq + e;
-          const float2 ci = sc[col];
-          const unsigned cid = cbase + (unsigned) col;
+          float2 ci = make_float2 (0.f, 0.f);
+          unsigned cid = 0u;
+          if constexpr (KEY) {
+            ci = sc[col];
+            cid = cbase + (unsigned) col;
+          }
 #pragma unroll
           for (int s = 0; s < 4; s++) {
             const float v = acc[s >> 1][j][(s & 1) * 2 + e];
-            const float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
-            const int key = (int) ((__float_as_uint (d) & p.keymask) | cid);
-            k2[s] = min (k2[s], max (k1[s], key));
-            k1[s] = min (k1[s], key);
+            if constexpr (KEY) {
+              const float d = fmaf (m2q[s], ci.y * v, nqr[s] + ci.x);
+              const int key = (int) ((__float_as_uint (d) & p.keymask) | cid);
+              k2[s] = min (k2[s], max (k1[s], key));
+              k1[s] = min (k1[s], key);
+            } else if constexpr (V == VAR_TOP2) {
+              f2[s] = fminf (f2[s], fmaxf (f1[s], v));
+              f1[s] = fminf (f1[s], v);
+            } else if (e == 0) {
+              f1[s] = fminf (f1[s], v);
+            } else {
+              f2[s] = fminf (f2[s], v);
+            }
           }
         }
     }
 
     /* ---- end of an image: merge the 4 lanes of each row, decide */
     if ((lc + 1) * BN >= p.imgs[li].pn) {
+      if constexpr (KEY) {
+        int K1, K2;
+        merge_lanes_top2 (k1, k2, tq, K1, K2);
+        finalize_pair (p, rmine, Rmine, li, K1, K2);
+      } else {
+        if constexpr (V == VAR_MIN)
 #pragma unroll
-      for (int s = 0; s < 4; s++)
+          for (int s = 0; s < 4; s++) {   /* the lane's two subsets as a sorted pair */
+            const float lo = fminf (f1[s], f2[s]), hi = fmaxf (f1[s], f2[s]);
+            f1[s] = lo;
+            f2[s] = hi;
+          }
+        float A1, A2;
+        merge_lanes_top2 (f1, f2, tq, A1, A2);
+        finalize_search (p, rmine, li, A1, A2, tsc, tinv);
+      }
 #pragma unroll
-        for (int o = 1; o <= 2; o <<= 1) {
-          const int o1 = __shfl_xor_sync (0xffffffffu, k1[s], o);
-          const int o2 = __shfl_xor_sync (0xffffffffu, k2[s], o);
-          k2[s] = min (max (k1[s], o1), min (k2[s], o2));
-          k1[s] = min (k1[s], o1);
-        }
-      const int K1 = tq == 0 ? k1[0] : tq == 1 ? k1[1] : tq == 2 ? k1[2] : k1[3];
-      const int K2 = tq == 0 ? k2[0] : tq == 1 ? k2[1] : tq == 2 ? k2[2] : k2[3];
-      finalize_pair (p, rmine, Rmine, li, K1, K2);
-#pragma unroll
-      for (int s = 0; s < 4; s++)
+      for (int s = 0; s < 4; s++) {
         k1[s] = k2[s] = 0x7fffffff;
+        f1[s] = f2[s] = __int_as_float (0x7f800000);
+      }
     }
     __syncthreads ();
     if (!has_next)
@@ -797,30 +1070,41 @@ fp32_threshold (double d)
  * screened with an FP32 distance (4 partial sums, from shared-memory tiles that the
  * block's threads read together), and only those the FP32 bound cannot exclude are
  * evaluated exactly.  This replaces a float64 scan of the whole image per entry (the
- * slab path's sparse_dist_kernel, which read n_i x k floats from L2 for each entry). */
+ * slab path's sparse_dist_kernel, which read n_i x k floats from L2 for each entry).
+ * A J2_SEARCH entry (the variants) starts with no candidate and its upper bound u on
+ * the exact second distance: the same screening, against min (d2, u), keeps the
+ * exact top-2 of the candidates it cannot exclude (in index order, so ties go to the
+ * lower index as in the canonical search); every candidate of the exact top-2 has
+ * D <= D2 <= min (d2, u), so none is excluded.  The entry is kept when d1 < r^2 d2
+ * (rr), else its match becomes -1.  kept[blockIdx.x]: the entries of the image kept. */
 template <int KP>
 __global__ void __launch_bounds__ (FIN_NT)
 sparse_finish_kernel (const DbPtrs db, int k, const ImgInfo *__restrict__ imgs,
     const int *__restrict__ qlist, int row0, long long n,
     const unsigned long long *__restrict__ keys, const unsigned *__restrict__ vals,
-    const SpEnt *__restrict__ pay, const long long *__restrict__ roff,
-    GrMatch *__restrict__ out)
+    const SpEnt *__restrict__ pay, const long long *__restrict__ roff, double rr,
+    GrMatch *__restrict__ out, unsigned *__restrict__ kept)
 {
   __shared__ __align__ (16) float tile[FIN_T * KP];
+  const double inf = __longlong_as_double (0x7ff0000000000000ll);
   const int img = row0 + (int) blockIdx.x;
   const unsigned long long klo = (unsigned long long) img * (unsigned long long) n;
   const long long e0 = roff[blockIdx.x], e1 = roff[blockIdx.x + 1];
-  if (e0 >= e1)
-    return;                     /* uniform across the block */
+  unsigned nkept = 0;
+  if (e0 >= e1) {               /* uniform across the block */
+    if (threadIdx.x == 0)
+      kept[blockIdx.x] = 0u;
+    return;
+  }
   const ImgInfo im = imgs[img];
   const float *crow = db.f32 + (long long) im.poff * k;
   for (long long g = e0; g < e1; g += FIN_NT) {
     const long long e = g + threadIdx.x;
-    bool active = false;
+    bool active = false, search = false;
     long long query = 0;
     const float *qp = NULL;
     int w = 0;
-    double d1 = 0.0, d2 = 0.0;
+    double d1 = 0.0, d2 = 0.0, u = inf;
     float qv[KP];
 #pragma unroll
     for (int t = 0; t < KP; t++)
@@ -829,7 +1113,7 @@ sparse_finish_kernel (const DbPtrs db, int k, const ImgInfo *__restrict__ imgs,
       query = (long long) (keys[e] - klo);
       const SpEnt se = pay[vals[e]];
       w = se.match;
-      if (se.j2 < 0) {
+      if (se.j2 == J2_FINAL) {
         GrMatch o;
         o.query = query;
         o.image = img;
@@ -844,14 +1128,20 @@ sparse_finish_kernel (const DbPtrs db, int k, const ImgInfo *__restrict__ imgs,
         for (int t = 0; t < KP; t++)
           if (t < k)
             qv[t] = qp[t];
-        d1 = exact_dist (qp, crow + (long long) w * k, k);
-        d2 = (se.j2 < im.n && se.j2 != w) ?
-            exact_dist (qp, crow + (long long) se.j2 * k, k) :
-            __longlong_as_double (0x7ff0000000000000ll);
+        if (se.j2 == J2_SEARCH) {
+          search = true;
+          w = -1;
+          d1 = d2 = inf;
+          u = se.d2;
+        } else {
+          d1 = exact_dist (qp, crow + (long long) w * k, k);
+          d2 = (se.j2 < im.n && se.j2 != w) ?
+              exact_dist (qp, crow + (long long) se.j2 * k, k) : inf;
+        }
       }
     }
     if (__syncthreads_or (active)) {
-      float thr = fp32_threshold<KP> (d2);
+      float thr = fp32_threshold<KP> (fmin (d2, u));
       for (int c0 = 0; c0 < im.n; c0 += FIN_T) {
         const int rows = min (FIN_T, im.n - c0);
         __syncthreads ();       /* the previous tile is no longer read */
@@ -884,23 +1174,58 @@ sparse_finish_kernel (const DbPtrs db, int k, const ImgInfo *__restrict__ imgs,
               const double dd = (double) qp[t] - (double) cv[t];
               acc = fma (dd, dd, acc);
             }
-            if (acc < d2) {
+            /* a settled winner is below every other candidate (the bound): only a
+             * search entry's first branch is ever taken */
+            if (acc < d1) {
+              d2 = d1;
+              d1 = acc;
+              w = c0 + r;
+              thr = fp32_threshold<KP> (fmin (d2, u));
+            } else if (acc < d2) {
               d2 = acc;
-              thr = fp32_threshold<KP> (d2);
+              thr = fp32_threshold<KP> (fmin (d2, u));
             }
           }
         }
       }
     }
+    bool ok = e < e1;
     if (active) {
+      ok = !search || d1 < rr * d2;
       GrMatch o;
       o.query = query;
       o.image = img;
-      o.match = w;
+      o.match = ok ? w : -1;
       o.d1 = (float) sqrt (d1);
       o.d2 = (float) sqrt (d2);
       out[e] = o;
     }
+    nkept += (unsigned) __syncthreads_count (ok);
+  }
+  if (threadIdx.x == 0)
+    kept[blockIdx.x] = nkept;
+}
+
+/* The variants' list without the entries the finishing kernel dropped (match -1): a
+ * block per image moves its kept entries, in order, to roff2[r] on (roff2: the
+ * exclusive prefix of the finishing kernel's counts). */
+__global__ void
+sparse_compact_kernel (const GrMatch *__restrict__ in, const long long *__restrict__ roff,
+    const long long *__restrict__ roff2, GrMatch *__restrict__ out)
+{
+  typedef cub::BlockScan<int, SPARSE_NT> Scan;
+  __shared__ typename Scan::TempStorage tmp;
+  const long long e1 = roff[blockIdx.x + 1];
+  long long base = roff2[blockIdx.x];
+  for (long long g = roff[blockIdx.x]; g < e1; g += SPARSE_NT) {
+    const long long e = g + threadIdx.x;
+    const bool keep = e < e1 && in[e].match >= 0;
+    int pos, tot;
+    Scan (tmp).ExclusiveSum (keep ? 1 : 0, pos, tot);
+    if (keep)
+      out[base + pos] = in[e];
+    base += tot;
+    __syncthreads ();           /* tmp is reused */
   }
 }
 
@@ -962,6 +1287,15 @@ struct GrMatcherCuda {
   GrMatch *h_sparse;
   size_t hsparse_cap;
   unsigned long long slist_want;  /* list capacity the last call needed */
+  /* the list mode's variants: the query scale t, the start values (2 floats a padded
+   * row), the compacted entries and their image offsets */
+  float *d_tscale;
+  float *d_cinit;
+  size_t cinit_cap;
+  GrMatch *d_sparse2;
+  size_t sparse2_cap;
+  long long *d_roff2;
+  size_t roff2_cap;
   unsigned long long *d_list;
   unsigned *d_count;
   unsigned *h_count;            /* pinned, 2 */
@@ -970,6 +1304,10 @@ struct GrMatcherCuda {
    * of gr_matcher_add_view (download) */
   float *h_in;
   size_t hin_cap;
+  /* the batch forms' staged upload (gr_matcher_cuda_stage_begin): pinned copy of the
+   * descriptors, and how many floats of it the parts have sent to d_stage */
+  float *h_bstage;
+  size_t hbstage_cap, bstaged;
   int32_t *h_res;
   size_t hres_cap;
 };
@@ -1109,6 +1447,32 @@ bounds (int kp, int keybits, double *delta2, double *eps1, double *trunc)
   *trunc = ldexp (1.0, keybits - 22);
 }
 
+/* The variants' bound (finalize_search), in key units (key = (|c|^2 - 2 q.c) / (2 t s),
+ * a = -q / t and b = c / s, |a| = A <= 1, |b| <= B = M / s <= 1, I = M2 / (2 t s)):
+ *  - FP16 rounding of a and b (round to nearest, |x| <= 1: |dx| <= 2^-11 |x| + 2^-25,
+ *    the second term for subnormals): |sum a^ b^ - a.b| <= (2^-10 + 2^-22) A B
+ *    + 2^-25 (1 + 2^-11) sqrt(k) (A + B) + k 2^-50 (Cauchy-Schwarz: sum |x_t| <=
+ *    sqrt(k) |x|);
+ *  - the start value |c|^2 / (2 t s): |c|^2 rounded to float (2^-24 relative), the
+ *    power-of-2 division exact, one rounding from double: 2^-23 I + 2^-149;
+ *  - the tensor cores' FP32 accumulation (exact FP16 products, each of the kp / 16
+ *    steps aligning and truncating at most 17 addends to 24 bits): generously
+ *    (kp + 16) 2^-22 times the largest partial sum, <= I + 1.01 A B + 2^-20;
+ * then D~ = |q|^2 + 2 t s key: |q|^2 rounded to float (2^-24) and the double ops and
+ * canonical-vs-real differences (1e-12 of D's scale |q|^2 + 2 t s (I + A B)).  Times
+ * 1.25, as bounds ().  E = ts2 (A (ea B + eb) + eb B + ei I + e0) + eq |q|^2. */
+static void
+bounds_var (int kp, int k, MatchParams *p)
+{
+  const double acc = (kp + 16) * ldexp (1.0, -22);
+  const double sub = ldexp (1.0, -25) * (1.0 + ldexp (1.0, -11)) * sqrt ((double) k);
+  p->ea = 1.25 * (ldexp (1.0, -10) + ldexp (1.0, -22) + 1.01 * acc) + 1e-12;
+  p->eb = 1.25 * sub;
+  p->ei = 1.25 * (ldexp (1.0, -23) + acc) + 1e-12;
+  p->e0 = 1.25 * (k * ldexp (1.0, -50) + ldexp (1.0, -149) + acc * ldexp (1.0, -20));
+  p->eq = 1.25 * ldexp (1.0, -23) + 1e-12;
+}
+
 static int
 keybits_for (int max_pn)
 {
@@ -1169,6 +1533,8 @@ gr_matcher_cuda_new (int device, char *errbuf, size_t errlen)
     e = gr_cuda_malloc (&c->d_scount, sizeof (unsigned long long));
   if (e == cudaSuccess)
     e = gr_cuda_malloc_host (&c->h_scount, sizeof (unsigned long long));
+  if (e == cudaSuccess)
+    e = gr_cuda_malloc (&c->d_tscale, sizeof (float));
   if (e != cudaSuccess) {
     gr_set_err (errbuf, errlen, "CUDA matcher setup: %s", cudaGetErrorString (e));
     cudaGetLastError ();
@@ -1198,7 +1564,8 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
   cudaFree (c->d_sparse);
   /* the list mode's buffers */
   void *dev[] = { c->d_skey, c->d_skey2, c->d_sval2, c->d_spay, c->d_bits, c->d_wpre,
-    c->d_rcnt, c->d_roff, c->d_scount };
+    c->d_rcnt, c->d_roff, c->d_scount, c->d_tscale, c->d_cinit, c->d_sparse2,
+    c->d_roff2 };
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     cudaFree (dev[i]);
   void *host[] = { c->h_scount, c->h_sparse };
@@ -1215,6 +1582,8 @@ gr_matcher_cuda_free (GrMatcherCuda *c)
     cudaFreeHost (c->h_newimg);
   if (c->h_in)
     cudaFreeHost (c->h_in);
+  if (c->h_bstage)
+    cudaFreeHost (c->h_bstage);
   if (c->h_res)
     cudaFreeHost (c->h_res);
   cudaEvent_t evs[6] = { c->ev0, c->ev1, c->evk1, c->evk2, c->evfork, c->evjoin };
@@ -1258,28 +1627,39 @@ host_tab (GrMatcherCuda *c, size_t n, char *errbuf, size_t errlen)
   return GR_OK;
 }
 
+/* a row kernel (prep_row) over table entries [first, first + count): launch (grid,
+ * img_base) once per 65,535 images */
+template <typename F>
+static GrStatus
+row_launches (int first, int count, int max_pn, char *errbuf, size_t errlen,
+    const char *what, F launch)
+{
+  for (int done = 0; done < count && max_pn > 0; done += 65535) {
+    const int part = count - done < 65535 ? count - done : 65535;
+    launch (dim3 ((unsigned) ((max_pn + 7) / 8), (unsigned) part), first + done);
+    CK (cudaGetLastError (), what);
+  }
+  return GR_OK;
+}
+
 /* prep of table entries [first, first + count) from the descriptors at stage (device
  * memory; M, M2 zeroed by the caller) */
 static GrStatus
 launch_prep (GrMatcherCuda *c, DevDb *db, const float *stage, int first, int count,
     int max_pn, int *qlist, char *errbuf, size_t errlen)
 {
-  if (count <= 0 || max_pn <= 0)
-    return GR_OK;
-  for (int done = 0; done < count; done += 65535) {
-    const int part = count - done < 65535 ? count - done : 65535;
-    dim3 grid ((unsigned) ((max_pn + 7) / 8), (unsigned) part);
-    prep_kernel<<<grid, 256, 0, c->stream>>> (stage, c->d_tab, first + done, db->k,
-        db->kp, db->d, qlist);
-    CK (cudaGetLastError (), "prep kernel launch");
-  }
-  return GR_OK;
+  return row_launches (first, count, max_pn, errbuf, errlen, "prep kernel launch",
+      [&] (dim3 grid, int base) {
+        prep_kernel<<<grid, 256, 0, c->stream>>> (stage, c->d_tab, base, db->k, db->kp,
+            db->d, qlist);
+      });
 }
 
-/* one match launch + its re-check; list = 0 or 1 selects the queue */
+/* one match launch + its re-check; list = 0 or 1 selects the queue; variant: a
+ * MatchVariant (other than VAR_KEY: list mode, p.tscale and p.cinit set) */
 static GrStatus
 launch_match (GrMatcherCuda *c, cudaStream_t stream, DevDb *db, MatchParams p, int list,
-    int max_pn, unsigned debug, char *errbuf, size_t errlen)
+    int max_pn, unsigned debug, int variant, char *errbuf, size_t errlen)
 {
   if (p.nq <= 0 || p.nimg <= 0)
     return GR_OK;
@@ -1293,6 +1673,7 @@ launch_match (GrMatcherCuda *c, cudaStream_t stream, DevDb *db, MatchParams p, i
   p.k = db->k;
   p.keymask = ~((1u << keybits) - 1u);
   bounds (db->kp, keybits, &p.delta2, &p.eps1, &p.trunc);
+  bounds_var (db->kp, db->k, &p);
   p.plist = c->d_list + (size_t) list * LIST_CAP;
   p.pcount = c->d_count + list;
   p.pcap = (debug & GR_MATCHER_DEBUG_SMALL_LIST) ? 16u : LIST_CAP;
@@ -1315,11 +1696,14 @@ launch_match (GrMatcherCuda *c, cudaStream_t stream, DevDb *db, MatchParams p, i
   p.ips = (int) ((p.nimg + slices - 1) / slices);
   slices = (p.nimg + p.ips - 1) / p.ips;
   dim3 grid ((unsigned) gx, (unsigned) slices);
-  switch (db->kp) {
-    case 32: match_kernel<32><<<grid, NT, 0, stream>>> (p); break;
-    case 64: match_kernel<64><<<grid, NT, 0, stream>>> (p); break;
-    default: match_kernel<128><<<grid, NT, 0, stream>>> (p); break;
-  }
+  typedef void (*MatchFn) (const MatchParams);
+  static const MatchFn fns[3][VAR_COUNT] = {
+    { match_kernel<32, VAR_KEY>, match_kernel<32, VAR_TOP2>, match_kernel<32, VAR_MIN> },
+    { match_kernel<64, VAR_KEY>, match_kernel<64, VAR_TOP2>, match_kernel<64, VAR_MIN> },
+    { match_kernel<128, VAR_KEY>, match_kernel<128, VAR_TOP2>,
+      match_kernel<128, VAR_MIN> },
+  };
+  fns[db->kp == 32 ? 0 : db->kp == 64 ? 1 : 2][variant]<<<grid, NT, 0, stream>>> (p);
   CK (cudaGetLastError (), "match kernel launch");
   recheck_kernel<<<c->nsm * 4, 256, 0, stream>>> (p);
   CK (cudaGetLastError (), "re-check kernel launch");
@@ -1368,7 +1752,7 @@ batch_setup (GrMatcherCuda *c, const float *desc, bool on_device, int k,
     c->h_tab[i].pn = pn;
     c->h_tab[i].gabs = (unsigned) offsets[i];
     c->h_tab[i].src = offsets[i];
-    c->h_tab[i].M = c->h_tab[i].M2 = 0.f;
+    c->h_tab[i].M = c->h_tab[i].M2 = c->h_tab[i].s = 0.f;
     rows += pn;
     if (pn > max_pn)
       max_pn = pn;
@@ -1389,8 +1773,10 @@ batch_setup (GrMatcherCuda *c, const float *desc, bool on_device, int k,
   if (!on_device) {
     CK (gr_cuda_grow (&c->d_stage, &c->stage_cap, (size_t) n * k, 16),
         "cudaMalloc (staging)");
-    CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
-            cudaMemcpyHostToDevice, s), "descriptor upload");
+    /* staged: the parts are on their way already, ahead in the stream */
+    if (!(desc == c->h_bstage && c->bstaged == (size_t) n * k))
+      CK (cudaMemcpyAsync (c->d_stage, desc, (size_t) n * k * sizeof (float),
+              cudaMemcpyHostToDevice, s), "descriptor upload");
   }
   CK (cudaMemcpyAsync (c->d_tab, c->h_tab, (size_t) m * sizeof (ImgInfo),
           cudaMemcpyHostToDevice, s), "image table upload");
@@ -1435,7 +1821,7 @@ batch_slab (GrMatcherCuda *c, int i0, int i1, long long n, int max_pn, double rr
   CK (cudaMemsetAsync (c->d_count, 0, 2 * sizeof (unsigned), s), "cudaMemset");
   MatchParams p = batch_params (c->d_qlist, (int) n, c->d_tab + i0, i1 - i0, c->d_out, n,
       rr);
-  GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
+  GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, VAR_KEY, errbuf, errlen);
   if (st != GR_OK)
     return st;
   CK (cudaMemcpyAsync (c->h_count, c->d_count, sizeof (unsigned), cudaMemcpyDeviceToHost,
@@ -1450,6 +1836,35 @@ batch_slab (GrMatcherCuda *c, int i0, int i1, long long n, int max_pn, double rr
       return st;
     CK (cudaStreamSynchronize (s), "sweep kernel");
   }
+  return GR_OK;
+}
+
+extern "C" float *
+gr_matcher_cuda_stage_begin (GrMatcherCuda *c, size_t floats)
+{
+  c->bstaged = 0;
+  /* the last call's parts may still be reading the buffer (a bad value ended it) */
+  cudaError_t e = cudaSetDevice (c->device);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize (c->stream);
+  if (e == cudaSuccess)
+    e = grow_pinned (&c->h_bstage, &c->hbstage_cap, floats);
+  if (e == cudaSuccess)
+    e = gr_cuda_grow (&c->d_stage, &c->stage_cap, floats, 16);
+  if (e != cudaSuccess) {
+    cudaGetLastError ();
+    return NULL;
+  }
+  return c->h_bstage;
+}
+
+extern "C" GrStatus
+gr_matcher_cuda_stage_part (GrMatcherCuda *c, size_t first, size_t floats, char *errbuf,
+    size_t errlen)
+{
+  CK (cudaMemcpyAsync (c->d_stage + first, c->h_bstage + first, floats * sizeof (float),
+          cudaMemcpyHostToDevice, c->stream), "descriptor upload");
+  c->bstaged = first + floats;
   return GR_OK;
 }
 
@@ -1520,7 +1935,7 @@ runs_slab (GrMatcherCuda *c, const GrMatcherRun *runs, int64_t nruns, int i0, in
     MatchParams p = batch_params (c->d_qlist + runs[r].q0,
         (int) (runs[r].q1 - runs[r].q0), c->d_tab + runs[r].image, 1,
         c->d_out + (size_t) (runs[r].image - i0) * n, n, rr);
-    GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
+    GrStatus st = launch_match (c, s, db, p, 0, max_pn, debug, VAR_KEY, errbuf, errlen);
     if (st != GR_OK)
       return st;
     runs_count_kernel<<<1, 1, 0, s>>> (c->d_count);
@@ -1697,6 +2112,51 @@ slist_reserve (GrMatcherCuda *c, size_t need)
   return e;
 }
 
+/* GEOREG_MATCHER_VARIANT: the list mode's match kernel (design comment: "key", the
+ * default; "top2"; "min"), read at every call so that a test or a benchmark can
+ * switch it between calls.  An unknown name is reported once and runs the default. */
+static const char *const variant_names[VAR_COUNT] = { "key", "top2", "min" };
+
+static int
+variant_from_env (void)
+{
+  const char *v = getenv ("GEOREG_MATCHER_VARIANT");
+  if (!v || !*v)
+    return VAR_KEY;
+  for (int i = 0; i < VAR_COUNT; i++)
+    if (!strcmp (v, variant_names[i]))
+      return i;
+  static bool told;
+  if (!told)
+    fprintf (stderr, "georeg matcher: GEOREG_MATCHER_VARIANT=%s unknown (key, top2, "
+        "min): running key\n", v);
+  told = true;
+  return VAR_KEY;
+}
+
+/* The variants' database on top of batch_setup's: the scales (scale_kernel), the
+ * FP16 rows c / s_i and the start values (rescale_kernel); p gets the pointers. */
+static GrStatus
+variant_setup (GrMatcherCuda *c, int m, long long rows, int max_pn, MatchParams *p,
+    char *errbuf, size_t errlen)
+{
+  DevDb *db = &c->bdb;
+  CK (gr_cuda_grow (&c->d_cinit, &c->cinit_cap, (size_t) rows * 2, 4096),
+      "cudaMalloc (start values)");
+  scale_kernel<<<1, SPARSE_NT, 0, c->stream>>> (c->d_tab, m, c->d_tscale);
+  CK (cudaGetLastError (), "scale kernel launch");
+  const GrStatus st = row_launches (0, m, max_pn, errbuf, errlen, "rescale kernel launch",
+      [&] (dim3 grid, int base) {
+        rescale_kernel<<<grid, 256, 0, c->stream>>> (c->d_tab, base, db->k, db->kp, db->d,
+            c->d_tscale, c->d_cinit);
+      });
+  if (st != GR_OK)
+    return st;
+  p->tscale = c->d_tscale;
+  p->cinit = c->d_cinit;
+  return GR_OK;
+}
+
 /* The sparse form in list mode: one match launch over the images [row0, row1) appends
  * the kept pairs to a device list (no m x n matrix, no slabs, no per-slab host round
  * trip); a bitmap of the kept pairs and its prefix counts give the matrix's row-major
@@ -1750,6 +2210,10 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, bool on_d
   p.sparse = 1;
   p.img0 = row0;
   p.nall = n;
+  const int variant = variant_from_env ();
+  if (variant != VAR_KEY &&
+      (st = variant_setup (c, m, rows, max_pn, &p, errbuf, errlen)) != GR_OK)
+    return st;
   const char *tenv = getenv ("GEOREG_MATCHER_TIMING");
   const bool timing = tenv && atoi (tenv) == 1;
   const double tw0 = now_ms ();
@@ -1771,7 +2235,7 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, bool on_d
     CK (cudaMemsetAsync (c->d_scount, 0, sizeof (unsigned long long), s), "cudaMemset");
     CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
     launches++;
-    st = launch_match (c, s, db, p, 0, max_pn, debug, errbuf, errlen);
+    st = launch_match (c, s, db, p, 0, max_pn, debug, variant, errbuf, errlen);
     if (st != GR_OK)
       return st;
     CK (cudaEventRecord (c->evk1, s), "cudaEventRecord");
@@ -1788,7 +2252,9 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, bool on_d
       break;
     want = kept + kept / 4 + 1024;
   }
-  rechecked = c->h_count[0];
+  /* the variants queue nothing: their list entries are what the finishing kernel
+   * settles exactly (all of them) */
+  rechecked = variant == VAR_KEY ? c->h_count[0] : (long long) kept;
   if (!(debug & GR_MATCHER_DEBUG_SMALL_SPARSE) && kept > c->slist_want)
     c->slist_want = kept + kept / 8;
   double t_after_match = now_ms ();
@@ -1830,16 +2296,40 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, bool on_d
     auto finish = db->kp == 32 ? sparse_finish_kernel<32> : db->kp == 64 ?
         sparse_finish_kernel<64> : sparse_finish_kernel<128>;
     finish<<<grid, FIN_NT, 0, s>>> (db->d, db->k, c->d_tab, c->d_qlist, row0, n,
-        c->d_skey2, c->d_sval2, c->d_spay, c->d_roff, c->d_sparse);
+        c->d_skey2, c->d_sval2, c->d_spay, c->d_roff, rr, c->d_sparse, c->d_rcnt);
     CK (cudaGetLastError (), "sparse finishing kernel launch");
   } else {
     CK (cudaEventRecord (c->evk2, s), "cudaEventRecord");
   }
-  CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
-  CK (grow_pinned (&c->h_sparse, &c->hsparse_cap, (size_t) kept + 1),
+  const GrMatch *d_final = c->d_sparse;
+  unsigned long long final_count = kept;
+  if (variant != VAR_KEY && kept > 0) {
+    /* the entries the finishing kernel dropped leave the list: the kept counts'
+     * prefix, the compaction, and the final count (one more wait, for the count, so
+     * that only the kept entries cross to the host) */
+    const int nr = row1 - row0;
+    CK (gr_cuda_grow (&c->d_roff2, &c->roff2_cap, (size_t) nr + 1, 1024),
+        "cudaMalloc (row offsets)");
+    CK (gr_cuda_grow (&c->d_sparse2, &c->sparse2_cap, (size_t) kept, 1024),
+        "cudaMalloc (sparse entries)");
+    sparse_rscan_kernel<<<1, SPARSE_NT, 0, s>>> (c->d_rcnt, nr, c->d_roff2);
+    CK (cudaGetLastError (), "sparse row scan kernel launch");
+    sparse_compact_kernel<<<nr, SPARSE_NT, 0, s>>> (c->d_sparse, c->d_roff, c->d_roff2,
+        c->d_sparse2);
+    CK (cudaGetLastError (), "sparse compaction kernel launch");
+    CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+    CK (cudaMemcpyAsync (c->h_scount, c->d_roff2 + nr, sizeof (long long),
+            cudaMemcpyDeviceToHost, s), "cudaMemcpy (list count)");
+    CK (cudaStreamSynchronize (s), "sparse finishing kernel");
+    final_count = *c->h_scount;
+    d_final = c->d_sparse2;
+  } else {
+    CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  }
+  CK (grow_pinned (&c->h_sparse, &c->hsparse_cap, (size_t) final_count + 1),
       "cudaHostAlloc (sparse entries)");
-  if (kept > 0)
-    CK (cudaMemcpyAsync (c->h_sparse, c->d_sparse, (size_t) kept * sizeof (GrMatch),
+  if (final_count > 0)
+    CK (cudaMemcpyAsync (c->h_sparse, d_final, (size_t) final_count * sizeof (GrMatch),
             cudaMemcpyDeviceToHost, s), "cudaMemcpy (sparse entries)");
   CK (cudaStreamSynchronize (s), "sparse entries download");
   if (timing) {
@@ -1848,16 +2338,18 @@ gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc, bool on_d
     CK (cudaEventElapsedTime (&ms_sort, c->evk1, c->evk2), "cudaEventElapsedTime");
     CK (cudaEventElapsedTime (&ms_fin, c->evk2, c->ev1), "cudaEventElapsedTime");
     const double tw1 = now_ms ();
+    /* (tools/gpu.sh picks these lines by their start: keep it) */
     fprintf (stderr, "matcher sparse (list): m %d n %lld k %d, %lld entries (%.1f MB), "
         "%lld re-checked, %d launch(es); ms: match kernels + re-check %.2f, order %.2f, "
-        "finish (d1, d2) %.2f; host: up to the count %.2f, then %.2f (order, finish, "
-        "download %.1f MB)\n", m, n, k, (long long) kept,
-        kept * (double) sizeof (GrMatch) / 1e6, rechecked, launches, ms_match, ms_sort,
-        ms_fin, t_after_match - tw0, tw1 - t_after_match,
-        kept * (double) sizeof (GrMatch) / 1e6);
+        "finish (d1, d2; variants: and compaction) %.2f; host: up to the count %.2f, "
+        "then %.2f (order, finish, download %.1f MB); variant %s (%lld in the list)\n",
+        m, n, k, (long long) final_count, final_count * (double) sizeof (GrMatch) / 1e6,
+        rechecked, launches, ms_match, ms_sort, ms_fin, t_after_match - tw0,
+        tw1 - t_after_match, final_count * (double) sizeof (GrMatch) / 1e6,
+        variant_names[variant], (long long) kept);
   }
   *view = c->h_sparse;
-  *count = (int64_t) kept;
+  *count = (int64_t) final_count;
   return batch_stats (c, rows, n, rechecked, stats, errbuf, errlen);
 }
 
@@ -1976,11 +2468,12 @@ gr_matcher_cuda_add (GrMatcherCuda *c, const float *desc, int count, int k, doub
     CK (cudaEventRecord (c->evfork, s), "cudaEventRecord");
     CK (cudaStreamWaitEvent (s2, c->evfork, 0), "cudaStreamWaitEvent");
   }
-  st = launch_match (c, s, db, p1, 0, max_pn_old, debug, errbuf, errlen);
+  st = launch_match (c, s, db, p1, 0, max_pn_old, debug, VAR_KEY, errbuf, errlen);
   if (st != GR_OK)
     return st;
   CK (cudaEventRecord (c->evk1, s), "cudaEventRecord");
-  st = launch_match (c, s2, db, p2, 1, pn > 0 ? pn : BN, debug, errbuf, errlen);
+  st = launch_match (c, s2, db, p2, 1, pn > 0 ? pn : BN, debug, VAR_KEY,
+      errbuf, errlen);
   if (st != GR_OK)
     return st;
   CK (cudaEventRecord (c->evk2, s2), "cudaEventRecord");

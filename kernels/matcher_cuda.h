@@ -42,6 +42,16 @@ GrStatus gr_matcher_cuda_match_all_sparse (GrMatcherCuda *c, const float *desc,
     const GrMatcherRun *runs, int64_t nruns, double rr, unsigned debug, GrMatch **buf, int64_t *cap,
     const GrMatch **view, int64_t *count, GrMatchStats *stats, char *errbuf,
     size_t errlen);
+/* The batch forms' staged upload (matcher.c, GEOREG_MATCHER_UPLOAD=pinned): _begin
+ * returns the engine's pinned buffer of at least `floats` floats (NULL: none could be
+ * had; the caller then passes its own memory as before); the caller fills it in
+ * order, a part at a time, and _part starts each part's upload at once, so that
+ * filling and transfer overlap.  A batch call given the buffer itself as desc, with
+ * every float of its n x k sent, skips its own upload.  Valid until the next _begin. */
+float *gr_matcher_cuda_stage_begin (GrMatcherCuda *c, size_t floats);
+GrStatus gr_matcher_cuda_stage_part (GrMatcherCuda *c, size_t first, size_t floats,
+    char *errbuf, size_t errlen);
+
 /* fwd / bwd: the caller's buffers (NULL: not wanted), or, when vfwd / vbwd are
  * non-NULL, that direction goes to the engine's pinned result buffer and *vfwd / *vbwd
  * receive pointers into it (valid until the next call). */

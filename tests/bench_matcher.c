@@ -16,6 +16,11 @@
  * --sparse-goals: (a) and (b) only, dense and sparse, with the checks and a line per
  * goal of issue 14 (sparse wall <= 15 ms and <= 150 ms), as tools/gpu.sh matcher runs
  * it (about a minute on an H100, most of it the float64 check of (b)'s list).
+ * CUDA: the sparse form of (a) and (b) again with each match-kernel variant of the
+ * list mode (GEOREG_MATCHER_VARIANT, kernels/matcher_cuda.cu), and two of them with
+ * the staged upload (GEOREG_MATCHER_UPLOAD=pinned, kernels/matcher.c), each list
+ * compared with the default's byte for byte; a "variant" line each at the end (wall
+ * and kernel medians of (a) and (b), and the goals).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <stdio.h>
@@ -36,7 +41,7 @@ typedef struct {
   const char *note;
 } Row;
 
-static Row rows[32];
+static Row rows[48];
 static int nrows;
 static int mismatch_total;
 
@@ -174,6 +179,77 @@ check_sparse (const char *what, const float *d, int k, const int64_t *off, int m
   }
 }
 
+/* The list mode's match-kernel variants (GEOREG_MATCHER_VARIANT), alone and with the
+ * staged upload (GEOREG_MATCHER_UPLOAD=pinned: "+pinned"), each on the same inputs as
+ * the default's sparse run (ref, rcount: its list): medians, and whether the list is
+ * the default's byte for byte.  vres[c][v]: case c ((a) 0, (b) 1), variant v. */
+static const char *const kvariants[] = { "key", "top2", "min", "key+pinned",
+  "min+pinned" };
+#define NKV ((int) (sizeof kvariants / sizeof kvariants[0]))
+typedef struct {
+  int done, same;
+  double wall_ms, kernel_ms;
+  long long count;
+} VarRes;
+static VarRes vres[2][NKV];
+
+static void
+run_variants (int c, const char *label, GrMatcher *gpu, const float *d, int k,
+    const int64_t *off, int m, int reps, const GrMatch *ref, int64_t rcount)
+{
+  for (int v = 0; v < NKV; v++) {
+    char kernel[32];
+    snprintf (kernel, sizeof kernel, "%s", kvariants[v]);
+    char *plus = strchr (kernel, '+');
+    if (plus) {
+      *plus = 0;
+      setenv ("GEOREG_MATCHER_UPLOAD", plus + 1, 1);
+    } else {
+      unsetenv ("GEOREG_MATCHER_UPLOAD");
+    }
+    setenv ("GEOREG_MATCHER_VARIANT", kernel, 1);
+    char *name = malloc (64);
+    snprintf (name, 64, "%s sparse, variant %s", label, kvariants[v]);
+    int64_t n = 0;
+    GrMatch *sp = run_sparse (name, gpu, d, k, off, m, reps, &n);
+    if (!sp)
+      continue;
+    VarRes *r = &vres[c][v];
+    r->done = 1;
+    r->wall_ms = rows[nrows - 1].wall_ms;
+    r->kernel_ms = rows[nrows - 1].kernel_ms;
+    r->count = n;
+    r->same = ref && n == rcount && !memcmp (sp, ref, sizeof (GrMatch) * (size_t) n);
+    printf ("  check %-28s variant %s vs default: %s\n", label, kvariants[v], r->same ?
+        "identical" : "DIFFER  <-- MISMATCH");
+    mismatch_total += !r->same;
+    free (sp);
+  }
+  unsetenv ("GEOREG_MATCHER_VARIANT");
+  unsetenv ("GEOREG_MATCHER_UPLOAD");
+}
+
+/* one line per variant: (a) and (b) wall / kernel medians, and the goals */
+static void
+variant_lines (int quick)
+{
+  static const double goal[2] = { 15.0, 150.0 };
+  for (int v = 0; v < NKV; v++) {
+    printf ("variant %-10s", kvariants[v]);
+    for (int c = 0; c < 2; c++) {
+      const VarRes *r = &vres[c][v];
+      if (!r->done) {
+        printf ("  (%c) not run", 'a' + c);
+        continue;
+      }
+      printf ("  (%c) wall %8.2f ms kernel %8.2f ms, %lld entries, %s%s%s", 'a' + c,
+          r->wall_ms, r->kernel_ms, r->count, r->same ? "identical" : "DIFFER",
+          quick ? "" : r->wall_ms <= goal[c] ? ", goal MET" : ", goal NOT MET", c ? "" : ";");
+    }
+    printf ("\n");
+  }
+}
+
 /* issue 14's goal for the sparse row just added (rows[nrows - 1]): wall median */
 static void
 goal_line (const char *what, double goal_ms)
@@ -302,6 +378,8 @@ main (int argc, char **argv)
         gsp ? gn : cn, gsp ? csp : NULL, cn);
     if (gsp && !quick)
       goal_line ("(a) m 1024 n_i 100 k 32", 15.0);
+    if (gsp)
+      run_variants (0, "(a)", gpu, d, 32, off, ma, reps_a, gsp, gn);
     free (gsp);
     free (csp);
     free (g);
@@ -322,6 +400,8 @@ main (int argc, char **argv)
       check_sparse ("(b) sparse", d, 64, off, mb, g, gsp, gn, NULL, 0);
       if (gsp && !quick)
         goal_line ("(b) m 1000 n_i 500 k 64", 150.0);
+      if (gsp)
+        run_variants (1, "(b)", gpu, d, 64, off, mb, quick ? reps_b : 5, gsp, gn);
       free (gsp);
       free (g);
     }
@@ -416,6 +496,8 @@ report:
     printf ("| %s | %s | %.3f | %.3f | %d | %lld / %lld | %s |\n", rows[i].name,
         rows[i].backend, rows[i].kernel_ms, rows[i].wall_ms, rows[i].reps,
         rows[i].rechecked, rows[i].pairs, rows[i].note ? rows[i].note : "");
+  if (gpu)
+    variant_lines (quick);
   if (json) {
     FILE *f = fopen (json, "w");
     if (f) {

@@ -4,7 +4,9 @@
  * path, the re-check queue overflow (sweep) path, the incremental form with a sliding
  * window (database compaction and growth), and, when GEOREG_DATA holds aukerman.png,
  * real descriptors of frames cut from the orthomosaic; every case also through the
- * sparse batch form (CUDA list = CPU list, = CUDA dense, float64 distances).
+ * sparse batch form (CUDA list = CPU list, = CUDA dense, float64 distances), the list
+ * mode with each match-kernel variant too (GEOREG_MATCHER_VARIANT: list = CPU list),
+ * and through the staged upload (GEOREG_MATCHER_UPLOAD=pinned).
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -73,9 +75,12 @@ count_diff (const int32_t *a, const int32_t *b, int64_t n)
 }
 
 /* CUDA vs CPU (identical) and vs the reference (when ref) */
-/* the sparse form: CUDA (list mode, its variants, and slabs of 3 images) against the CPU's list bit
- * for bit (distances included), and against CUDA's dense output and the float64
- * distances */
+/* the sparse form: CUDA (list mode, its debug paths, and slabs of 3 images) against
+ * the CPU's list bit for bit (distances included), and against CUDA's dense output and
+ * the float64 distances; then each match-kernel variant of the list mode
+ * (GEOREG_MATCHER_VARIANT, kernels/matcher_cuda.cu) on the paths that run it, against
+ * the CPU's list bit for bit (equal to the default's, which the float64 check above
+ * covers) */
 static void
 compare_sparse (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *desc,
     int k, const int64_t *off, int m, float ratio, const int32_t *dense)
@@ -96,27 +101,65 @@ compare_sparse (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *d
     GR_MATCHER_DEBUG_FORCE_EXACT | GR_MATCHER_DEBUG_SMALL_LIST };
   static const char *const vnames[5] = { "list", "3-image slabs", "list from 4",
     "list, all exact", "queue overflow" };
-  for (int small = 0; small < 5; small++) {
-    if (quick && small != 0 && small != 2)
-      continue;                 /* the sanitizers' subset: the list mode's own paths */
-    const GrMatch *gv = NULL;
-    int64_t gn = -1;
-    gr_matcher_set_debug (gpu, variants[small]);
-    const GrStatus s = gr_matcher_match_all_sparse (gpu, desc, k, off, m, ratio, &gv, &gn,
-        NULL, err, sizeof err);
-    CHECK (s == GR_OK, "%s: CUDA sparse: %s", what, err);
-    if (s != GR_OK)
-      continue;
-    const int same = gn == cn && !memcmp (gv, c, sizeof (GrMatch) * (size_t) cn);
-    const int64_t bad = ref_compare_sparse (desc, k, off, m, dense,
-        (const RefSparse *) gv, gn, 1);
-    printf ("%-26s sparse (%s): %lld entries, cuda %s cpu, %lld differences from "
-        "dense + float64\n", what, vnames[small], (long long) gn,
-        same ? "==" : "!=", (long long) bad);
-    CHECK (same, "%s: CUDA and CPU sparse lists differ (%lld vs %lld entries)", what,
-        (long long) gn, (long long) cn);
-    CHECK (bad == 0, "%s: CUDA sparse list: %lld differences", what, (long long) bad);
+  /* the kernel variants run in the list mode only (the slab path and the queue
+   * overflow's fallback to it are the default kernel's whatever the variant); the
+   * staged upload (GEOREG_MATCHER_UPLOAD=pinned) feeds both modes.  paths: the
+   * indices of variants[] each runs */
+  static const struct {
+    const char *kernel, *upload;
+    unsigned paths;
+  } kruns[5] = {
+    { "key", NULL, 0x1f }, { "top2", NULL, 0xd }, { "min", NULL, 0xd },
+    { "key", "pinned", 0x3 }, { "min", "pinned", 0x1 },
+  };
+  for (int kv = 0; kv < 5; kv++) {
+    setenv ("GEOREG_MATCHER_VARIANT", kruns[kv].kernel, 1);
+    if (kruns[kv].upload)
+      setenv ("GEOREG_MATCHER_UPLOAD", kruns[kv].upload, 1);
+    else
+      unsetenv ("GEOREG_MATCHER_UPLOAD");
+    for (int small = 0; small < 5; small++) {
+      if (quick && small != 0 && small != 2)
+        continue;               /* the sanitizers' subset: the list mode's own paths */
+      if (!(kruns[kv].paths & (1u << small)))
+        continue;
+      const GrMatch *gv = NULL;
+      int64_t gn = -1;
+      GrMatchStats st;
+      gr_matcher_set_debug (gpu, variants[small]);
+      const GrStatus s = gr_matcher_match_all_sparse (gpu, desc, k, off, m, ratio, &gv,
+          &gn, &st, err, sizeof err);
+      const char *kname = kruns[kv].kernel;
+      CHECK (s == GR_OK, "%s: CUDA sparse (%s): %s", what, kname, err);
+      if (s != GR_OK)
+        continue;
+      const int same = gn == cn && !memcmp (gv, c, sizeof (GrMatch) * (size_t) cn);
+      if (kv == 0) {
+        const int64_t bad = ref_compare_sparse (desc, k, off, m, dense,
+            (const RefSparse *) gv, gn, 1);
+        printf ("%-26s sparse (%s): %lld entries, cuda %s cpu, %lld differences from "
+            "dense + float64\n", what, vnames[small], (long long) gn,
+            same ? "==" : "!=", (long long) bad);
+        CHECK (bad == 0, "%s: CUDA sparse list: %lld differences", what, (long long) bad);
+      } else {
+        printf ("%-26s sparse (%s, variant %s%s%s): %lld entries, %lld searched "
+            "exactly, cuda %s cpu\n", what, vnames[small], kname,
+            kruns[kv].upload ? ", upload " : "",
+            kruns[kv].upload ? kruns[kv].upload : "", (long long) gn,
+            (long long) st.rechecked, same ? "==" : "!=");
+        /* a variant settles every entry of its list exactly (matcher_cuda.cu): fewer
+         * would mean the default kernel ran instead */
+        if (strcmp (kname, "key"))
+          CHECK (st.rechecked >= gn, "%s: variant %s: %lld entries but %lld searched",
+              what, kname, (long long) gn, (long long) st.rechecked);
+      }
+      CHECK (same, "%s: CUDA (%s, %s, upload %s) and CPU sparse lists differ (%lld vs "
+          "%lld entries)", what, kname, vnames[small], kruns[kv].upload ?
+          kruns[kv].upload : "plain", (long long) gn, (long long) cn);
+    }
   }
+  unsetenv ("GEOREG_MATCHER_VARIANT");
+  unsetenv ("GEOREG_MATCHER_UPLOAD");
   gr_matcher_set_debug (gpu, 0);
   free (c);
 }
@@ -456,6 +499,26 @@ main (void)
   int32_t o[1];
   CHECK (gr_matcher_match_all (gpu, big, 200, off, 1, 0.8f, o, NULL, err, sizeof err) ==
       GR_ERR_INVALID, "k > 128 on CUDA must be refused");
+  /* the staged upload checks the values as it copies them, a part of 2^20 floats at
+   * a time: a NaN in the second part is refused with the plain check's message */
+  {
+    const int nd = 40000, kk = 32;
+    float *d = malloc (sizeof (float) * nd * kk);
+    for (int i = 0; i < nd * kk; i++)
+      d[i] = (float) (i % 97) * 0.01f;
+    d[35000 * kk + 7] = NAN;
+    int64_t o2[3] = { 0, nd / 2, nd };
+    const GrMatch *v = NULL;
+    int64_t cnt = 0;
+    setenv ("GEOREG_MATCHER_UPLOAD", "pinned", 1);
+    const GrStatus s = gr_matcher_match_all_sparse (gpu, d, kk, o2, 2, 0.8f, &v, &cnt,
+        NULL, err, sizeof err);
+    unsetenv ("GEOREG_MATCHER_UPLOAD");
+    printf ("staged upload, a NaN at descriptor 35000: %s\n", err);
+    CHECK (s == GR_ERR_INVALID && strstr (err, "descriptor 35000, component 7 "),
+        "staged upload: a NaN must be refused with its place (%d: %s)", (int) s, err);
+    free (d);
+  }
   const char *q = getenv ("GR_MATCHER_GPU_QUICK");
   quick = q && *q && *q != '0';
   test_random (gpu, cpu);
