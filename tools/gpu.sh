@@ -55,7 +55,8 @@
 #                                       on a 10 s stream made there (~3 min)
 #   bash tools/gpu.sh matcher [BUILD]   issue 14's sparse batch matcher: test_matcher_gpu,
 #                                       then (a) and (b) dense and sparse with checks
-#                                       and goal lines (about 3 minutes at most)
+#                                       and goal lines, and a line per list-mode
+#                                       variant (about 5 minutes at most)
 #   bash tools/gpu.sh multigpu [BUILD]  both (a host with several GPUs: nvidia-h100-x4;
 #                                       ~6 min, bounded by GPU_BUDGET_S, default 540 s)
 #   bash tools/gpu.sh pairs [BUILD]     pair pruning by footprint overlap on CUDA
@@ -765,12 +766,17 @@ matcher () {
   local t=$build/tests rc=0 t0=$SECONDS
   timeout "$(bounded 180)" "$t/test_matcher_gpu" > "$out/matcher-test.txt" 2>&1 || rc=1
   note "test_matcher_gpu" "$rc" $((SECONDS - t0)) "$(tail -n 1 "$out/matcher-test.txt")"
-  bench_step "matcher sparse goals" 120 matcher_goals.log env GEOREG_MATCHER_TIMING=1 \
+  bench_step "matcher sparse goals" 200 matcher_goals.log env GEOREG_MATCHER_TIMING=1 \
     "$t/bench_matcher" --no-cpu --sparse-goals --json "$out/bench/matcher_goals.json" ||
     rc=1
-  { grep -E '^(goal|  check)' "$out/bench/matcher_goals.log"
+  # the goal lines are the default kernel's; a "variant" line each for the list mode's
+  # run-time variants (GEOREG_MATCHER_VARIANT / _UPLOAD: kernels/matcher_cuda.cu); the
+  # timing lines say which variant each call ran, at their end: the default's second
+  # call (after its warm-up) for each case
+  { grep -E '^(goal|  check|variant)' "$out/bench/matcher_goals.log"
     for mm in 1024 1000; do
-      grep -E "^matcher sparse \(list\): m $mm " "$out/bench/matcher_goals.log" | tail -n 1
+      grep -E "^matcher sparse \(list\): m $mm .*variant key \(" \
+        "$out/bench/matcher_goals.log" | sed -n 2p
     done; } | tee -a "$out/table.txt"
   return "$rc"
 }
