@@ -43,6 +43,11 @@ typedef enum {
   /* the result disagrees with the prior beyond its stated uncertainty (position,
    * heading or scale), or frame_to_control is degenerate: do not trust it as good */
   GST_NMI_LOCALIZE_FLAG_IMPLAUSIBLE = 1 << 9,
+  /* several places scored too alike to tell at the fine level, and registering each
+   * (keypoint templates by sparse NMI, a robust homography, as nmiregister does) told
+   * them apart: the place kept had at least twice the inliers of any other (and the
+   * minimum), so AMBIGUOUS is not set although peak_ratio is low */
+  GST_NMI_LOCALIZE_FLAG_VERIFIED = 1 << 10,
   /* the control is read in windows around each frame's prior (too large to hold
    * whole: docs/controls.md) and this frame has no prior position: it was not
    * searched.  Always with NO_OVERLAP (no position).  Set by the element, never by

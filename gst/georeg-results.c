@@ -287,7 +287,7 @@ georeg_localize_flags_to_string (guint flags)
   /* bit order of GstNmiLocalizeFlags (georeg-meta.h) */
   static const char *const names[] = { "no-valid-pixels", "no-overlap", "at-border",
     "ambiguous", "no-second-peak", "heading-searched", "scale-searched", "low-overlap",
-    "prior-used", "implausible"
+    "prior-used", "implausible", "verified", NULL, NULL, NULL, NULL, NULL, "prior-needed"
   };
   return flags_to_string (flags, names, G_N_ELEMENTS (names));
 }

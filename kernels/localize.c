@@ -72,6 +72,7 @@ gr_localize_params_init (GrLocalizeParams *p)
    * seed 1000 (looked at) 3 of 40 placed wrong, 1 with these; seed 2000 3 and 1 */
   p->coarse_peaks = 4;
   p->shortlist = 16;
+  p->verify = 1;
   p->fine_size = 128;
   p->levels = 32;
   p->min_overlap = 0.5;
@@ -948,6 +949,88 @@ fine_stage (Ctx *cx, const Hypo *best, int nh, int ns, double hstep, double srat
   return st;
 }
 
+static Level *refine_level (GrLocalize *loc, double scale, double *pf, GrStatus *st,
+    char *errbuf, size_t errlen);
+static GrStatus refine_on (GrLocalize *loc, const Level *L, const GrPlaneF *fp, int fw,
+    int fh, const double h_coarse[9], double heading, double scale,
+    const GrRefineParams *p, GrRefineResult *out, char *errbuf, size_t errlen);
+
+/* The candidates compared at the fine level, registered as nmiregister would (sparse
+ * NMI of keypoint templates, a robust homography): a place's support is its inliers
+ * when the fit is found and plausible, else 0.  NMI alone cannot always tell them
+ * apart: without a prior on aukerman.png the right and a wrong place scored 1.084 and
+ * 1.064 at the fine level (1.053 and 1.052 with larger templates), while the right one
+ * registered with 90 inliers of 93 and the wrong one with none.  *win becomes the
+ * best supported candidate when its support is at least twice any other's (and the
+ * minimum inliers), and *decisive says that it then stands alone: no candidate at
+ * another place has half its support.  Candidates whose fine results came to the
+ * same place as the winner agree with it. */
+static GrStatus
+verify_candidates (Ctx *cx, const Cand *cand, int n, double long_side, int *win,
+    bool *decisive)
+{
+  GrRefineParams rp;
+  gr_refine_params_init (&rp);
+  int support[MAX_CANDIDATES] = { 0 };
+  GrStatus st = GR_OK;
+  const int fw = cx->frame->width, fh = cx->frame->height;
+  for (int c = 0; c < n && st == GR_OK; c++) {
+    if (!isfinite (cand[c].fine.score))
+      continue;
+    double heading, scale, pf;
+    if (!gr_homography_heading_scale (cand[c].fine.h, 0.5 * fw, 0.5 * fh, &heading,
+            &scale) || !(scale > 0))
+      continue;
+    Level *L = refine_level (cx->loc, scale, &pf, &st, cx->errbuf, cx->errlen);
+    const GrPlaneF *fp = L ? small_frame (cx, pf, &st) : NULL;
+    if (!fp)
+      break;
+    GrRefineResult rr;
+    st = refine_on (cx->loc, L, fp, fw, fh, cand[c].fine.h, heading, scale, &rp, &rr,
+        cx->errbuf, cx->errlen);
+    const unsigned implausible = GR_PLAUSIBLE_NOT_FINITE | GR_PLAUSIBLE_NEAR_SINGULAR |
+        GR_PLAUSIBLE_NON_CONVEX | GR_PLAUSIBLE_AREA | GR_PLAUSIBLE_ASPECT |
+        GR_PLAUSIBLE_HEADING;
+    if (st == GR_OK && !(rr.flags & (GR_REFINE_LOW_INLIERS | implausible)))
+      support[c] = rr.inliers;
+  }
+  *decisive = false;
+  if (st != GR_OK)
+    return st;
+  int best = *win;
+  for (int c = 0; c < n; c++)
+    if (support[c] > support[best])
+      best = c;
+  /* the strongest other place (those that came to the winner's place agree) */
+  int other = 0;
+  const Hypo *bf = &cand[best].fine;
+  for (int c = 0; c < n; c++)
+    if (c != best && !(isfinite (cand[c].fine.score) &&
+            hypot (cand[c].fine.cx - bf->cx, cand[c].fine.cy - bf->cy) <=
+            0.25 * bf->scale * long_side) && support[c] > other)
+      other = support[c];
+  const int need = 2 * (other > rp.min_inliers ? other : rp.min_inliers);
+  if (support[best] >= need) {
+    *win = best;
+    *decisive = true;
+  }
+  return GR_OK;
+}
+
+/* The strongest refined candidate other than win at a place a quarter footprint or
+ * more from ref (win's refined place), scored alike (decide); NAN when none. */
+static double
+fine_competitor (const Cand *cand, int n, int win, const Hypo *ref, double long_side)
+{
+  double second = NAN;
+  for (int c = 0; c < n; c++)
+    if (c != win && isfinite (cand[c].decide) &&
+        hypot (cand[c].fine.cx - ref->cx, cand[c].fine.cy - ref->cy) >
+        0.25 * ref->scale * long_side && !(cand[c].decide <= second))
+      second = cand[c].decide;
+  return second;
+}
+
 /* gr_localize_run on a frame of frame->width x frame->height with `valid` valid
  * pixels, its downscales from `downscale` (NULL: gr_plane_downscale of frame). */
 static GrStatus
@@ -1094,7 +1177,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
    * best few at distinct places
    * (a quarter footprint apart) go to the fine level too, whose templates (fine_size
    * px) tell right from wrong far better, and the fine scores decide, the ambiguity
-   * included.  A clear coarse result costs nothing more than before. */
+   * included.  In a sweep they always do; with a heading and scale prior a clear
+   * coarse result costs nothing more than before. */
   Cand cand[MAX_CANDIDATES];
   int nc = 0;
   pick_candidates (coarse, ncoarse, bi, nh * ns > 1 ? MAX_CANDIDATES : 1, long_side, cand,
@@ -1102,9 +1186,12 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   Hypo fb = { .score = NAN };
   double fine_second = NAN, fine_best = NAN, second = NAN;
   int fbi = -1, refined = 0;
+  bool verified = false;      /* the candidates' registrations settled it */
   for (int c = 0; c < nc && st == GR_OK; c++) {
-    if (c == 1) {
-      /* after the coarse best: go on only when it is doubtful */
+    if (c == 1 && !sweep) {
+      /* after the coarse best: go on only when it is doubtful (a sweep always goes
+       * on: among hundreds of maps a lead of 5-7% at the coarse level is no evidence,
+       * and on aukerman.png a wrong place led the right one by that much) */
       second = coarse_second (coarse, ncoarse, cand, 1, 0, &cand[0].fine, long_side);
       const double ratio = isfinite (second) && second > 1.0 ?
           (cand[0].h.score - 1.0) / (second - 1.0) : INFINITY;
@@ -1130,14 +1217,23 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
       fb = cand[fbi].fine;
       best = cand[fbi].h;
       ref = isfinite (fb.score) ? &fb : &best;
-      /* the strongest other refined candidate at a distinct place, scored alike */
-      for (int c = 0; c < refined; c++)
-        if (c != fbi && isfinite (cand[c].decide) &&
-            hypot (cand[c].fine.cx - ref->cx, cand[c].fine.cy - ref->cy) >
-            0.25 * ref->scale * long_side && !(cand[c].decide <= fine_second))
-          fine_second = cand[c].decide;
+      fine_second = fine_competitor (cand, refined, fbi, ref, long_side);
       fine_best = cand[fbi].decide;
-
+      /* scores too close to tell: the candidates' registrations may (and may choose
+       * another) */
+      if (st == GR_OK && p.verify && isfinite (fine_second) && fine_second > 1.0 &&
+          (fine_best - 1.0) / (fine_second - 1.0) < fmax (p.min_peak_ratio,
+              p.min_fine_ratio)) {
+        const int before = fbi;
+        st = verify_candidates (&cx, cand, refined, long_side, &fbi, &verified);
+        if (fbi != before) {
+          fb = cand[fbi].fine;
+          best = cand[fbi].h;
+          ref = isfinite (fb.score) ? &fb : &best;
+          fine_second = fine_competitor (cand, refined, fbi, ref, long_side);
+          fine_best = cand[fbi].decide;
+        }
+      }
     }
     second = coarse_second (coarse, ncoarse, cand, refined, fbi, ref, long_side);
   }
@@ -1168,11 +1264,13 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   /* ambiguity: at the fine level among the candidates when several were refined
    * (the same template size on both sides), else at the coarse level, where every
    * place competed */
+  if (verified)
+    flags |= GR_LOCALIZE_VERIFIED;
   if (isfinite (fine_second)) {
     out->second = fine_second;
     out->peak_ratio = fine_second > 1.0 ? (fine_best - 1.0) / (fine_second - 1.0) :
         INFINITY;
-    if (out->peak_ratio < fmax (p.min_peak_ratio, p.min_fine_ratio))
+    if (out->peak_ratio < fmax (p.min_peak_ratio, p.min_fine_ratio) && !verified)
       flags |= GR_LOCALIZE_AMBIGUOUS;
   } else if (isfinite (second)) {
     out->second = second;
@@ -1378,6 +1476,84 @@ out:
   return st;
 }
 
+/* The working grid of a fine registration at `scale` (control px per frame px): the
+ * control level whose pixel is about a frame pixel when the control is finer, the
+ * full control otherwise; *pf: the frame's downscale onto it (at most 1).  NULL and
+ * *st on failure. */
+static Level *
+refine_level (GrLocalize *loc, double scale, double *pf, GrStatus *st, char *errbuf,
+    size_t errlen)
+{
+  int q = (int) lround (4.0 * log2 (1.0 / scale));
+  q = q > 0 ? 0 : (q < -60 ? -60 : q);
+  Level *L = get_level (loc, q, REFINE_LEVELS, 0, st, errbuf, errlen);
+  if (L)
+    *pf = scale * L->sx < 1.0 ? scale * L->sx : 1.0;
+  return L;
+}
+
+/* gr_localize_refine's rounds on level L, from h_coarse (heading and scale its own),
+ * with the fw x fh frame already brought onto the level's grid as fp. */
+static GrStatus
+refine_on (GrLocalize *loc, const Level *L, const GrPlaneF *fp, int fw, int fh,
+    const double h_coarse[9], double heading, double scale, const GrRefineParams *p,
+    GrRefineResult *out, char *errbuf, size_t errlen)
+{
+  memset (out, 0, sizeof *out);
+  memcpy (out->h, h_coarse, sizeof out->h);
+  out->rms = NAN;
+  out->work_scale = L->sx;
+  GrStatus st = GR_OK;
+  GrNmiSparse *sp = gr_nmi_sparse_new (loc->backend, loc->device, &st, errbuf, errlen);
+  if (sp) {
+    gr_nmi_sparse_set_threads (sp, loc->threads);
+    GrImage8 ci = { L->bins, (size_t) L->w, L->mask, (size_t) L->w, L->w, L->h };
+    st = gr_nmi_sparse_set_control (sp, &ci, errbuf, errlen);
+  }
+  double h[9];
+  memcpy (h, h_coarse, sizeof h);
+  bool fitted = false;
+  for (int it = 0; it < p->iterations && sp && st == GR_OK; it++) {
+    const int window = it == 0 ? p->window_size :
+        (p->window_size < 21 ? p->window_size : (21 > p->template_size ? 21 : p->template_size));
+    GrRefineResult r = { .rms = NAN };
+    double hn[9];
+    memcpy (hn, h, sizeof hn);
+    st = refine_round (L, sp, fp, (double) fp->width / fw, (double) fp->height / fh, p,
+        window, hn, &r, errbuf, errlen);
+    if (st != GR_OK || r.inliers < p->min_inliers)
+      break;
+    memcpy (h, hn, sizeof h);
+    out->matches = r.matches;
+    out->inliers = r.inliers;
+    out->rms = r.rms;
+    fitted = true;
+  }
+  gr_nmi_sparse_free (sp);
+  if (st != GR_OK)
+    return st;
+  for (int i = 0; i < 9; i++)
+    out->h[i] = h[i] / h[8];
+  if (!fitted)
+    out->flags |= GR_REFINE_LOW_INLIERS;
+  GrPlausibleParams pp;
+  gr_plausible_params_init (&pp);
+  pp.expected_scale = scale;
+  pp.has_heading = true;
+  pp.heading_deg = heading;
+  out->flags |= gr_fit_check_plausible (out->h, fw, fh, &pp, NULL);
+  return GR_OK;
+}
+
+static bool
+refine_params_ok (const GrRefineParams *p)
+{
+  return p->template_size >= 3 && p->template_size <= GR_NMI_SPARSE_MAX_TEMPLATE &&
+      (p->template_size & 1) && p->window_size >= p->template_size &&
+      p->window_size <= GR_NMI_SPARSE_MAX_WINDOW && (p->window_size & 1) &&
+      p->spacing >= 1 && p->iterations >= 1 && p->threshold > 0;
+}
+
 GrStatus
 gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coarse[9],
     const GrRefineParams *params, GrRefineResult *out, char *errbuf, size_t errlen)
@@ -1389,10 +1565,7 @@ gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coars
     p = *params;
   else
     gr_refine_params_init (&p);
-  if (p.template_size < 3 || p.template_size > GR_NMI_SPARSE_MAX_TEMPLATE ||
-      !(p.template_size & 1) || p.window_size < p.template_size ||
-      p.window_size > GR_NMI_SPARSE_MAX_WINDOW || !(p.window_size & 1) || p.spacing < 1 ||
-      p.iterations < 1 || !(p.threshold > 0)) {
+  if (!refine_params_ok (&p)) {
     gr_set_err (errbuf, errlen, "bad refine parameters");
     return GR_ERR_INVALID;
   }
@@ -1405,63 +1578,21 @@ gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coars
     out->flags = GR_REFINE_LOW_INLIERS | GR_PLAUSIBLE_NOT_FINITE;
     return GR_OK;
   }
-  /* the coarser of the two grids: the control level whose pixel is about a frame
-   * pixel when the control is finer, the full control otherwise */
-  int q = (int) lround (4.0 * log2 (1.0 / scale));
-  q = q > 0 ? 0 : (q < -60 ? -60 : q);
   GrStatus st = GR_OK;
-  Level *L = get_level (loc, q, REFINE_LEVELS, 0, &st, errbuf, errlen);
+  double pf;
+  Level *L = refine_level (loc, scale, &pf, &st, errbuf, errlen);
   if (!L)
     return st;
-  out->work_scale = L->sx;
   /* the frame area-downscaled when it is finer than that grid */
   GrPlaneF fp;
   memset (&fp, 0, sizeof fp);
-  const double pf = scale * L->sx;
   if (pf < 1.0)
     st = gr_plane_downscale (frame, pf, &fp);
   else if (!plane_copy (frame, &fp))
     st = GR_ERR_NOMEM;
-  if (st != GR_OK)
-    return st;
-  GrNmiSparse *sp = gr_nmi_sparse_new (loc->backend, loc->device, &st, errbuf, errlen);
-  if (sp) {
-    gr_nmi_sparse_set_threads (sp, loc->threads);
-    GrImage8 ci = { L->bins, (size_t) L->w, L->mask, (size_t) L->w, L->w, L->h };
-    st = gr_nmi_sparse_set_control (sp, &ci, errbuf, errlen);
-  }
-  double h[9];
-  memcpy (h, h_coarse, sizeof h);
-  bool fitted = false;
-  for (int it = 0; it < p.iterations && sp && st == GR_OK; it++) {
-    const int window = it == 0 ? p.window_size :
-        (p.window_size < 21 ? p.window_size : (21 > p.template_size ? 21 : p.template_size));
-    GrRefineResult r = { .rms = NAN };
-    double hn[9];
-    memcpy (hn, h, sizeof hn);
-    st = refine_round (L, sp, &fp, (double) fp.width / frame->width,
-        (double) fp.height / frame->height, &p, window, hn, &r, errbuf, errlen);
-    if (st != GR_OK || r.inliers < p.min_inliers)
-      break;
-    memcpy (h, hn, sizeof h);
-    out->matches = r.matches;
-    out->inliers = r.inliers;
-    out->rms = r.rms;
-    fitted = true;
-  }
-  gr_nmi_sparse_free (sp);
+  if (st == GR_OK)
+    st = refine_on (loc, L, &fp, frame->width, frame->height, h_coarse, heading, scale, &p,
+        out, errbuf, errlen);
   gr_plane_clear (&fp);
-  if (st != GR_OK)
-    return st;
-  for (int i = 0; i < 9; i++)
-    out->h[i] = h[i] / h[8];
-  if (!fitted)
-    out->flags |= GR_REFINE_LOW_INLIERS;
-  GrPlausibleParams pp;
-  gr_plausible_params_init (&pp);
-  pp.expected_scale = scale;
-  pp.has_heading = true;
-  pp.heading_deg = heading;
-  out->flags |= gr_fit_check_plausible (out->h, frame->width, frame->height, &pp, NULL);
-  return GR_OK;
+  return st;
 }

@@ -11,15 +11,22 @@
  * one they cover its uncertainty.  Without a scale prior, scales from scale_min to
  * scale_max in steps of 2^(1/3) are searched.  The best (heading, scale, place) is
  * then refined at fine_size over a small window with finer heading and scale steps
- * (parabolas through the neighbouring scores).  A sweep (heading or scale unknown)
- * keeps several places per (heading, scale) map and first scores the best distinct
- * ones again at the coarse size on a grid a third as coarse around their cells
- * (coarse_peaks, shortlist): the coarse NMI peak is narrower than the grid's step,
- * so the right hypothesis can sit below wrong ones until its cell is refined.  When the coarse best is doubtful (its
+ * (parabolas through the neighbouring scores).  When the coarse best is doubtful (its
  * peak ratio below min_peak_ratio), the next best hypotheses at distinct places (up to
  * four in all) are refined too, re-scored with templates of one size, and the best
  * there wins; its ratio to the others is then held to min_fine_ratio.  A prior
  * position limits the search window to 3 sigma around it.
+ *
+ * A sweep (heading or scale unknown) does more, since among hundreds of maps a lead
+ * at the coarse level is weak evidence: it keeps several places per (heading, scale)
+ * map and scores the best distinct ones again at the coarse size on a grid a third as
+ * coarse around their cells (coarse_peaks, shortlist: the coarse NMI peak is
+ * narrower than the grid's step, so the right hypothesis can sit below wrong ones
+ * until its cell is refined), and it always sends its best four distinct places to
+ * the fine level.  When the candidates' fine scores are too close to tell (ratio
+ * below min_fine_ratio), each is registered as gr_localize_refine would (verify):
+ * one with at least twice the inliers of every other place wins, and the result is
+ * VERIFIED instead of AMBIGUOUS.
  *
  * The searches run on the dense NMI engine's backend (CPU with OpenMP, or CUDA, where
  * the control of each level stays resident on the device).
@@ -73,6 +80,10 @@ typedef struct {
   int shortlist;                /* a sweep: the best distinct coarse places scored
                                    again between the grid's headings and scales
                                    (16; 0 = none) */
+  int verify;                   /* several candidates compared at the fine level: each
+                                   registered (gr_localize_refine's rounds) and a
+                                   decisive difference in inliers chooses (1; 0 =
+                                   NMI alone) */
   int fine_size;                /* template long side at the fine level, px (128) */
   int levels;                   /* grey levels of the histograms, 2 .. 256 (32): few
                                    levels keep small templates' joint histograms
@@ -102,6 +113,8 @@ typedef enum {
   GR_LOCALIZE_LOW_OVERLAP = 1 << 7,
   GR_LOCALIZE_PRIOR_USED = 1 << 8,
   GR_LOCALIZE_IMPLAUSIBLE = 1 << 9,     /* heading or scale beyond 3 sigma of the prior */
+  GR_LOCALIZE_VERIFIED = 1 << 10,       /* candidates told apart by registering them
+                                           (verify): no AMBIGUOUS from their scores */
 } GrLocalizeFlags;
 
 typedef struct {

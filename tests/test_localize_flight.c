@@ -159,6 +159,7 @@ main (void)
   lp.scale_max = smax;
   lp.coarse_peaks = (int) env_double ("GEOREG_LOCALIZE_PEAKS", lp.coarse_peaks);
   lp.shortlist = (int) env_double ("GEOREG_LOCALIZE_SHORTLIST", lp.shortlist);
+  lp.verify = (int) env_double ("GEOREG_LOCALIZE_VERIFY", lp.verify);
   const char *only = getenv ("GEOREG_LOCALIZE_ONLY");
   const unsigned bad_loc = GR_LOCALIZE_AMBIGUOUS | GR_LOCALIZE_LOW_OVERLAP |
       GR_LOCALIZE_IMPLAUSIBLE | GR_LOCALIZE_NO_OVERLAP | GR_LOCALIZE_NO_VALID_PIXELS |
