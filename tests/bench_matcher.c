@@ -205,7 +205,8 @@ run_variants (int c, const char *label, GrMatcher *gpu, const float *d, int k,
       *plus = 0;
       setenv ("GEOREG_MATCHER_UPLOAD", plus + 1, 1);
     } else {
-      unsetenv ("GEOREG_MATCHER_UPLOAD");
+      /* the plain upload, now that the staged one is the default */
+      setenv ("GEOREG_MATCHER_UPLOAD", "pageable", 1);
     }
     setenv ("GEOREG_MATCHER_VARIANT", kernel, 1);
     char *name = malloc (64);

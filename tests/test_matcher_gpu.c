@@ -103,13 +103,13 @@ compare_sparse (const char *what, GrMatcher *gpu, GrMatcher *cpu, const float *d
     "list, all exact", "queue overflow" };
   /* the kernel variants run in the list mode only (the slab path and the queue
    * overflow's fallback to it are the default kernel's whatever the variant); the
-   * staged upload (GEOREG_MATCHER_UPLOAD=pinned) feeds both modes.  paths: the
-   * indices of variants[] each runs */
+   * staged upload (GEOREG_MATCHER_UPLOAD=pinned, the default) feeds both modes and
+   * the plain one (=pageable) the others.  paths: the indices of variants[] each runs */
   static const struct {
     const char *kernel, *upload;
     unsigned paths;
   } kruns[5] = {
-    { "key", NULL, 0x1f }, { "top2", NULL, 0xd }, { "min", NULL, 0xd },
+    { "key", "pageable", 0x1f }, { "top2", "pageable", 0xd }, { "min", "pageable", 0xd },
     { "key", "pinned", 0x3 }, { "min", "pinned", 0x1 },
   };
   for (int kv = 0; kv < 5; kv++) {

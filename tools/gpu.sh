@@ -775,7 +775,7 @@ matcher () {
   # call (after its warm-up) for each case
   { grep -E '^(goal|  check|variant)' "$out/bench/matcher_goals.log"
     for mm in 1024 1000; do
-      grep -E "^matcher sparse \(list\): m $mm .*variant key \(" \
+      grep -E "^matcher sparse \(list\): m $mm .*variant min \(" \
         "$out/bench/matcher_goals.log" | sed -n 2p
     done; } | tee -a "$out/table.txt"
   return "$rc"
