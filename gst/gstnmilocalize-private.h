@@ -119,6 +119,12 @@ GstFlowReturn gst_nmi_localize_translation (GstNmiLocalize * self, GstBuffer * b
 
 /* GrLocalize from prior (NULL: none), with the fallback sweep when `fallback`;
  * attaches the meta (see gstnmilocalize-search.c). */
+/* Whether the translation result m registers from its place (north-up at
+ * frame-scale / control-scale): *holds (or too few matches to judge), *verified
+ * (judged and held); FALSE after posting an error. */
+gboolean gst_nmi_localize_translation_holds (GstNmiLocalize * self, GstBuffer * buf,
+    const GstNmiLocalizeSettings * s, const GstGeoregBaseSettings * c,
+    const GstNmiLocalizeMeta * m, gboolean * holds, gboolean * verified);
 GstFlowReturn gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
     const GstNmiLocalizeSettings * s, const GstGeoregBaseSettings * c,
     const GrLocalizePrior * prior, gboolean fallback, gboolean * rejected,

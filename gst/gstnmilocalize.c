@@ -557,15 +557,27 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     GstNmiLocalizeMeta *m = ret == GST_FLOW_OK ? gst_buffer_get_nmi_localize_meta (buf) :
         NULL;
     /* auto: a doubtful result is swept again, unless the user described the
-     * translation search (frame-scale, control-scale): then it stands, flagged */
-    if (m && s.search == GST_NMI_LOCALIZE_SEARCH_AUTO && !s.scales_given &&
-        (m->flags & DOUBTFUL_TRANSLATION) &&
-        !(m->flags & GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS)) {
+     * translation search (frame-scale, control-scale): then it stands, flagged.  An
+     * undescribed one that looks clean must also register from its place (VERIFIED),
+     * or it is swept too: frames at another heading or scale can peak cleanly */
+    gboolean sweep = m && s.search == GST_NMI_LOCALIZE_SEARCH_AUTO && !s.scales_given &&
+        !(m->flags & GST_NMI_LOCALIZE_FLAG_NO_VALID_PIXELS);
+    if (sweep && !(m->flags & DOUBTFUL_TRANSLATION)) {
+      gboolean holds = FALSE, verified = FALSE;
+      if (!gst_nmi_localize_translation_holds (self, buf, &s, &c, m, &holds, &verified)) {
+        g_free (s.score_map_location);
+        return GST_FLOW_ERROR;
+      }
+      if (verified)
+        m->flags |= GST_NMI_LOCALIZE_FLAG_VERIFIED;
+      sweep = !holds;
+    }
+    if (sweep) {
       /* not clearly north-up at the expected scale: any heading and scale */
       const gdouble t_ms = elapsed_ms;
       const guint64 t_pos = positions;
-      GST_DEBUG_OBJECT (self, "translation result doubtful (flags 0x%x): sweeping "
-          "headings and scales", m->flags);
+      GST_DEBUG_OBJECT (self, "translation result doubtful (flags 0x%x) or not "
+          "registering from its place: sweeping headings and scales", m->flags);
       gst_buffer_remove_meta (buf, (GstMeta *) m);
       ret = gst_nmi_localize_full (self, buf, &s, &c, fp.has_prior ? &fp.prior : NULL, FALSE,
           &rejected, &elapsed_ms, &positions);

@@ -1521,8 +1521,16 @@ refine_on (GrLocalize *loc, const Level *L, const GrPlaneF *fp, int fw, int fh,
     memcpy (hn, h, sizeof hn);
     st = refine_round (L, sp, fp, (double) fp->width / fw, (double) fp->height / fh, p,
         window, hn, &r, errbuf, errlen);
-    if (st != GR_OK || r.inliers < p->min_inliers)
+    if (st != GR_OK || r.inliers < p->min_inliers) {
+      if (!fitted) {
+        /* the first round's counts say how clearly the start failed (nmilocalize's
+         * check of a translation result tells a refuted place from a frame too small
+         * to register) */
+        out->matches = r.matches;
+        out->inliers = r.inliers;
+      }
       break;
+    }
     memcpy (h, hn, sizeof h);
     out->matches = r.matches;
     out->inliers = r.inliers;
@@ -1554,12 +1562,13 @@ refine_params_ok (const GrRefineParams *p)
       p->spacing >= 1 && p->iterations >= 1 && p->threshold > 0;
 }
 
-GrStatus
-gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coarse[9],
+/* gr_localize_refine and its downscaled form: the frame's pixels from `frame`, or from
+ * `downscale` when frame is NULL (fw x fh either way). */
+static GrStatus
+refine_from (GrLocalize *loc, const GrPlaneF *frame, int fw, int fh,
+    GrLocalizeDownscaleFunc downscale, void *user, const double h_coarse[9],
     const GrRefineParams *params, GrRefineResult *out, char *errbuf, size_t errlen)
 {
-  if (!engine_ready (loc, frame, h_coarse && out, errbuf, errlen))
-    return GR_ERR_INVALID;
   GrRefineParams p;
   if (params)
     p = *params;
@@ -1573,8 +1582,8 @@ gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coars
   memcpy (out->h, h_coarse, sizeof out->h);
   out->rms = NAN;
   double heading, scale;
-  if (!gr_homography_heading_scale (h_coarse, 0.5 * frame->width, 0.5 * frame->height,
-          &heading, &scale) || !(scale > 0)) {
+  if (!gr_homography_heading_scale (h_coarse, 0.5 * fw, 0.5 * fh, &heading, &scale) ||
+      !(scale > 0)) {
     out->flags = GR_REFINE_LOW_INLIERS | GR_PLAUSIBLE_NOT_FINITE;
     return GR_OK;
   }
@@ -1586,13 +1595,49 @@ gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coars
   /* the frame area-downscaled when it is finer than that grid */
   GrPlaneF fp;
   memset (&fp, 0, sizeof fp);
-  if (pf < 1.0)
+  if (!frame) {
+    st = downscale (user, pf < 1.0 ? pf : 1.0, &fp, errbuf, errlen);
+    if (st == GR_OK && (!fp.data || fp.width != (int) fmax (1.0, floor (fw * fmin (pf,
+                        1.0) + 0.5)) || fp.height != (int) fmax (1.0, floor (fh *
+                    fmin (pf, 1.0) + 0.5)))) {
+      gr_set_err (errbuf, errlen, "the frame's downscale has the wrong size");
+      st = GR_ERR_INVALID;
+    }
+  } else if (pf < 1.0) {
     st = gr_plane_downscale (frame, pf, &fp);
-  else if (!plane_copy (frame, &fp))
+  } else if (!plane_copy (frame, &fp)) {
     st = GR_ERR_NOMEM;
+  }
   if (st == GR_OK)
-    st = refine_on (loc, L, &fp, frame->width, frame->height, h_coarse, heading, scale, &p,
-        out, errbuf, errlen);
+    st = refine_on (loc, L, &fp, fw, fh, h_coarse, heading, scale, &p, out, errbuf,
+        errlen);
   gr_plane_clear (&fp);
   return st;
+}
+
+GrStatus
+gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coarse[9],
+    const GrRefineParams *params, GrRefineResult *out, char *errbuf, size_t errlen)
+{
+  if (!engine_ready (loc, frame, h_coarse && out, errbuf, errlen))
+    return GR_ERR_INVALID;
+  return refine_from (loc, frame, frame->width, frame->height, NULL, NULL, h_coarse,
+      params, out, errbuf, errlen);
+}
+
+GrStatus
+gr_localize_refine_downscaled (GrLocalize *loc, int width, int height,
+    GrLocalizeDownscaleFunc downscale, void *user, const double h_coarse[9],
+    const GrRefineParams *params, GrRefineResult *out, char *errbuf, size_t errlen)
+{
+  if (!loc || width < 1 || height < 1 || !downscale || !h_coarse || !out) {
+    gr_set_err (errbuf, errlen, "bad frame size, downscale or output");
+    return GR_ERR_INVALID;
+  }
+  if (!loc->control.data) {
+    gr_set_err (errbuf, errlen, "no control image set");
+    return GR_ERR_INVALID;
+  }
+  return refine_from (loc, NULL, width, height, downscale, user, h_coarse, params, out,
+      errbuf, errlen);
 }

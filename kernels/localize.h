@@ -233,6 +233,13 @@ GrStatus gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame,
     const double h_coarse[9], const GrRefineParams *params, GrRefineResult *out,
     char *errbuf, size_t errlen);
 
+/* gr_localize_refine for a width x height frame read only through its downscale
+ * (GrLocalizeDownscaleFunc, at most 1: scale 1 is the frame itself), as
+ * gr_localize_run_downscaled reads it: nmilocalize checks a translation result so. */
+GrStatus gr_localize_refine_downscaled (GrLocalize *loc, int width, int height,
+    GrLocalizeDownscaleFunc downscale, void *user, const double h_coarse[9],
+    const GrRefineParams *params, GrRefineResult *out, char *errbuf, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
