@@ -1303,6 +1303,49 @@ launch_rows (GrShootCuda *c, const Bufs<S> &b, int G, int v, int t, int rbuf)
   }
 }
 
+/* True when the environment variable is set to 0. */
+static bool
+env_off (const char *name)
+{
+  const char *ev = getenv (name);
+  return ev && *ev && atoi (ev) == 0;
+}
+
+/* Asks each row kernel of D dimensions (float32, every mode, every shape of each
+ * kernel) for the largest shared-memory carveout.  The shapes' needs differ (16 KB a
+ * block in 32x4t128s, 1.8 KB in 32x2), and blocks of kernels that want different
+ * carveouts cannot share an SM, which must drain before it changes: the forward
+ * kernel of one engine and the adjoint of the other run at once in a batched fit.
+ * The row kernels' global loads (the staging, the row epilogues) have little to
+ * reuse in L1.  Not measured yet: GEOREG_SHOOT_CARVE=0 leaves the driver's choice.
+ * The F_ and B_ modes are 0, 1 and 2 alike. */
+template <bool ADJ, int D, int V>
+static void
+carve_shape ()
+{
+  constexpr RowShape sh = row_shapes[V];
+  if constexpr ((sh.kernels & (ADJ ? ROWS_ADJ : ROWS_FWD)) != 0) {
+    const void *const k[3] = {
+      (const void *) k_rows<float, D, 0, sh.rb, sh.rpt, sh.tp, sh.smem, ADJ>,
+      (const void *) k_rows<float, D, 1, sh.rb, sh.rpt, sh.tp, sh.smem, ADJ>,
+      (const void *) k_rows<float, D, 2, sh.rb, sh.rpt, sh.tp, sh.smem, ADJ> };
+    for (int m = 0; m < 3; m++)
+      cudaFuncSetAttribute (k[m], cudaFuncAttributePreferredSharedMemoryCarveout,
+          cudaSharedmemCarveoutMaxShared);
+  }
+}
+
+template <int D, int V = 0>
+static void
+carve_rows ()
+{
+  static_assert (F_RAL2 == 2 && B_RAL2 == 2, "modes 0, 1, 2");
+  carve_shape<false, D, V> ();
+  carve_shape<true, D, V> ();
+  if constexpr (V + 1 < ROW_SHAPES)
+    carve_rows<D, V + 1> ();
+}
+
 /* enqueue_eval with the row-per-thread kernels (populations, float32) in the engine's
  * shapes. */
 template <typename S, int D>
@@ -1787,6 +1830,13 @@ new_engine (const GrShootParams *params, size_t subjects, bool population, int d
   if (!ck (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking),
           "cudaStreamCreate", errbuf, errlen))
     goto fail;
+  if (c->wide && !env_off ("GEOREG_SHOOT_CARVE")) {
+    if (c->D == 3)
+      carve_rows<3> ();
+    else
+      carve_rows<2> ();
+    cudaGetLastError ();        /* a hint: an engine without it still runs */
+  }
   if (c->rowtune[0] || c->rowtune[1])
     tune_rows (c);
   if (desc && c->wide)
