@@ -43,7 +43,7 @@ struct GrShootBatch {
   size_t dn;                    /* n * dim */
   GrBackend backend;
   int threads;                  /* 0 = OpenMP default */
-  char desc[160];
+  char desc[256];               /* the device, the row shapes, the engines */
   bool has_template;
   bool *has_target;             /* [cap] */
   double *q0;                   /* template, point-major */

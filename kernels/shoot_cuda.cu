@@ -210,14 +210,16 @@ group_reduce (double *acc, int tpr, double *red)
 
 /* ---- the pair terms and the row updates (shared by both kernel layouts) ---------- */
 
-/* Adds float32 partial sums into their float64 accumulators and clears them. */
-template <typename S, int NA>
+/* Adds float32 partial sums into their float64 accumulators and clears them; sum a
+ * is acc[a * STRIDE] (1: an array in registers; the row kernels' sums in shared
+ * memory are columns of a thread). */
+template <typename S, int NA, int STRIDE = 1>
 __device__ __forceinline__ void
 flush_part (double *acc, S *part)
 {
 #pragma unroll
   for (int a = 0; a < NA; a++) {
-    acc[a] += (double) part[a];
+    acc[a * STRIDE] += (double) part[a];
     part[a] = (S) 0;
   }
 }
@@ -649,17 +651,72 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
  * sqrt(k log2 e), so |dq'|^2 is already the exponent and g = 2^-|dq'|^2 needs no
  * multiply, and the adjoint's b (which meets the positions in s = dq.db) times
  * beta = c / alpha, so that s' = dq'.db' is already c s; the sums that carry dq' or
- * db' are divided by alpha or beta once per row in float64.  The block's shape
- * (threads x rows a thread, RowVariant) is chosen by timing (tune_rows). */
+ * db' are divided by alpha or beta once per row in float64.  Each kernel's block
+ * shape (threads x rows a thread, RowShape) is chosen by timing (tune_rows). */
 /* 128 rather than 32: a flush converts and adds 12 or 18 sums a row on the FP64 pipe
  * (docs/landmarkshoot.md); -DWFLUSH=n builds another for timing */
 #ifndef WFLUSH
 #define WFLUSH 128
 #endif
 
-/* The row kernels' shapes: threads a block x rows a thread. */
-enum RowVariant { ROWS_128x1 = 0, ROWS_64x1 = 1, ROWS_32x2 = 2, ROWS_64x2 = 3, ROWS_N = 4 };
-static const char *const row_variant_names[ROWS_N] = { "128x1", "64x1", "32x2", "64x2" };
+/* A row kernel's shape: rb threads a block, rpt rows a thread (rows i0 + r rb), tp
+ * points a staged tile (rb, or a multiple: every thread stages tp / rb of them; "t"
+ * in the name), and the float64 sums in registers or in shared memory ("s": smem 1);
+ * each serves the forward kernel, the adjoint or both (kernels).  The two kernels are
+ * timed apart (tune_rows) and each keeps its fastest shape.  Every shape forms each
+ * row's sums over j in the same order with the same flush points (multiples of
+ * WFLUSH, and n), so all give the same values bit for bit.  __launch_bounds__ gives
+ * no blocks an SM: naming even 1 frees ptxas from the register target it takes from
+ * the thread count alone (the 32x2 adjoint then takes 145 registers instead of 128),
+ * and naming more, to cap them, spilled.
+ *
+ * Counted in the SASS (sm_90, 3-D Euler), issue a pair-row: the unrolled pair loop
+ * (17 instructions of forward arithmetic, 37 of adjoint, plus the staged point's 2 or
+ * 3 shared reads and the loop control shared by the rows), plus what a tile adds a
+ * warp (its staging with the exposed global-load latency, the loop bounds, two
+ * barriers, the flush): forward 32x2 18.38 + 7% = 19.99, adjoint 32x2 38.75 + 4.6%
+ * = 40.55.  The new shapes (a prediction, not measured; registers, warps an SM):
+ *  - larger tiles: the per-tile work once per 128 points; forward 32x2t128 19.0 (95,
+ *    21), 64x2t128 18.9 (72, 28: two warps share the staging); adjoint 32x2t128 39.6
+ *    (140, 14);
+ *  - more rows a thread (the staged reads shared by 3 or 4 rows): forward 32x3t128
+ *    18.3 (126, 16), 64x3t128 18.25 (128, 16), 32x4t128 18.0 (127, 16); adjoint
+ *    32x3t128s 38.9 (128, 16), 32x4t128s 38.6 (138, 13 by shared memory);
+ *  - the sums in shared memory: 2 registers a sum freed for 2 more instructions a
+ *    sum a flush; forward 32x3t128s 18.5 (70, 26), 32x4t128s 18.1 (92, 21),
+ *    64x4t128s 18.1 (92, 20), 32x4t64s 18.3 (92, 21); adjoint 32x2t128s 39.7 (104,
+ *    19), 32x2t64s 40.15 (90, 21), 32x3t64s 39.2 (128, 16), 64x2s 40.0 (96, 20),
+ *    64x3s 39.1 (128, 16): worth it where a kernel waits on latency with 4 warps a
+ *    scheduler, which only the timing can say;
+ *  - with_rows: a subject's last block runs only the rows it has: 64x2, 32x3, 32x4,
+ *    64x3 and 64x4 sweep 1,856 rows' work for 1,847, not 1,920 (64x2 was 3.4% of its
+ *    work wasted, and still timed within 0.6% of 32x2).
+ * If time follows issue at today's efficiency, the fastest by count (forward 32x4t128,
+ * adjoint 32x4t128s: 18.0 + 38.6 against 20.0 + 40.55) take the step pair of 500
+ * subjects from 3.915 to about 3.65 ms (-6.5%), the 1,000-subject fit from 122.15 to
+ * about 114 s on an H200; fewer warps an SM may cost some of it back, which is why
+ * the shapes with more warps are offered too. */
+enum { ROWS_FWD = 1, ROWS_ADJ = 2, ROWS_BOTH = 3 };   /* the kernels a shape serves */
+struct RowShape {
+  const char *name;
+  int rb, rpt, tp, smem, kernels;
+};
+static constexpr RowShape row_shapes[] = {
+  { "128x1", 128, 1, 128, 0, ROWS_BOTH }, { "64x1", 64, 1, 64, 0, ROWS_BOTH },
+  { "32x2", 32, 2, 32, 0, ROWS_BOTH }, { "64x2", 64, 2, 64, 0, ROWS_BOTH },
+  { "32x2t128", 32, 2, 128, 0, ROWS_BOTH }, { "32x4t128s", 32, 4, 128, 1, ROWS_BOTH },
+  { "32x3t128", 32, 3, 128, 0, ROWS_FWD }, { "32x4t128", 32, 4, 128, 0, ROWS_FWD },
+  { "32x3t128s", 32, 3, 128, 1, ROWS_FWD }, { "32x4t64s", 32, 4, 64, 1, ROWS_FWD },
+  { "64x2t128", 64, 2, 128, 0, ROWS_FWD }, { "64x3t128", 64, 3, 128, 0, ROWS_FWD },
+  { "64x4t128s", 64, 4, 128, 1, ROWS_FWD },
+  { "32x2t64s", 32, 2, 64, 1, ROWS_ADJ }, { "32x2t128s", 32, 2, 128, 1, ROWS_ADJ },
+  { "32x3t64s", 32, 3, 64, 1, ROWS_ADJ }, { "32x3t128s", 32, 3, 128, 1, ROWS_ADJ },
+  { "64x2s", 64, 2, 64, 1, ROWS_ADJ }, { "64x3s", 64, 3, 64, 1, ROWS_ADJ },
+};
+static constexpr int ROW_SHAPES = sizeof row_shapes / sizeof row_shapes[0];
+/* the shape of engines too small to time them (one row a thread: the most warps,
+ * which few subjects need more than throughput) */
+static constexpr int ROWS_DEFAULT = 1;
 
 /* x * y rounded, never contracted into a later add: the scaled values must be the
  * same in every kernel shape (and the staged and the row copies alike), or the
@@ -712,32 +769,49 @@ template <int NA> struct Staging<float, NA, 3> {
   static constexpr int n4 = words / 4, n2 = (words % 4) / 2;
 };
 
-/* The row-per-thread sweep over all n points j: the block stages NA arrays (scaled
- * as load_row's), RB points at a time, in shared memory (packed as Staging says); pair
- * (pts, part) adds one staged point's NA values (pts[a], V4s in registers) to the
- * float32 partials, which go into acc (NACC float64 sums) every WFLUSH points.  Every
- * thread of the block must call it. */
-template <typename S, int D, int NA, int NACC, int RB, int SCALED, typename Pair>
-__device__ __forceinline__ void
-row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
-{
-  using St = Staging<S, NA, D>;
+/* A row kernel's staged tile: TP points of NA arrays, in the layout Staging says
+ * (the arrays of the other layout are one element).  Packed: t4[i][k] holds floats
+ * 4i..4i+3 of point k's NA x 3, t2[0][k] the last two when NA x 3 is not a multiple
+ * of 4.  Declared once by the kernel, whichever rows-a-thread body (with_rows) runs. */
+template <typename S, int NA, int D, int TP> struct RowTile {
   using Pk = Staging<float, NA, 3>;
-  constexpr bool P = St::packed;
-  /* packed: t4[i][k] holds floats 4i..4i+3 of point k's NA x 3, t2[0][k] the last two
-   * when NA x 3 is not a multiple of 4; the arrays of the other layout are one element */
-  __shared__ V4<S> tile[P ? 1 : NA][P ? 1 : RB];
-  __shared__ float4 t4[P ? Pk::n4 : 1][P ? RB : 1];
-  __shared__ float2 t2[1][P && Pk::n2 > 0 ? RB : 1];
+  static constexpr bool P = Staging<S, NA, D>::packed;
+  V4<S> v[P ? 1 : NA][P ? 1 : TP];
+  float4 t4[P ? Pk::n4 : 1][P ? TP : 1];
+  float2 t2[1][P && Pk::n2 > 0 ? TP : 1];
+};
+
+/* The row-per-thread sweep over all n points j: the block stages NA arrays (scaled
+ * as load_row's), TP points at a time (TP / RB a thread), in tile; pair (pts, part)
+ * adds one staged point's NA values (pts[a], V4s in registers) to the float32
+ * partials, which go into the NACC float64 sums every WFLUSH points: acc (registers)
+ * or, with SMEM, column threadIdx.x of accs ([NACC][RB] in shared memory), copied into
+ * acc at the end.  Every thread of the block must call it. */
+template <typename S, int D, int NA, int NACC, int RB, int TP, int SMEM, int SCALED,
+    typename Pair>
+__device__ __forceinline__ void
+row_sweep (const V4<S> *const *src, int n, const S *sc, RowTile<S, NA, D, TP> &tile,
+    double *accs, double *acc, Pair pair)
+{
+  static_assert (TP % RB == 0, "a tile of whole stagings");
+  using Pk = Staging<float, NA, 3>;
+  constexpr bool P = RowTile<S, NA, D, TP>::P;
+  double *const mine = SMEM ? accs + threadIdx.x : accs;   /* this thread's column */
   S part[NACC];
 #pragma unroll
   for (int a = 0; a < NACC; a++) {
-    acc[a] = 0.0;
+    if constexpr (SMEM)
+      mine[a * RB] = 0.0;
+    else
+      acc[a] = 0.0;
     part[a] = (S) 0;
   }
-  for (int base = 0; base < n; base += RB) {
-    const int jj = base + threadIdx.x;
-    if (jj < n) {
+  for (int base = 0; base < n; base += TP) {
+#pragma unroll
+    for (int s0 = 0; s0 < TP; s0 += RB) {
+      const int k = s0 + threadIdx.x, jj = base + k;
+      if (jj >= n)
+        break;
       V4<S> v[NA];
 #pragma unroll
       for (int a = 0; a < NA; a++) {
@@ -758,20 +832,20 @@ row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
         }
 #pragma unroll
         for (int i = 0; i < Pk::n4; i++)
-          t4[i][threadIdx.x] = make_float4 (w[4 * i], w[4 * i + 1], w[4 * i + 2],
+          tile.t4[i][k] = make_float4 (w[4 * i], w[4 * i + 1], w[4 * i + 2],
               w[4 * i + 3]);
         if constexpr (Pk::n2 > 0)
-          t2[0][threadIdx.x] = make_float2 (w[NA * 3 - 2], w[NA * 3 - 1]);
+          tile.t2[0][k] = make_float2 (w[NA * 3 - 2], w[NA * 3 - 1]);
       } else {
 #pragma unroll
         for (int a = 0; a < NA; a++)
-          tile[a][threadIdx.x] = v[a];
+          tile.v[a][k] = v[a];
       }
     }
     __syncthreads ();
-    const int cnt = min (RB, n - base);
+    const int cnt = min (TP, n - base);
     /* flushed after every point j that closes a multiple of WFLUSH (and the last),
-     * whatever RB: the partials run on across tiles when WFLUSH > RB */
+     * whatever TP: the partials run on across tiles when WFLUSH > TP */
     for (int k0 = 0; k0 < cnt;) {
       const int k1 = min ((base + k0) / WFLUSH * WFLUSH + WFLUSH - base, cnt);
 #pragma unroll 8
@@ -781,14 +855,14 @@ row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
           float w[NA * 3];
 #pragma unroll
           for (int i = 0; i < Pk::n4; i++) {
-            const float4 q = t4[i][k];
+            const float4 q = tile.t4[i][k];
             w[4 * i] = q.x;
             w[4 * i + 1] = q.y;
             w[4 * i + 2] = q.z;
             w[4 * i + 3] = q.w;
           }
           if constexpr (Pk::n2 > 0) {
-            const float2 q = t2[0][k];
+            const float2 q = tile.t2[0][k];
             w[NA * 3 - 2] = q.x;
             w[NA * 3 - 1] = q.y;
           }
@@ -802,16 +876,47 @@ row_sweep (const V4<S> *const *src, int n, const S *sc, double *acc, Pair pair)
         } else {
 #pragma unroll
           for (int a = 0; a < NA; a++)
-            pts[a] = tile[a][k];
+            pts[a] = tile.v[a][k];
         }
         pair (pts, part);
       }
-      if ((base + k1) % WFLUSH == 0 || base + k1 == n)
-        flush_part<S, NACC> (acc, part);
+      if ((base + k1) % WFLUSH == 0 || base + k1 == n) {
+        if constexpr (SMEM)
+          flush_part<S, NACC, RB> (mine, part);
+        else
+          flush_part<S, NACC> (acc, part);
+      }
       k0 = k1;
     }
     __syncthreads ();
   }
+  if constexpr (SMEM) {
+#pragma unroll
+    for (int a = 0; a < NACC; a++)
+      acc[a] = mine[a * RB];
+  }
+}
+
+template <int R> struct Rows {
+  static constexpr int value = R;
+};
+
+/* f (Rows<R> ()) with R the rows a thread needs in a block with `left` rows still to
+ * go (RPT at most, in steps of RB): a subject's last block runs fewer rows a thread
+ * instead of sweeping clamped copies of its last row (1,847 rows in blocks of 32x4:
+ * 1,856 rows' work instead of 1,920).  Block-uniform, so the barriers in the sweep
+ * stay uniform. */
+template <int RPT, int RB, typename F>
+__device__ __forceinline__ void
+with_rows (int left, F &&f)
+{
+  if constexpr (RPT > 1) {
+    if (left <= (RPT - 1) * RB) {
+      with_rows<RPT - 1, RB> (left, f);
+      return;
+    }
+  }
+  f (Rows<RPT> ());
 }
 
 /* g = 2^-r2 for a prescaled r2 (the negation is an operand modifier of MUFU.EX2). */
@@ -893,37 +998,35 @@ backward_pair_scaled (const S *qi, const S *pi, const S *ai, const S *bi,
 }
 
 /* The row kernels: RB threads a block, each owning RPT rows (i0 + r RB), so that a
- * staged point, read from shared memory once, serves RPT rows: per pair that halves
- * (RPT = 2) the shared-memory traffic (2 and 4 16-byte broadcasts a point, forward
- * and adjoint) and the load instructions.  A row's sums are formed in the same order
- * whatever RB and RPT (the flush points are multiples of WFLUSH), so every variant
- * gives the same values bit for bit. */
-template <typename S, int D, int MODE, int RB, int RPT>
-__global__ void __launch_bounds__ (RB)
-k_forward_rows (Bufs<S> b, int t)
+ * staged point, read from shared memory once, serves RPT rows: per pair that divides
+ * the shared-memory traffic (2 and 3 broadcast reads a point, forward and adjoint)
+ * and the load instructions by RPT.  A row's sums are formed in the same order
+ * whatever the shape (the flush points are multiples of WFLUSH), so every shape
+ * gives the same values bit for bit.  forward_rows and backward_rows are a block's
+ * work with R rows a thread (with_rows picks R). */
+template <typename S, int D, int MODE, int RB, int R, int TP, int SMEM>
+__device__ __forceinline__ void
+forward_rows (Bufs<S> &b, int t, int i0, RowTile<S, 2, D, TP> &tile, double *accs)
 {
-  if (!at_slot (b))
-    return;
   const int n = b.n;
-  const int i0 = blockIdx.x * RB * RPT + threadIdx.x;
   const size_t off = (size_t) t * n;
   const V4<S> *src[2] = { (MODE == F_RAL2 ? b.yq_s : b.xq_s) + off,
     (MODE == F_RAL2 ? b.yp_s : b.xp_s) + off };
   const S sc[2] = { b.alpha, (S) 1 };
-  S row[RPT][2][D];
+  S row[R][2][D];
 #pragma unroll
-  for (int r = 0; r < RPT; r++)
+  for (int r = 0; r < R; r++)
     load_row<S, D, 2, 1> (src, i0 + r * RB, n, sc, row[r]);
-  double acc[RPT * 2 * D];
-  row_sweep<S, D, 2, RPT * 2 * D, RB, 1> (src, n, sc, acc, [&] (const V4<S> *pts,
-          S *part) {
+  double acc[R * 2 * D];
+  row_sweep<S, D, 2, R * 2 * D, RB, TP, SMEM, 1> (src, n, sc, tile, accs, acc,
+      [&] (const V4<S> *pts, S *part) {
     const V4<S> qj = pts[0], pj = pts[1];
 #pragma unroll
-    for (int r = 0; r < RPT; r++)
+    for (int r = 0; r < R; r++)
       forward_pair_scaled<S, D> (row[r][0], row[r][1], qj, pj, part + r * 2 * D);
   });
 #pragma unroll
-  for (int r = 0; r < RPT; r++) {
+  for (int r = 0; r < R; r++) {
     const int i = i0 + r * RB;
     if (i >= n)
       break;
@@ -935,35 +1038,33 @@ k_forward_rows (Bufs<S> b, int t)
   }
 }
 
-template <typename S, int D, int MODE, int RB, int RPT>
-__global__ void __launch_bounds__ (RB)
-k_backward_rows (Bufs<S> b, int t, int rbuf)
+template <typename S, int D, int MODE, int RB, int R, int TP, int SMEM>
+__device__ __forceinline__ void
+backward_rows (Bufs<S> &b, int t, int rbuf, int i0, RowTile<S, 4, D, TP> &tile,
+    double *accs)
 {
-  if (!at_slot (b))
-    return;
   const int n = b.n;
-  const int i0 = blockIdx.x * RB * RPT + threadIdx.x;
   const size_t off = (size_t) t * n;
   const V4<S> *src[4] = { (MODE == B_RAL1 ? b.yq_s : b.xq_s) + off,
     (MODE == B_RAL1 ? b.yp_s : b.xp_s) + off,
     MODE == B_RAL2 ? b.wa_s : b.La_s + (size_t) rbuf * n,
     MODE == B_RAL2 ? b.wb_s : b.Lb_s + (size_t) rbuf * n };
   const S sc[4] = { b.alpha, (S) 1, (S) 1, b.beta };
-  S row[RPT][4][D];
+  S row[R][4][D];
 #pragma unroll
-  for (int r = 0; r < RPT; r++)     /* 9: q (array 0) and b (array 3) scaled */
+  for (int r = 0; r < R; r++)       /* 9: q (array 0) and b (array 3) scaled */
     load_row<S, D, 4, 9> (src, i0 + r * RB, n, sc, row[r]);
-  double acc[RPT * 3 * D];
-  row_sweep<S, D, 4, RPT * 3 * D, RB, 9> (src, n, sc, acc, [&] (const V4<S> *pts,
-          S *part) {
+  double acc[R * 3 * D];
+  row_sweep<S, D, 4, R * 3 * D, RB, TP, SMEM, 9> (src, n, sc, tile, accs, acc,
+      [&] (const V4<S> *pts, S *part) {
     const V4<S> qj = pts[0], pj = pts[1], aj = pts[2], bj = pts[3];
 #pragma unroll
-    for (int r = 0; r < RPT; r++)
+    for (int r = 0; r < R; r++)
       backward_pair_scaled<S, D> (row[r][0], row[r][1], row[r][2], row[r][3], qj, pj, aj,
           bj, part + r * 3 * D);
   });
 #pragma unroll
-  for (int r = 0; r < RPT; r++) {
+  for (int r = 0; r < R; r++) {
     const int i = i0 + r * RB;
     if (i >= n)
       break;
@@ -974,6 +1075,30 @@ k_backward_rows (Bufs<S> b, int t, int rbuf)
           __dmul_rn (ar[2 * D + d], b.inv_beta));
     backward_update<S, D, MODE> (b, t, i, ar, rbuf);
   }
+}
+
+/* The row kernel of one step: the forward's (Hp, Hq: 2 arrays staged, 2 D sums a row)
+ * or the adjoint's (ADJ: 4 arrays, 3 D sums; rbuf its ping-pong buffer), MODE of the
+ * kernel's F_ or B_ modes. */
+template <typename S, int D, int MODE, int RB, int RPT, int TP, int SMEM, bool ADJ>
+__global__ void __launch_bounds__ (RB)
+k_rows (Bufs<S> b, int t, int rbuf)
+{
+  constexpr int NA = ADJ ? 4 : 2, NS = ADJ ? 3 : 2;
+  if (!at_slot (b))
+    return;
+  __shared__ RowTile<S, NA, D, TP> tile;
+  __shared__ double accs[SMEM ? RPT * NS * D : 1][SMEM ? RB : 1];
+  const int first = blockIdx.x * RB * RPT;
+  with_rows<RPT, RB> (b.n - first, [&] (auto rows) {
+    constexpr int R = decltype (rows)::value;
+    if constexpr (ADJ)
+      backward_rows<S, D, MODE, RB, R, TP, SMEM> (b, t, rbuf, first + threadIdx.x, tile,
+          &accs[0][0]);
+    else
+      forward_rows<S, D, MODE, RB, R, TP, SMEM> (b, t, first + threadIdx.x, tile,
+          &accs[0][0]);
+  });
 }
 
 /* ---- small kernels ----------------------------------------------------------------- */
@@ -1057,9 +1182,9 @@ struct GrShootCuda {
   int tpr, rpt;                 /* threads per row group, rows per thread */
   int tiled;                    /* j points staged in shared memory: 0 no, 1 one
                                  * buffer, 2 double-buffered (cp.async) */
-  bool wide;                    /* one row per thread (k_*_rows): populations */
-  int rowvar;                   /* their shape (RowVariant) */
-  bool rowtune;                 /* chosen by timing (tune_rows) */
+  bool wide;                    /* one row per thread (k_rows): populations */
+  int rowshape[2];              /* their shapes (row_shapes): forward, adjoint */
+  bool rowtune[2];              /* each chosen by timing (tune_rows) */
   cudaStream_t stream;
   size_t cap;                   /* evaluation slots (subjects evaluated at once) */
   int ngraphs;
@@ -1158,21 +1283,83 @@ enqueue_terminal (GrShootCuda *c, const Bufs<S> &b, int G)
   return cudaGetLastError ();
 }
 
-/* enqueue_eval with the row-per-thread kernels (populations, float32), RB threads of
- * RPT rows a block. */
-template <typename S, int D, int RB, int RPT>
+/* Launches the row kernel (ADJ: the adjoint's) of mode MODE in shape v of row_shapes
+ * (one that serves it) over G slots. */
+template <bool ADJ, typename S, int D, int MODE, int V = 0>
+static void
+launch_rows (GrShootCuda *c, const Bufs<S> &b, int G, int v, int t, int rbuf)
+{
+  constexpr RowShape sh = row_shapes[V];
+  if constexpr ((sh.kernels & (ADJ ? ROWS_ADJ : ROWS_FWD)) == 0) {
+    /* not instantiated for this kernel */
+  } else if (v == V) {
+    const dim3 grid ((c->n + sh.rb * sh.rpt - 1) / (sh.rb * sh.rpt), G);
+    k_rows<S, D, MODE, sh.rb, sh.rpt, sh.tp, sh.smem, ADJ><<<grid, sh.rb, 0, c->stream>>>
+        (b, t, rbuf);
+  }
+  if constexpr (V + 1 < ROW_SHAPES) {
+    if (v != V)
+      launch_rows<ADJ, S, D, MODE, V + 1> (c, b, G, v, t, rbuf);
+  }
+}
+
+/* True when the environment variable is set to 0. */
+static bool
+env_off (const char *name)
+{
+  const char *ev = getenv (name);
+  return ev && *ev && atoi (ev) == 0;
+}
+
+/* Asks each row kernel of D dimensions (float32, every mode, every shape of each
+ * kernel) for the largest shared-memory carveout.  The shapes' needs differ (16 KB a
+ * block in 32x4t128s, 1.8 KB in 32x2), and blocks of kernels that want different
+ * carveouts cannot share an SM, which must drain before it changes: the forward
+ * kernel of one engine and the adjoint of the other run at once in a batched fit.
+ * The row kernels' global loads (the staging, the row epilogues) have little to
+ * reuse in L1.  Not measured yet: GEOREG_SHOOT_CARVE=0 leaves the driver's choice.
+ * The F_ and B_ modes are 0, 1 and 2 alike. */
+template <bool ADJ, int D, int V>
+static void
+carve_shape ()
+{
+  constexpr RowShape sh = row_shapes[V];
+  if constexpr ((sh.kernels & (ADJ ? ROWS_ADJ : ROWS_FWD)) != 0) {
+    const void *const k[3] = {
+      (const void *) k_rows<float, D, 0, sh.rb, sh.rpt, sh.tp, sh.smem, ADJ>,
+      (const void *) k_rows<float, D, 1, sh.rb, sh.rpt, sh.tp, sh.smem, ADJ>,
+      (const void *) k_rows<float, D, 2, sh.rb, sh.rpt, sh.tp, sh.smem, ADJ> };
+    for (int m = 0; m < 3; m++)
+      cudaFuncSetAttribute (k[m], cudaFuncAttributePreferredSharedMemoryCarveout,
+          cudaSharedmemCarveoutMaxShared);
+  }
+}
+
+template <int D, int V = 0>
+static void
+carve_rows ()
+{
+  static_assert (F_RAL2 == 2 && B_RAL2 == 2, "modes 0, 1, 2");
+  carve_shape<false, D, V> ();
+  carve_shape<true, D, V> ();
+  if constexpr (V + 1 < ROW_SHAPES)
+    carve_rows<D, V + 1> ();
+}
+
+/* enqueue_eval with the row-per-thread kernels (populations, float32) in the engine's
+ * shapes. */
+template <typename S, int D>
 static cudaError_t
 enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
 {
-  const int T = c->T;
-  const dim3 grid ((c->n + RB * RPT - 1) / (RB * RPT), G);
+  const int T = c->T, fv = c->rowshape[0], av = c->rowshape[1];
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
-      k_forward_rows<S, D, F_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
+      launch_rows<false, S, D, F_EULER> (c, b, G, fv, t, 0);
     } else {
-      k_forward_rows<S, D, F_RAL1, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
-      k_forward_rows<S, D, F_RAL2, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t);
+      launch_rows<false, S, D, F_RAL1> (c, b, G, fv, t, 0);
+      launch_rows<false, S, D, F_RAL2> (c, b, G, fv, t, 0);
     }
   }
   {
@@ -1182,11 +1369,10 @@ enqueue_eval_rows (GrShootCuda *c, const Bufs<S> &b, int G)
   }
   for (int t = T - 2; t >= 0; t--) {
     if (!ral) {
-      k_backward_rows<S, D, B_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t,
-          (T - 2 - t) & 1);
+      launch_rows<true, S, D, B_EULER> (c, b, G, av, t, (T - 2 - t) & 1);
     } else {
-      k_backward_rows<S, D, B_RAL1, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t, 0);
-      k_backward_rows<S, D, B_RAL2, RB, RPT><<<grid, RB, 0, c->stream>>> (b, t, 0);
+      launch_rows<true, S, D, B_RAL1> (c, b, G, av, t, 0);
+      launch_rows<true, S, D, B_RAL2> (c, b, G, av, t, 0);
     }
   }
   return cudaGetLastError ();
@@ -1205,14 +1391,8 @@ enqueue_eval (GrShootCuda *c, int G)
   const dim3 grid ((n + rows_per_block - 1) / rows_per_block, G);
   const bool ral = c->p.integrator == GR_SHOOT_RALSTON;
   if constexpr (sizeof (S) == sizeof (float)) {
-    if (c->wide) {
-      switch (c->rowvar) {
-        case ROWS_128x1: return enqueue_eval_rows<S, D, 128, 1> (c, b, G);
-        case ROWS_64x1: return enqueue_eval_rows<S, D, 64, 1> (c, b, G);
-        case ROWS_32x2: return enqueue_eval_rows<S, D, 32, 2> (c, b, G);
-        default: return enqueue_eval_rows<S, D, 64, 2> (c, b, G);
-      }
-    }
+    if (c->wide)
+      return enqueue_eval_rows<S, D> (c, b, G);
   }
   for (int t = 0; t + 1 < T; t++) {
     if (!ral) {
@@ -1329,75 +1509,88 @@ gr_shoot_cuda_free (GrShootCuda *c)
   free (c);
 }
 
-/* One forward and one adjoint step (Euler, t = 0) of every slot on shape RB x RPT:
- * what tune_rows times. */
-template <int D, int RB, int RPT>
+/* One Euler step (t = 0) of every slot, forward or (adj) adjoint, in shape v: what
+ * tune_rows times. */
 static void
-probe_rows (GrShootCuda *c, const Bufs<float> &b, int G)
+probe_rows (GrShootCuda *c, const Bufs<float> &b, int G, bool adj, int v)
 {
-  const dim3 grid ((c->n + RB * RPT - 1) / (RB * RPT), G);
-  k_forward_rows<float, D, F_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, 0);
-  k_backward_rows<float, D, B_EULER, RB, RPT><<<grid, RB, 0, c->stream>>> (b, 0, 0);
-}
-
-template <int D>
-static void
-probe_variant (GrShootCuda *c, const Bufs<float> &b, int G, int v)
-{
-  switch (v) {
-    case ROWS_128x1: probe_rows<D, 128, 1> (c, b, G); break;
-    case ROWS_64x1: probe_rows<D, 64, 1> (c, b, G); break;
-    case ROWS_32x2: probe_rows<D, 32, 2> (c, b, G); break;
-    default: probe_rows<D, 64, 2> (c, b, G); break;
-  }
+  if (c->D == 3 && adj)
+    launch_rows<true, float, 3, B_EULER> (c, b, G, v, 0, 0);
+  else if (c->D == 3)
+    launch_rows<false, float, 3, F_EULER> (c, b, G, v, 0, 0);
+  else if (adj)
+    launch_rows<true, float, 2, B_EULER> (c, b, G, v, 0, 0);
+  else
+    launch_rows<false, float, 2, F_EULER> (c, b, G, v, 0, 0);
 }
 
 /* Times each row-kernel shape on the engine's own slots (all of them, on the zeroed
- * buffers: a step's work does not depend on the values) and keeps the fastest.  The
- * best shape depends on the GPU (registers against shared-memory traffic), and every
- * shape gives the same values, so choosing by time changes no result.  About 3 ms a
- * shape for 1,000 subjects of N = 1,847.  On any error the default stays.
+ * buffers: a step's work does not depend on the values), the forward kernel's and the
+ * adjoint's apart, and keeps the fastest of each (those of rowtune[]).  The best shape
+ * depends on the GPU and on the kernel (the adjoint needs about twice the forward's
+ * registers a row), and every shape gives the same values, so choosing by time
+ * changes no result.  About 1.5 ms a forward shape and 2.5 ms an adjoint one for 500
+ * subjects of N = 1,847.  On any error the defaults stay.
  * GEOREG_SHOOT_TUNE_VERBOSE=1 prints the times on stderr. */
 static void
 tune_rows (GrShootCuda *c)
 {
+  static const int serves[2] = { ROWS_FWD, ROWS_ADJ };
   const int G = (int) c->cap;
   Bufs<float> b = make_bufs<float> (c);
   c->h_slots[0] = G;
   for (int k = 0; k < G; k++)
     c->h_slots[1 + k] = k;
   cudaEvent_t e0 = NULL, e1 = NULL;
-  float ms[ROWS_N];
+  float ms[2][ROW_SHAPES];
   bool ok = cudaMemcpyAsync (c->slots_d, c->h_slots, sizeof (int) * (G + 1),
       cudaMemcpyHostToDevice, c->stream) == cudaSuccess &&
       cudaEventCreate (&e0) == cudaSuccess && cudaEventCreate (&e1) == cudaSuccess;
-  int best = -1;
-  for (int v = 0; ok && v < ROWS_N; v++) {
-    for (int rep = 0; rep < 3; rep++) {   /* rep 0 warms up */
-      if (rep == 1)
-        cudaEventRecord (e0, c->stream);
-      if (c->D == 3)
-        probe_variant<3> (c, b, G, v);
-      else
-        probe_variant<2> (c, b, G, v);
+  int best[2] = { -1, -1 };
+  for (int k = 0; k < 2; k++)
+    for (int v = 0; ok && c->rowtune[k] && v < ROW_SHAPES; v++) {
+      if (!(row_shapes[v].kernels & serves[k]))
+        continue;
+      for (int rep = 0; rep < 3; rep++) {   /* rep 0 warms up */
+        if (rep == 1)
+          cudaEventRecord (e0, c->stream);
+        probe_rows (c, b, G, k == 1, v);
+      }
+      cudaEventRecord (e1, c->stream);
+      ok = cudaEventSynchronize (e1) == cudaSuccess &&
+          cudaEventElapsedTime (&ms[k][v], e0, e1) == cudaSuccess &&
+          cudaGetLastError () == cudaSuccess;
+      ms[k][v] *= 0.5f;
+      if (ok && (best[k] < 0 || ms[k][v] < ms[k][best[k]]))
+        best[k] = v;
     }
-    cudaEventRecord (e1, c->stream);
-    ok = cudaEventSynchronize (e1) == cudaSuccess &&
-        cudaEventElapsedTime (&ms[v], e0, e1) == cudaSuccess &&
-        cudaGetLastError () == cudaSuccess;
-    if (ok && (best < 0 || ms[v] < ms[best]))
-      best = v;
+  for (int k = 0; k < 2; k++) {
+    if (ok && best[k] >= 0)
+      c->rowshape[k] = best[k];
+    else
+      c->rowtune[k] = false;
   }
-  if (ok && best >= 0)
-    c->rowvar = best;
-  else
-    c->rowtune = false;
+  /* one line: each kernel's times and choice, the chosen step pair, and the step
+   * pair of each shape that serves both (what earlier sessions timed as one) */
   const char *ev = getenv ("GEOREG_SHOOT_TUNE_VERBOSE");
   if (ev && *ev && atoi (ev)) {
-    fprintf (stderr, "shoot row kernels, %d slots, one forward + one adjoint step:", G);
-    for (int v = 0; ok && v < ROWS_N; v++)
-      fprintf (stderr, " %s %.3f ms", row_variant_names[v], 0.5 * ms[v]);
-    fprintf (stderr, "%s -> %s\n", ok ? "" : " (failed)", row_variant_names[c->rowvar]);
+    static const char *const what[2] = { "forward", "adjoint" };
+    fprintf (stderr, "shoot row kernels, %d slots, one step (ms):", G);
+    for (int k = 0; k < 2; k++) {
+      fprintf (stderr, "%s %s", k ? ";" : "", what[k]);
+      for (int v = 0; ok && best[k] >= 0 && v < ROW_SHAPES; v++)
+        if (row_shapes[v].kernels & serves[k])
+          fprintf (stderr, " %s %.3f", row_shapes[v].name, ms[k][v]);
+      fprintf (stderr, " -> %s", row_shapes[c->rowshape[k]].name);
+    }
+    if (ok && best[0] >= 0 && best[1] >= 0) {
+      fprintf (stderr, "; step pair %.3f; same shape both:", ms[0][best[0]] +
+          ms[1][best[1]]);
+      for (int v = 0; v < ROW_SHAPES; v++)
+        if (row_shapes[v].kernels == ROWS_BOTH)
+          fprintf (stderr, " %s %.3f", row_shapes[v].name, ms[0][v] + ms[1][v]);
+    }
+    fprintf (stderr, "%s\n", ok ? "" : " (failed)");
   }
   if (e0)
     cudaEventDestroy (e0);
@@ -1547,7 +1740,7 @@ new_engine (const GrShootParams *params, size_t subjects, bool population, int d
       if (v == 32 || v == 64 || v == 128 || v == 256)
         c->tpr = v;
     }
-    /* Populations (float32): one row per thread (k_*_rows) in population engines
+    /* Populations (float32): one row per thread (k_rows) in population engines
      * (gr_shoot_batch, any capacity, and gr_shoot_cuda_new_batch with several slots),
      * since the slots then fill the device; GEOREG_SHOOT_WIDE=0 keeps the grouped
      * kernels (whose values a single-subject GrShoot gets bit for bit), =1 takes the
@@ -1556,19 +1749,28 @@ new_engine (const GrShootParams *params, size_t subjects, bool population, int d
     ev = getenv ("GEOREG_SHOOT_WIDE");
     if (ev && *ev && f32)
       c->wide = atoi (ev) != 0;
-    /* the row kernels' shape: GEOREG_SHOOT_ROWS=128x1, 64x1, 32x2 or 64x2 (threads a
-     * block x rows a thread); otherwise engines of 16 subjects or more time each shape
-     * on their own slots once (tune_rows) and keep the fastest, and smaller ones take
-     * 64x1 (one row a thread: the most warps, which few subjects need more than
-     * throughput).  All give the same values. */
-    c->rowvar = ROWS_64x1;
-    c->rowtune = c->wide && c->cap >= 16;
+    /* the row kernels' shapes: GEOREG_SHOOT_ROWS=NAME sets each kernel that the shape
+     * of that name serves (row_shapes: 128x1, 64x1, 32x2 and 64x2 serve both),
+     * GEOREG_SHOOT_ROWS=FWD/ADJ each apart; otherwise engines of 16 subjects or more
+     * time each shape on their own slots once (tune_rows) and keep the fastest, and
+     * smaller ones take ROWS_DEFAULT.  All give the same values. */
+    c->rowshape[0] = c->rowshape[1] = ROWS_DEFAULT;
+    c->rowtune[0] = c->rowtune[1] = c->wide && c->cap >= 16;
     ev = getenv ("GEOREG_SHOOT_ROWS");
-    for (int v = 0; ev && v < ROWS_N; v++)
-      if (strcmp (ev, row_variant_names[v]) == 0) {
-        c->rowvar = v;
-        c->rowtune = false;
+    if (ev && *ev) {
+      static const int serves[2] = { ROWS_FWD, ROWS_ADJ };
+      const char *slash = strchr (ev, '/');
+      for (int k = 0; k < 2; k++) {
+        const char *name = k && slash ? slash + 1 : ev;
+        const size_t len = !k && slash ? (size_t) (slash - ev) : strlen (name);
+        for (int v = 0; v < ROW_SHAPES; v++)
+          if ((row_shapes[v].kernels & serves[k]) && strlen (row_shapes[v].name) == len &&
+              strncmp (name, row_shapes[v].name, len) == 0) {
+            c->rowshape[k] = v;
+            c->rowtune[k] = false;
+          }
       }
+    }
     if (!c->wide && desc)
       snprintf (desc + strlen (desc), desclen - strlen (desc), ", %d threads x %d rows "
           "per group%s", c->tpr, c->rpt, c->tiled == 2 ? ", tiles double-buffered"
@@ -1628,11 +1830,20 @@ new_engine (const GrShootParams *params, size_t subjects, bool population, int d
   if (!ck (cudaStreamCreateWithFlags (&c->stream, cudaStreamNonBlocking),
           "cudaStreamCreate", errbuf, errlen))
     goto fail;
-  if (c->rowtune)
+  if (c->wide && !env_off ("GEOREG_SHOOT_CARVE")) {
+    if (c->D == 3)
+      carve_rows<3> ();
+    else
+      carve_rows<2> ();
+    cudaGetLastError ();        /* a hint: an engine without it still runs */
+  }
+  if (c->rowtune[0] || c->rowtune[1])
     tune_rows (c);
   if (desc && c->wide)
     snprintf (desc + strlen (desc), desclen - strlen (desc), ", one row per thread, "
-        "%s%s", row_variant_names[c->rowvar], c->rowtune ? " (timed)" : "");
+        "forward %s%s, adjoint %s%s", row_shapes[c->rowshape[0]].name,
+        c->rowtune[0] ? " (timed)" : "", row_shapes[c->rowshape[1]].name,
+        c->rowtune[1] ? " (timed)" : "");
   if (!capture_graphs (c, errbuf, errlen))
     goto fail;
   return c;

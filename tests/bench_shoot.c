@@ -312,9 +312,13 @@ population_device_time (GrShootBatch *b, size_t subjects, size_t m, const double
  * shared loads (3-D: ISSUE_FWD and ISSUE_BWD instructions in the PTX of the row
  * kernels' unrolled loops, MUFU and loads included, the negations that SASS folds
  * into operands left out), at one warp instruction per clock per SM quarter (128
- * lanes per clock per SM). */
+ * lanes per clock per SM); and the same for the pair arithmetic alone (ARITH_FWD and
+ * ARITH_BWD: the SASS of one pair-row, sm_90, MUFU included), which no row shape's
+ * sharing of loads or tiles can go below. */
 #define ISSUE_FWD 20.0       /* one row a thread; two rows a thread: 18.5 */
 #define ISSUE_BWD 42.0       /* 39.4 */
+#define ARITH_FWD 17.0       /* SASS, 3-D; the loops: 18.4 (32x2), 17.7 (32x4) */
+#define ARITH_BWD 37.0       /* 38.75 (32x2), 37.9 (32x4) */
 static void
 population_floors (const char *desc, double exps, double secs, double device_s)
 {
@@ -332,11 +336,14 @@ population_floors (const char *desc, double exps, double secs, double device_s)
   const double sfu_s = exps / sfu, sfu_reuse_s = 0.5 * exps / sfu;
   /* exps counts forward and adjoint pairs alike: half of each */
   const double issue_s = 0.5 * exps * (ISSUE_FWD + ISSUE_BWD) / lanes;
+  const double arith_s = 0.5 * exps * (ARITH_FWD + ARITH_BWD) / lanes;
   printf ("  floors on %d SMs at %.2f GHz: exponentials over the SFUs %.2f s (%.2f s if "
       "each were reused from forward to adjoint); FP32 issue (%.0f + %.0f instructions "
-      "a pair) %.2f s.  Fit %.2f s = %.2fx the SFU floor, %.2fx the issue floor (device "
-      "part %.2f s = %.2fx)\n", sms, ghz, sfu_s, sfu_reuse_s, ISSUE_FWD, ISSUE_BWD,
-      issue_s, secs, secs / sfu_s, secs / issue_s, device_s, device_s / issue_s);
+      "a pair) %.2f s; the pair arithmetic alone (%.0f + %.0f) %.2f s.  Fit %.2f s = "
+      "%.2fx the SFU floor, %.2fx the issue floor, %.2fx the arithmetic's (device part "
+      "%.2f s = %.2fx the issue floor)\n", sms, ghz, sfu_s, sfu_reuse_s, ISSUE_FWD,
+      ISSUE_BWD, issue_s, ARITH_FWD, ARITH_BWD, arith_s, secs, secs / sfu_s,
+      secs / issue_s, secs / arith_s, device_s, device_s / issue_s);
 }
 
 static int
