@@ -675,7 +675,7 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
  * 3 shared reads and the loop control shared by the rows), plus what a tile adds a
  * warp (its staging with the exposed global-load latency, the loop bounds, two
  * barriers, the flush): forward 32x2 18.38 + 7% = 19.99, adjoint 32x2 38.75 + 4.6%
- * = 40.55.  The new shapes (a prediction, not measured; registers, warps an SM):
+ * = 40.55.  The new shapes (predicted before they ran; registers, warps an SM):
  *  - larger tiles: the per-tile work once per 128 points; forward 32x2t128 19.0 (95,
  *    21), 64x2t128 18.9 (72, 28: two warps share the staging); adjoint 32x2t128 39.6
  *    (140, 14);
@@ -695,7 +695,9 @@ k_backward (Bufs<S> b, int t, int tpr, int rbuf)
  * adjoint 32x4t128s: 18.0 + 38.6 against 20.0 + 40.55) take the step pair of 500
  * subjects from 3.915 to about 3.65 ms (-6.5%), the 1,000-subject fit from 122.15 to
  * about 114 s on an H200; fewer warps an SM may cost some of it back, which is why
- * the shapes with more warps are offered too. */
+ * the shapes with more warps are offered too.  Measured on an H200: the tuner takes
+ * forward 32x2t128 (1.208 ms a step of 500 subjects; 32x4t128 1.263) and adjoint
+ * 32x3t64s (2.563 ms; 32x4t128s 2.813): pair 3.77 ms, the fit 118.70 s. */
 enum { ROWS_FWD = 1, ROWS_ADJ = 2, ROWS_BOTH = 3 };   /* the kernels a shape serves */
 struct RowShape {
   const char *name;
