@@ -82,7 +82,7 @@
 #                                       register_gpu, frameshare on CUDA and CPU, then the
 #                                       onboard bench (pipelines/onboard.sh) on 2 cores of
 #                                       the idle host (taskset); 3 to 5 minutes
-# Environment: OUT (default ./gpu-out), GPU_BUDGET_S, SUITE_TIMEOUT (default 330 s),
+# Environment: OUT (default ./gpu-out), GPU_BUDGET_S, SUITE_TIMEOUT (default 480 s),
 # SANITIZER_JOBS (default 6),
 # SANITIZER_TIMEOUT (default 240 s a binary), SANITIZER_TESTS (space list of binaries,
 # e.g. "test_matcher_gpu test_shoot_gpu").  Exit status: 0 when every step passed.
@@ -297,7 +297,7 @@ bounded () {
 suite () {
   setup_env
   local t0=$SECONDS
-  timeout "$(bounded "${SUITE_TIMEOUT:-330}")" python3 tools/run-tests.py "$build" --suite gpu --suite data \
+  timeout "$(bounded "${SUITE_TIMEOUT:-480}")" python3 tools/run-tests.py "$build" --suite gpu --suite data \
     --log-dir "$out/suite" > "$out/suite.txt" 2>&1
   local rc=$?
   note "gpu + data suites" "$rc" $((SECONDS - t0)) "$(tail -n 1 "$out/suite.txt")"
