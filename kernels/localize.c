@@ -901,7 +901,7 @@ shortlist_coarse (Ctx *cx, Hypo *coarse, int n, int *bi, int want, double hstep,
  * could be scored there (the caller then keeps the coarse hypothesis). */
 static GrStatus
 fine_stage (Ctx *cx, const Hypo *best, int nh, int ns, double hstep, double sratio,
-    Hypo *out)
+    const double *srange, Hypo *out)
 {
   const GrPlaneF *frame = cx->frame;
   const GrLocalizeParams *pp = cx->p;
@@ -921,8 +921,15 @@ fine_stage (Ctx *cx, const Hypo *best, int nh, int ns, double hstep, double srat
   for (int a = -fks; a <= fks && st == GR_OK; a++)
     for (int b = -fk; b <= fk && st == GR_OK; b++) {
       Hypo *hy = &fine[b + 2][a + 1];
-      st = score_hypothesis (cx, wrap360 (best->heading + b * hd), best->scale *
-          pow (fsr, a), pp->fine_size, fcentre, frad, hy);
+      const double sc = best->scale * pow (fsr, a);
+      if (srange && (sc < srange[0] * (1.0 - 1e-9) || sc > srange[1] * (1.0 + 1e-9))) {
+        /* never a scale beyond the searched scale-min .. scale-max (a result there
+         * came back at 0.2313 from a sweep over 0.25-4) */
+        hy->score = NAN;
+        continue;
+      }
+      st = score_hypothesis (cx, wrap360 (best->heading + b * hd), sc, pp->fine_size,
+          fcentre, frad, hy);
       if (st == GR_OK && better (hy, &fb)) {
         fb = *hy;
         fbh = b;
@@ -1142,11 +1149,14 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
         }
     }
   }
+  /* the grid's scales: [s_lo, s_hi] */
+  const double grid_scales[2] = { smid * pow (sratio, -0.5 * (ns - 1)),
+    smid * pow (sratio, 0.5 * (ns - 1)) };
   if (st == GR_OK && bi >= 0 && sweep && p.shortlist > 0) {
     /* the grid's scales and headings: [s_lo, s_hi], heading0 + (h_lo .. -h_lo) hstep
      * (the whole circle without a heading prior) */
-    const double range[4] = { smid * pow (sratio, -0.5 * (ns - 1)),
-      smid * pow (sratio, 0.5 * (ns - 1)), heading0, nh < p.headings ? -h_lo * hstep : 360.0 };
+    const double range[4] = { grid_scales[0], grid_scales[1], heading0,
+      nh < p.headings ? -h_lo * hstep : 360.0 };
     st = shortlist_coarse (&cx, coarse, ncoarse, &bi, p.shortlist, nh > 1 ? hstep : 0.0,
         ns > 1 ? sratio : 1.0, range);
   }
@@ -1198,7 +1208,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
       if (!(ratio < p.min_peak_ratio))
         break;
     }
-    st = fine_stage (&cx, &cand[c].h, nh, ns, hstep, sratio, &cand[c].fine);
+    st = fine_stage (&cx, &cand[c].h, nh, ns, hstep, sratio,
+        (flags & GR_LOCALIZE_SCALE_SEARCHED) ? grid_scales : NULL, &cand[c].fine);
     refined++;
     if (st == GR_OK && better (&cand[c].fine, &fb)) {
       fb = cand[c].fine;

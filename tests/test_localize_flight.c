@@ -227,6 +227,12 @@ main (void)
       const double t1 = now_ms ();
       double t2 = t1;
       CHECK (st == GR_OK, "localize: %s", e);
+      /* a searched scale stays within scale_min .. scale_max (the fine stage once
+       * stepped a ninth of an octave beyond them) */
+      if (st == GR_OK && kind == PRIOR_NONE && isfinite (lr.scale))
+        CHECK (lr.scale >= smin * (1.0 - 1e-6) && lr.scale <= smax * (1.0 + 1e-6),
+            "frame %d: scale %.4f outside the searched %.2f-%.2f", done + 1, lr.scale,
+            smin, smax);
       double rms = INFINITY, mx = INFINITY;
       unsigned flags = lr.flags & bad_loc;
       if (st == GR_OK && isfinite (lr.h[0])) {

@@ -353,6 +353,12 @@ main (int argc, char **argv)
         CHECK (rm->undistorted == (with_lens && rm->has_transform), "%s %d: "
             "undistorted %d with the lens %s", prior_names[kind], done, rm->undistorted,
             with_lens ? "on" : "off");
+        /* a searched scale stays within nmilocalize's scale-min .. scale-max (0.25-4
+         * by default: the sweep's fine stage once reported 0.2313) */
+        if (lm->has_prior_transform && (lm->flags & GST_NMI_LOCALIZE_FLAG_SCALE_SEARCHED))
+          CHECK (lm->scale >= 0.25 * (1.0 - 1e-6) && lm->scale <= 4.0 * (1.0 + 1e-6),
+              "%s %d: scale %.4f outside the searched 0.25-4", prior_names[kind], done,
+              lm->scale);
         const gboolean bad = (lm->flags & bad_loc) || (rm->flags & bad_reg) ||
             !rm->has_transform;
         within05 += rms <= 0.5 && !bad;
