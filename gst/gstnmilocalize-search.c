@@ -285,6 +285,33 @@ add_run_times (GstNmiLocalize * self, const GrLocalizeResult * r)
   self->downscale_ms += r->downscale_ms;
 }
 
+/* How GrLocalize reads the frame: through its downscales (*by_downscales, *src) when
+ * its valid pixels are known without reading it (no nodata, no alpha, no frame mask:
+ * every pixel), else from self->full, read here with the frame mask applied.  FALSE
+ * after posting an error. */
+static gboolean
+frame_source_open (GstNmiLocalize * self, GstBuffer * buf,
+    const GstGeoregBaseSettings * c, FrameSource * src, gboolean * by_downscales)
+{
+  GstGeoregBase *base = GST_GEOREG_BASE (self);
+  *by_downscales = c->nodata < 0 && !self->frame_mask.data &&
+      !GST_VIDEO_INFO_HAS_ALPHA (gst_georeg_base_info (base));
+  *src = (FrameSource) { self, buf, c->nodata, -1, FALSE };
+  if (*by_downscales) {
+    if (gr_localize_backend (self->localizer) == GR_BACKEND_CUDA)
+      src->device = MAX (gst_georeg_base_engine_device (base, c->cuda_device_id), 0);
+    return TRUE;
+  }
+  if (!gst_georeg_base_read_plane (base, buf, c->nodata, &self->full))
+    return FALSE;
+  if (self->frame_mask.data && !gst_georeg_plane_and_mask (&self->full,
+          &self->frame_mask)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* GrLocalize over the full-resolution frame and control from prior (NULL: none).
  * With `fallback`, a doubtful result from a prior with a heading or a scale is
  * searched again over every heading and scale (the position kept, its window doubled)
@@ -304,24 +331,11 @@ gst_nmi_localize_full (GstNmiLocalize * self, GstBuffer * buf,
   char err[512] = "";
 
   *rejected = FALSE;
-  /* the frame through its downscales when its valid pixels are known without reading
-   * it (no nodata, no alpha, no frame mask: every pixel), else the host plane */
-  const gboolean by_downscales = c->nodata < 0 && !self->frame_mask.data &&
-      !GST_VIDEO_INFO_HAS_ALPHA (info);
-  FrameSource src = { self, buf, c->nodata, -1, FALSE };
-  if (by_downscales && gr_localize_backend (self->localizer) == GR_BACKEND_CUDA)
-    src.device = MAX (gst_georeg_base_engine_device (base, c->cuda_device_id), 0);
-  gsize valid = (gsize) fw * fh;
-  if (!by_downscales) {
-    if (!gst_georeg_base_read_plane (base, buf, c->nodata, &self->full))
-      return GST_FLOW_ERROR;
-    if (self->frame_mask.data && !gst_georeg_plane_and_mask (&self->full,
-            &self->frame_mask)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    valid = gr_plane_count_valid (&self->full);
-  }
+  FrameSource src;
+  gboolean by_downscales;
+  if (!frame_source_open (self, buf, c, &src, &by_downscales))
+    return GST_FLOW_ERROR;
+  const gsize valid = by_downscales ? (gsize) fw * fh : gr_plane_count_valid (&self->full);
 
   GrLocalizeParams lp;
   gr_localize_params_init (&lp);
@@ -434,26 +448,14 @@ gst_nmi_localize_translation_holds (GstNmiLocalize * self, GstBuffer * buf,
   char err[512] = "";
   const gdouble k = s->frame_scale / s->control_scale;
   const double h[9] = { k, 0, m->control_x, 0, k, m->control_y, 0, 0, 1 };
+  FrameSource src;
+  gboolean by_downscales;
+  if (!frame_source_open (self, buf, c, &src, &by_downscales))
+    return FALSE;
   GrRefineResult rr;
-  GrStatus st;
-  const gboolean by_downscales = c->nodata < 0 && !self->frame_mask.data &&
-      !GST_VIDEO_INFO_HAS_ALPHA (info);
-  if (by_downscales) {
-    FrameSource src = { self, buf, c->nodata, -1, FALSE };
-    if (gr_localize_backend (self->localizer) == GR_BACKEND_CUDA)
-      src.device = MAX (gst_georeg_base_engine_device (base, c->cuda_device_id), 0);
-    st = gr_localize_refine_downscaled (self->localizer, fw, fh, frame_downscale, &src,
-        h, NULL, &rr, err, sizeof err);
-  } else {
-    if (!gst_georeg_base_read_plane (base, buf, c->nodata, &self->full))
-      return FALSE;
-    if (self->frame_mask.data && !gst_georeg_plane_and_mask (&self->full,
-            &self->frame_mask)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), (NULL));
-      return FALSE;
-    }
-    st = gr_localize_refine (self->localizer, &self->full, h, NULL, &rr, err, sizeof err);
-  }
+  const GrStatus st = by_downscales ? gr_localize_refine_downscaled (self->localizer,
+      fw, fh, frame_downscale, &src, h, NULL, &rr, err, sizeof err) :
+      gr_localize_refine (self->localizer, &self->full, h, NULL, &rr, err, sizeof err);
   if (st != GR_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("Checking the translation result "
             "failed (%s).", gr_status_string (st)), ("%s", err));

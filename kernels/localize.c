@@ -34,6 +34,9 @@ typedef struct {
   uint8_t *bins;
   uint8_t *mask;          /* NULL when the control has none */
   GrNmiDense *engine;
+  GrNmiSparse *sparse;    /* the registration's engine on this level (refine_on), made
+                             on first use: the translation check and the sweep's
+                             verification register on every frame */
 } Level;
 
 struct GrLocalize {
@@ -172,6 +175,7 @@ drop_levels (GrLocalize *loc)
       loc->spare[loc->nspare++] = loc->level[i].engine;
     else
       gr_nmi_dense_free (loc->level[i].engine);
+    gr_nmi_sparse_free (loc->level[i].sparse);
     free (loc->level[i].bins);
     free (loc->level[i].mask);
   }
@@ -958,7 +962,7 @@ fine_stage (Ctx *cx, const Hypo *best, int nh, int ns, double hstep, double srat
 
 static Level *refine_level (GrLocalize *loc, double scale, double *pf, GrStatus *st,
     char *errbuf, size_t errlen);
-static GrStatus refine_on (GrLocalize *loc, const Level *L, const GrPlaneF *fp, int fw,
+static GrStatus refine_on (GrLocalize *loc, Level *L, const GrPlaneF *fp, int fw,
     int fh, const double h_coarse[9], double heading, double scale,
     const GrRefineParams *p, GrRefineResult *out, char *errbuf, size_t errlen);
 
@@ -1506,7 +1510,7 @@ refine_level (GrLocalize *loc, double scale, double *pf, GrStatus *st, char *err
 /* gr_localize_refine's rounds on level L, from h_coarse (heading and scale its own),
  * with the fw x fh frame already brought onto the level's grid as fp. */
 static GrStatus
-refine_on (GrLocalize *loc, const Level *L, const GrPlaneF *fp, int fw, int fh,
+refine_on (GrLocalize *loc, Level *L, const GrPlaneF *fp, int fw, int fh,
     const double h_coarse[9], double heading, double scale, const GrRefineParams *p,
     GrRefineResult *out, char *errbuf, size_t errlen)
 {
@@ -1515,12 +1519,21 @@ refine_on (GrLocalize *loc, const Level *L, const GrPlaneF *fp, int fw, int fh,
   out->rms = NAN;
   out->work_scale = L->sx;
   GrStatus st = GR_OK;
-  GrNmiSparse *sp = gr_nmi_sparse_new (loc->backend, loc->device, &st, errbuf, errlen);
-  if (sp) {
-    gr_nmi_sparse_set_threads (sp, loc->threads);
-    GrImage8 ci = { L->bins, (size_t) L->w, L->mask, (size_t) L->w, L->w, L->h };
-    st = gr_nmi_sparse_set_control (sp, &ci, errbuf, errlen);
+  if (!L->sparse) {
+    GrNmiSparse *made = gr_nmi_sparse_new (loc->backend, loc->device, &st, errbuf,
+        errlen);
+    if (made) {
+      GrImage8 ci = { L->bins, (size_t) L->w, L->mask, (size_t) L->w, L->w, L->h };
+      st = gr_nmi_sparse_set_control (made, &ci, errbuf, errlen);
+      if (st == GR_OK)
+        L->sparse = made;
+      else
+        gr_nmi_sparse_free (made);
+    }
   }
+  GrNmiSparse *sp = L->sparse;
+  if (sp)
+    gr_nmi_sparse_set_threads (sp, loc->threads);
   double h[9];
   memcpy (h, h_coarse, sizeof h);
   bool fitted = false;
@@ -1548,7 +1561,6 @@ refine_on (GrLocalize *loc, const Level *L, const GrPlaneF *fp, int fw, int fh,
     out->rms = r.rms;
     fitted = true;
   }
-  gr_nmi_sparse_free (sp);
   if (st != GR_OK)
     return st;
   for (int i = 0; i < 9; i++)
@@ -1573,12 +1585,13 @@ refine_params_ok (const GrRefineParams *p)
       p->spacing >= 1 && p->iterations >= 1 && p->threshold > 0;
 }
 
-/* gr_localize_refine and its downscaled form: the frame's pixels from `frame`, or from
- * `downscale` when frame is NULL (fw x fh either way). */
+/* gr_localize_refine and its downscaled form: frame's pixels from frame itself, or
+ * from `downscale` when given (frame then only gives the size), read as the search
+ * reads them (small_frame). */
 static GrStatus
-refine_from (GrLocalize *loc, const GrPlaneF *frame, int fw, int fh,
-    GrLocalizeDownscaleFunc downscale, void *user, const double h_coarse[9],
-    const GrRefineParams *params, GrRefineResult *out, char *errbuf, size_t errlen)
+refine_from (GrLocalize *loc, const GrPlaneF *frame, GrLocalizeDownscaleFunc downscale,
+    void *user, const double h_coarse[9], const GrRefineParams *params,
+    GrRefineResult *out, char *errbuf, size_t errlen)
 {
   GrRefineParams p;
   if (params)
@@ -1589,6 +1602,7 @@ refine_from (GrLocalize *loc, const GrPlaneF *frame, int fw, int fh,
     gr_set_err (errbuf, errlen, "bad refine parameters");
     return GR_ERR_INVALID;
   }
+  const int fw = frame->width, fh = frame->height;
   memset (out, 0, sizeof *out);
   memcpy (out->h, h_coarse, sizeof out->h);
   out->rms = NAN;
@@ -1603,26 +1617,15 @@ refine_from (GrLocalize *loc, const GrPlaneF *frame, int fw, int fh,
   Level *L = refine_level (loc, scale, &pf, &st, errbuf, errlen);
   if (!L)
     return st;
-  /* the frame area-downscaled when it is finer than that grid */
-  GrPlaneF fp;
-  memset (&fp, 0, sizeof fp);
-  if (!frame) {
-    st = downscale (user, pf < 1.0 ? pf : 1.0, &fp, errbuf, errlen);
-    if (st == GR_OK && (!fp.data || fp.width != (int) fmax (1.0, floor (fw * fmin (pf,
-                        1.0) + 0.5)) || fp.height != (int) fmax (1.0, floor (fh *
-                    fmin (pf, 1.0) + 0.5)))) {
-      gr_set_err (errbuf, errlen, "the frame's downscale has the wrong size");
-      st = GR_ERR_INVALID;
-    }
-  } else if (pf < 1.0) {
-    st = gr_plane_downscale (frame, pf, &fp);
-  } else if (!plane_copy (frame, &fp)) {
-    st = GR_ERR_NOMEM;
-  }
-  if (st == GR_OK)
-    st = refine_on (loc, L, &fp, fw, fh, h_coarse, heading, scale, &p, out, errbuf,
+  /* the frame area-downscaled onto that grid (pf < 1) or as it is */
+  Ctx cx = { .loc = loc, .frame = frame, .downscale = downscale, .user = user,
+    .errbuf = errbuf, .errlen = errlen };
+  const GrPlaneF *fp = small_frame (&cx, pf, &st);
+  if (fp)
+    st = refine_on (loc, L, fp, fw, fh, h_coarse, heading, scale, &p, out, errbuf,
         errlen);
-  gr_plane_clear (&fp);
+  for (int k = 0; k < 2; k++)
+    gr_plane_clear (&cx.sf[k].small);
   return st;
 }
 
@@ -1632,8 +1635,7 @@ gr_localize_refine (GrLocalize *loc, const GrPlaneF *frame, const double h_coars
 {
   if (!engine_ready (loc, frame, h_coarse && out, errbuf, errlen))
     return GR_ERR_INVALID;
-  return refine_from (loc, frame, frame->width, frame->height, NULL, NULL, h_coarse,
-      params, out, errbuf, errlen);
+  return refine_from (loc, frame, NULL, NULL, h_coarse, params, out, errbuf, errlen);
 }
 
 GrStatus
@@ -1649,6 +1651,8 @@ gr_localize_refine_downscaled (GrLocalize *loc, int width, int height,
     gr_set_err (errbuf, errlen, "no control image set");
     return GR_ERR_INVALID;
   }
-  return refine_from (loc, NULL, width, height, downscale, user, h_coarse, params, out,
-      errbuf, errlen);
+  /* the size only: every pixel comes through `downscale` */
+  const GrPlaneF shape = { .width = width, .height = height, .stride = (size_t) width };
+  return refine_from (loc, &shape, downscale, user, h_coarse, params, out, errbuf,
+      errlen);
 }
