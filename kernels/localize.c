@@ -78,6 +78,17 @@ gr_localize_params_init (GrLocalizeParams *p)
   p->verify = 1;
   p->fine_size = 128;
   p->levels = 32;
+  /* The coarse size's templates (48 px: about 1,700 samples) had 32 x 32 joint bins,
+   * under two samples a bin, and NMI's upward bias on sparse histograms decided the
+   * sweep: on aukerman.png without a prior (tests/test_localize_flight.c, 640 x 480,
+   * 0.25-4, seed 5000) the right place scored below wrong ones on 5 of the 7 frames
+   * missed, and the winners bunched at the scales whose quantized templates were the
+   * smallest.  Frames without a prior within 0.5 px (docs/benchmarks.md, fifteenth
+   * session), 32 / 24 / 16 levels: CPU kernels 97 / 97 / 95 of 110 (aukerman.png 25 /
+   * 27 / 27 of 30); through the elements on an H200 481 / 489 / 489 of 514 (priors
+   * and edges included).  24 loses none of the cpu suite's replayed frames; 16 lost
+   * one (localize_flight_sweep's frame 21). */
+  p->coarse_levels = 24;
   p->min_overlap = 0.5;
   p->min_peak_ratio = 1.05;
   /* right against wrong at the fine level: 1.4 to 3.5 on the frames looked at (seed
@@ -602,8 +613,10 @@ score_hypothesis_peaks (Ctx *cx, double heading, double scale, int size,
   double fs = scale * pow (2.0, q / 4.0);
   fs = fs > 1.0 ? 1.0 : fs;
   GrStatus st = GR_OK;
+  /* grey levels by the template's sample count: coarse-size templates get fewer */
+  const int grey = size <= cx->p->coarse_size ? cx->p->coarse_levels : cx->p->levels;
   /* a rim of half a template: a frame may hang up to about half over the edge */
-  Level *L = get_level (loc, q, cx->p->levels, (size + 1) / 2, &st, cx->errbuf,
+  Level *L = get_level (loc, q, grey, (size + 1) / 2, &st, cx->errbuf,
       cx->errlen);
   if (!L)
     return st;
@@ -635,7 +648,7 @@ score_hypothesis_peaks (Ctx *cx, double heading, double scale, int size,
   double *scores = NULL;
   int32_t *valid = NULL;
   const int rw = r.x1 - r.x0, rh = r.y1 - r.y0;
-  if (tvalid > 0 && rw > 0 && rh > 0 && to_levels (&tpl, cx->p->levels, tb) == GR_OK) {
+  if (tvalid > 0 && rw > 0 && rh > 0 && to_levels (&tpl, grey, tb) == GR_OK) {
     scores = malloc (sizeof (double) * (size_t) rw * rh);
     valid = malloc (sizeof (int32_t) * (size_t) rw * rh);
     if (!scores || !valid) {
@@ -1055,7 +1068,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   else
     gr_localize_params_init (&p);
   if (!(p.scale_min > 0) || !(p.scale_max >= p.scale_min) || p.headings < 1 ||
-      p.coarse_size < 8 || p.fine_size < p.coarse_size || p.levels < 2 || p.levels > 256) {
+      p.coarse_size < 8 || p.fine_size < p.coarse_size || p.levels < 2 || p.levels > 256 ||
+      p.coarse_levels < 2 || p.coarse_levels > 256) {
     gr_set_err (errbuf, errlen, "bad localize parameters");
     return GR_ERR_INVALID;
   }

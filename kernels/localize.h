@@ -85,9 +85,12 @@ typedef struct {
                                    decisive difference in inliers chooses (1; 0 =
                                    NMI alone) */
   int fine_size;                /* template long side at the fine level, px (128) */
-  int levels;                   /* grey levels of the histograms, 2 .. 256 (32): few
-                                   levels keep small templates' joint histograms
-                                   meaningful */
+  int levels;                   /* grey levels of the histograms at the fine level,
+                                   2 .. 256 (32): few levels keep small templates'
+                                   joint histograms meaningful */
+  int coarse_levels;            /* grey levels at the coarse size, 2 .. 256 (24): a
+                                   48 px template has about 1,700 samples, too few
+                                   for 32 x 32 joint bins */
   double min_overlap;           /* below this valid-overlap fraction LOW_OVERLAP (0.5) */
   double min_peak_ratio;        /* below this peak ratio AMBIGUOUS (1.05) */
   double min_fine_ratio;        /* when a doubtful coarse result sent several

@@ -388,6 +388,11 @@ test_bad_input (void)
   lp.levels = 1;
   CHECK (gr_localize_run (loc, &f, NULL, &lp, &r, e, sizeof e) == GR_ERR_INVALID,
       "bad params");
+  lp.levels = 32;
+  lp.coarse_levels = 257;
+  CHECK (gr_localize_run (loc, &f, NULL, &lp, &r, e, sizeof e) == GR_ERR_INVALID,
+      "bad coarse levels");
+  lp.coarse_levels = 24;
   /* a wholly masked frame: a flag, no position */
   memset (f.mask, 0, 64 * 48);
   CHECK (gr_localize_run (loc, &f, NULL, NULL, &r, e, sizeof e) == GR_OK &&
@@ -466,8 +471,12 @@ test_control_range (void)
     double dh = fmod (fabs (rw.heading_deg - rp.heading_deg), 360.0);
     dh = dh > 180 ? 360 - dh : dh;
     const double dpos = hypot (rw.x - (rp.x + OX), rw.y - (rp.y + OY));
+    /* the same flags, except whether any second peak was found: the window's levels
+     * are sampled on another grid, and a faint second place (not AMBIGUOUS) may show
+     * in one map and not the other (frame 0 with the coarse size at 24 grey levels) */
+    const unsigned info = GR_LOCALIZE_NO_SECOND_PEAK;
     const bool ok = dpos < 0.5 && dh < 0.5 && fabs (rw.scale / rp.scale - 1.0) < 0.01 &&
-        rw.flags == rp.flags;
+        (rw.flags & ~info) == (rp.flags & ~info);
     same += ok;
     if (getenv ("GEOREG_TEST_VERBOSE") || !ok)
       printf ("  control range, frame %d: whole (%.2f, %.2f) %.2f deg %.4f flags 0x%x; "

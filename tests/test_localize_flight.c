@@ -19,8 +19,9 @@
  * default 0: report only), GEOREG_LOCALIZE_SEED (1000: the frames' draw; tune on one,
  * report on another), GEOREG_LOCALIZE_ONLY (a comma list of frame numbers as the log
  * numbers them from 1: the other frames are drawn, not run, to replay those of a long
- * run), GEOREG_LOCALIZE_PEAKS / GEOREG_LOCALIZE_SHORTLIST (the sweep's coarse_peaks
- * and shortlist instead of the defaults, to compare), GEOREG_TEST_VERBOSE.
+ * run), GEOREG_LOCALIZE_PEAKS / GEOREG_LOCALIZE_SHORTLIST /
+ * GEOREG_LOCALIZE_COARSE_LEVELS (the sweep's coarse_peaks, shortlist and the coarse
+ * size's grey levels instead of the defaults, to compare), GEOREG_TEST_VERBOSE.
  * Always required: no result more than 2 px wrong without a flag.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
@@ -160,6 +161,7 @@ main (void)
   lp.coarse_peaks = (int) env_double ("GEOREG_LOCALIZE_PEAKS", lp.coarse_peaks);
   lp.shortlist = (int) env_double ("GEOREG_LOCALIZE_SHORTLIST", lp.shortlist);
   lp.verify = (int) env_double ("GEOREG_LOCALIZE_VERIFY", lp.verify);
+  lp.coarse_levels = (int) env_double ("GEOREG_LOCALIZE_COARSE_LEVELS", lp.coarse_levels);
   const char *only = getenv ("GEOREG_LOCALIZE_ONLY");
   const unsigned bad_loc = GR_LOCALIZE_AMBIGUOUS | GR_LOCALIZE_LOW_OVERLAP |
       GR_LOCALIZE_IMPLAUSIBLE | GR_LOCALIZE_NO_OVERLAP | GR_LOCALIZE_NO_VALID_PIXELS |
