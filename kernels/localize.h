@@ -85,9 +85,10 @@ typedef struct {
                                    decisive difference in inliers chooses (1; 0 =
                                    NMI alone) */
   int fine_size;                /* template long side at the fine level, px (128) */
-  int levels;                   /* grey levels of the histograms at the fine level,
-                                   2 .. 256 (32): few levels keep small templates'
-                                   joint histograms meaningful */
+  int levels;                   /* grey levels of templates larger than
+                                   coarse_size (the fine level, the candidates'
+                                   comparison), 2 .. 256 (32): few levels keep small
+                                   templates' joint histograms meaningful */
   int coarse_levels;            /* grey levels at the coarse size, 2 .. 256 (24): a
                                    48 px template has about 1,700 samples, too few
                                    for 32 x 32 joint bins */
