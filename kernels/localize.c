@@ -398,7 +398,14 @@ get_level (GrLocalize *loc, int q, int grey_levels, int pad, GrStatus *st, char 
 typedef struct {
   double fs;              /* requested frame px -> search px */
   GrPlaneF small;
+  guint64 used;           /* when last asked for (Ctx.uses) */
 } SmallFrame;
+
+/* Downscales a run keeps: more than the distinct scales of a sweep's shortlist (the
+ * grid's scales, each +- a third of a step) or its fine stage, and at most
+ * SMALL_FRAME_PIXELS pixels in all (four 4K frames' worth). */
+#define SMALL_FRAMES 16
+#define SMALL_FRAME_PIXELS ((size_t) 4 * 3840 * 2160)
 
 /* One scored hypothesis. */
 typedef struct {
@@ -473,64 +480,84 @@ typedef struct {
   GrLocalizeDownscaleFunc downscale;    /* the frame's downscales from elsewhere */
   void *user;
   const GrLocalizeParams *p;
-  SmallFrame sf[2];       /* the two most recent downscales */
-  int searches;
+  SmallFrame sf[SMALL_FRAMES];  /* the run's downscales, least recently used dropped */
+  guint64 uses;
+  int searches, downscales, batches;
   double downscale_ms;    /* in the frame's downscales (small_frame) */
+  double search_ms;       /* in the dense NMI engine's runs */
   char *errbuf;
   size_t errlen;
 } Ctx;
 
+/* The least recently used cached downscale, or a free slot; with more than
+ * SMALL_FRAME_PIXELS frame pixels cached, the least recently used of the others are
+ * dropped first (a refine level's downscale can be most of a 4K frame). */
+static int
+small_frame_slot (Ctx *cx)
+{
+  size_t total = 0;
+  for (int i = 0; i < SMALL_FRAMES; i++)
+    total += (size_t) cx->sf[i].small.width * cx->sf[i].small.height;
+  for (;;) {
+    int lru = -1, free_slot = -1;
+    for (int i = 0; i < SMALL_FRAMES; i++) {
+      if (!cx->sf[i].small.data)
+        free_slot = free_slot < 0 ? i : free_slot;
+      else if (lru < 0 || cx->sf[i].used < cx->sf[lru].used)
+        lru = i;
+    }
+    if (lru < 0 || (total <= SMALL_FRAME_PIXELS && free_slot >= 0))
+      return free_slot;
+    if (total <= SMALL_FRAME_PIXELS)
+      return lru;
+    total -= (size_t) cx->sf[lru].small.width * cx->sf[lru].small.height;
+    gr_plane_clear (&cx->sf[lru].small);
+  }
+}
+
+static void
+small_frames_clear (Ctx *cx)
+{
+  for (int i = 0; i < SMALL_FRAMES; i++)
+    gr_plane_clear (&cx->sf[i].small);
+}
+
+/* The frame downscaled by fs, from the cache when it was made before in this run.  The
+ * sweep asks for few distinct scales many times over (the shortlist's 16 places
+ * share the grid's scales, the fine stage revisits its candidates'), and each miss
+ * reads the whole frame: at 4K those reads were a third of the sweep's time. */
 static const GrPlaneF *
 small_frame (Ctx *cx, double fs, GrStatus *st)
 {
-  for (int i = 0; i < 2; i++)
-    if (cx->sf[i].small.data && cx->sf[i].fs == fs)
+  for (int i = 0; i < SMALL_FRAMES; i++)
+    if (cx->sf[i].small.data && cx->sf[i].fs == fs) {
+      cx->sf[i].used = ++cx->uses;
       return &cx->sf[i].small;
-  gr_plane_clear (&cx->sf[1].small);
-  cx->sf[1] = cx->sf[0];
-  memset (&cx->sf[0], 0, sizeof cx->sf[0]);
-  cx->sf[0].fs = fs;
+    }
+  SmallFrame *e = &cx->sf[small_frame_slot (cx)];
+  gr_plane_clear (&e->small);
+  e->fs = fs;
+  e->used = ++cx->uses;
   const gint64 t0 = g_get_monotonic_time ();
+  cx->downscales++;
   if (cx->downscale) {
-    *st = cx->downscale (cx->user, fs, &cx->sf[0].small, cx->errbuf, cx->errlen);
-    if (*st == GR_OK && (!cx->sf[0].small.data || cx->sf[0].small.width !=
+    *st = cx->downscale (cx->user, fs, &e->small, cx->errbuf, cx->errlen);
+    if (*st == GR_OK && (!e->small.data || e->small.width !=
             (int) fmax (1.0, floor (cx->frame->width * fs + 0.5)) ||
-            cx->sf[0].small.height != (int) fmax (1.0, floor (cx->frame->height * fs +
-                    0.5)))) {
+            e->small.height != (int) fmax (1.0, floor (cx->frame->height * fs + 0.5)))) {
       /* not gr_plane_downscale's size: the source is broken */
       gr_set_err (cx->errbuf, cx->errlen, "the frame's downscale has the wrong size");
       *st = GR_ERR_INVALID;
     }
   } else {
-    *st = gr_plane_downscale (cx->frame, fs, &cx->sf[0].small);
+    *st = gr_plane_downscale (cx->frame, fs, &e->small);
   }
   cx->downscale_ms += (g_get_monotonic_time () - t0) / 1000.0;
-  return *st == GR_OK ? &cx->sf[0].small : NULL;
-}
-
-/* Scores one (heading, scale) hypothesis with a template of about `size` px on its
- * long side.  When `centre` is given, only places within `radius` control pixels of
- * it are searched.  hy->score is NAN when nothing could be scored. */
-/* The hypothesis at map position (px, py) of a search over region r of level L with
- * the template turned by rot from the small frame sf of frame fr: its homography and
- * the control position of the frame centre. */
-static void
-place_hypo (Hypo *hy, const GrPlaneF *fr, const GrPlaneF *sf, const double rot[9],
-    const GrRegion *r, const Level *L, double px, double py)
-{
-  /* frame corner -> small index -> template index -> level index -> control corner */
-  const double m1[9] = { (double) sf->width / fr->width, 0, -0.5,
-    0, (double) sf->height / fr->height, -0.5, 0, 0, 1
-  };
-  const double m3[9] = { 1, 0, r->x0 + px, 0, 1, r->y0 + py, 0, 0, 1 };
-  const double m4[9] = { 1.0 / L->sx, 0, (0.5 - L->pad) / L->sx,
-    0, 1.0 / L->sy, (0.5 - L->pad) / L->sy, 0, 0, 1
-  };
-  double t[9];
-  gr_mat3_mul (rot, m1, t);
-  gr_mat3_mul (m3, t, t);
-  gr_mat3_mul (m4, t, hy->h);
-  gr_fit_apply (hy->h, 0.5 * fr->width, 0.5 * fr->height, &hy->cx, &hy->cy);
+  if (*st != GR_OK) {
+    gr_plane_clear (&e->small);
+    return NULL;
+  }
+  return &e->small;
 }
 
 /* Local maxima (3 x 3) of a w x h score map kept while it is scanned: the best few
@@ -586,25 +613,140 @@ next_peaks (const double *map, int w, int h, int bx, int by, int excl, int npeak
   return n;
 }
 
-/* Scores one (heading, scale) over the control, or within radius of centre: hy[0]
- * gets the map's best place and, with npeaks > 1, hy[1 ..] its next best distinct
- * places (NAN scores where the map has no more).  Without a prior the right
- * hypothesis is often not its cell's best place: its NMI peak is narrow in heading
- * and scale (a few degrees and percent at the coarse level), so a cell off it by half
- * a step scores the right place no higher than the noise of wrong ones, and only its
- * map's second or third peak sits there. */
+/* One search of a (heading, scale) hypothesis, prepared (the frame turned and
+ * quantized, its region on a level) so that many can run in one batch
+ * (gr_nmi_dense_run_batch), then read (search_read).  It keeps what reading needs
+ * of its level, not the level: a later level may drop it (MAX_LEVELS). */
+typedef struct {
+  double heading, scale;
+  GrNmiDense *engine;     /* the level's; valid until the batch has run */
+  double sx, sy;          /* the level's search px per control px, and its rim */
+  int pad;
+  int sw, sh;             /* the small frame's size */
+  double rot[9];          /* template index -> small-frame index */
+  GrPlaneF tpl;           /* the turned frame (its mask is the template's) */
+  uint8_t *tb;            /* its grey levels */
+  size_t tvalid;
+  int min_valid;
+  GrRegion r;
+  double *scores;
+  int32_t *valid;
+  bool run;               /* something to search (else the score stays NAN) */
+  bool done;              /* searched */
+} Search;
+
+static void
+search_clear (Search *se)
+{
+  gr_plane_clear (&se->tpl);
+  free (se->tb);
+  free (se->scores);
+  free (se->valid);
+  memset (se, 0, sizeof *se);
+}
+
+/* A batch of prepared searches, run together per level engine. */
+typedef struct {
+  Search *se;
+  int n, cap;
+} SearchBatch;
+
+static void
+batch_clear (SearchBatch *b)
+{
+  for (int k = 0; k < b->n; k++)
+    search_clear (&b->se[k]);
+  free (b->se);
+  memset (b, 0, sizeof *b);
+}
+
+/* The score maps a batch holds: the sweep's full-control maps are run in batches of
+ * at most BATCH_BYTES (a 36-heading scale of a large control is hundreds of MB). */
+#define BATCH_BYTES ((size_t) 32 << 20)
+
+static size_t
+batch_bytes (const SearchBatch *b)
+{
+  size_t t = 0;
+  for (int k = 0; k < b->n; k++)
+    t += (size_t) (b->se[k].r.x1 - b->se[k].r.x0) * (b->se[k].r.y1 - b->se[k].r.y0) *
+        (sizeof (double) + sizeof (int32_t));
+  return t;
+}
+
+/* Runs the batch's searches not run yet: one gr_nmi_dense_run_batch per engine. */
 static GrStatus
-score_hypothesis_peaks (Ctx *cx, double heading, double scale, int size,
-    const double *centre, double radius, Hypo *hy, int npeaks)
+batch_run (Ctx *cx, SearchBatch *b)
+{
+  GrNmiDenseJob *jobs = malloc (sizeof (GrNmiDenseJob) * (size_t) (b->n > 0 ? b->n : 1));
+  int *idx = malloc (sizeof (int) * (size_t) (b->n > 0 ? b->n : 1));
+  if (!jobs || !idx) {
+    free (jobs);
+    free (idx);
+    return GR_ERR_NOMEM;
+  }
+  GrStatus st = GR_OK;
+  for (int k = 0; k < b->n && st == GR_OK; k++) {
+    if (b->se[k].done || !b->se[k].run)
+      continue;
+    GrNmiDense *engine = b->se[k].engine;
+    int nj = 0;
+    for (int m = k; m < b->n; m++) {
+      Search *se = &b->se[m];
+      if (se->done || !se->run || se->engine != engine)
+        continue;
+      jobs[nj] = (GrNmiDenseJob) {
+        .templ = NULL, .region = se->r, .min_valid = se->min_valid,
+        .scores = se->scores, .valid = se->valid };
+      idx[nj++] = m;
+    }
+    GrImage8 *ti = malloc (sizeof (GrImage8) * (size_t) nj);
+    if (!ti) {
+      st = GR_ERR_NOMEM;
+      break;
+    }
+    for (int m = 0; m < nj; m++) {
+      const Search *se = &b->se[idx[m]];
+      ti[m] = (GrImage8) { se->tb, (size_t) se->tpl.width, se->tpl.mask,
+        (size_t) se->tpl.width, se->tpl.width, se->tpl.height };
+      jobs[m].templ = &ti[m];
+    }
+    const gint64 t0 = g_get_monotonic_time ();
+    st = gr_nmi_dense_run_batch (engine, jobs, nj, cx->errbuf, cx->errlen);
+    cx->search_ms += (g_get_monotonic_time () - t0) / 1000.0;
+    cx->searches += nj;
+    cx->batches++;
+    free (ti);
+    for (int m = 0; m < nj; m++)
+      b->se[idx[m]].done = true;
+  }
+  free (jobs);
+  free (idx);
+  return st;
+}
+
+/* Prepares the search of one (heading, scale) with a template of about `size` px on
+ * its long side, over the control or within radius control px of centre, as the
+ * batch's next search (its results then by search_read).  A level that would drop
+ * those the batch's pending searches use (MAX_LEVELS) runs them first. */
+static GrStatus
+batch_add (Ctx *cx, SearchBatch *b, double heading, double scale, int size,
+    const double *centre, double radius)
 {
   GrLocalize *loc = cx->loc;
   const GrPlaneF *fr = cx->frame;
-  for (int k = 0; k < npeaks; k++) {
-    memset (&hy[k], 0, sizeof hy[k]);
-    hy[k].heading = heading;
-    hy[k].scale = scale;
-    hy[k].score = NAN;
+  if (b->n == b->cap) {
+    const int cap = b->cap ? 2 * b->cap : 16;
+    Search *se = realloc (b->se, sizeof (Search) * (size_t) cap);
+    if (!se)
+      return GR_ERR_NOMEM;
+    b->se = se;
+    b->cap = cap;
   }
+  Search *se = &b->se[b->n++];
+  memset (se, 0, sizeof *se);
+  se->heading = heading;
+  se->scale = scale;
   const double fs0 = (double) size / (fr->width > fr->height ? fr->width : fr->height);
   /* search px per control px, on a quarter-octave grid, never above 1 */
   int q = (int) lround (4.0 * log2 (fs0 / scale));
@@ -616,28 +758,37 @@ score_hypothesis_peaks (Ctx *cx, double heading, double scale, int size,
   /* grey levels by the template's sample count: coarse-size templates get fewer */
   const int grey = size <= cx->p->coarse_size ? cx->p->coarse_levels : cx->p->levels;
   /* a rim of half a template: a frame may hang up to about half over the edge */
-  Level *L = get_level (loc, q, grey, (size + 1) / 2, &st, cx->errbuf,
-      cx->errlen);
+  const int pad = (size + 1) / 2;
+  bool have = false;
+  for (int i = 0; i < loc->nlevels && !have; i++)
+    have = loc->level[i].q == q && loc->level[i].grey_levels == grey &&
+        loc->level[i].pad == pad;
+  if (!have && loc->nlevels == MAX_LEVELS && (st = batch_run (cx, b)) != GR_OK)
+    return st;
+  Level *L = get_level (loc, q, grey, pad, &st, cx->errbuf, cx->errlen);
   if (!L)
     return st;
+  se->engine = L->engine;
+  se->sx = L->sx;
+  se->sy = L->sy;
+  se->pad = L->pad;
   const GrPlaneF *sf = small_frame (cx, fs, &st);
   if (!sf)
     return st;
-  GrPlaneF tpl;
-  double rot[9];
-  if (!rotate_frame (sf, heading, &tpl, rot))
+  se->sw = sf->width;
+  se->sh = sf->height;
+  if (!rotate_frame (sf, heading, &se->tpl, se->rot))
     return GR_ERR_NOMEM;
-  uint8_t *tb = malloc ((size_t) tpl.width * tpl.height);
-  if (!tb) {
-    gr_plane_clear (&tpl);
+  const GrPlaneF *tpl = &se->tpl;
+  se->tb = malloc ((size_t) tpl->width * tpl->height);
+  if (!se->tb)
     return GR_ERR_NOMEM;
-  }
-  const size_t tvalid = gr_plane_count_valid (&tpl);
-  GrRegion r = { 0, 0, L->w - tpl.width + 1, L->h - tpl.height + 1 };
+  se->tvalid = gr_plane_count_valid (tpl);
+  GrRegion r = { 0, 0, L->w - tpl->width + 1, L->h - tpl->height + 1 };
   if (centre) {
     /* the template centre over the prior centre, +- radius */
-    const double px = centre[0] * L->sx - 0.5 + L->pad - 0.5 * (tpl.width - 1);
-    const double py = centre[1] * L->sy - 0.5 + L->pad - 0.5 * (tpl.height - 1);
+    const double px = centre[0] * L->sx - 0.5 + L->pad - 0.5 * (tpl->width - 1);
+    const double py = centre[1] * L->sy - 0.5 + L->pad - 0.5 * (tpl->height - 1);
     const double rx = radius * L->sx + 1.0, ry = radius * L->sy + 1.0;
     r.x0 = (int) floor (px - rx) > 0 ? (int) floor (px - rx) : 0;
     r.y0 = (int) floor (py - ry) > 0 ? (int) floor (py - ry) : 0;
@@ -645,54 +796,101 @@ score_hypothesis_peaks (Ctx *cx, double heading, double scale, int size,
     r.x1 = x1 < r.x1 ? x1 : r.x1;
     r.y1 = y1 < r.y1 ? y1 : r.y1;
   }
-  double *scores = NULL;
-  int32_t *valid = NULL;
+  se->r = r;
   const int rw = r.x1 - r.x0, rh = r.y1 - r.y0;
-  if (tvalid > 0 && rw > 0 && rh > 0 && to_levels (&tpl, grey, tb) == GR_OK) {
-    scores = malloc (sizeof (double) * (size_t) rw * rh);
-    valid = malloc (sizeof (int32_t) * (size_t) rw * rh);
-    if (!scores || !valid) {
-      st = GR_ERR_NOMEM;
-      goto out;
-    }
-    GrImage8 ti = { tb, (size_t) tpl.width, tpl.mask, (size_t) tpl.width, tpl.width,
-      tpl.height };
+  if (se->tvalid > 0 && rw > 0 && rh > 0 && to_levels (tpl, grey, se->tb) == GR_OK) {
+    se->scores = malloc (sizeof (double) * (size_t) rw * rh);
+    se->valid = malloc (sizeof (int32_t) * (size_t) rw * rh);
+    if (!se->scores || !se->valid)
+      return GR_ERR_NOMEM;
     /* a quarter of the frame on valid control at least; the weighting does the rest */
-    const int min_valid = (int) ceil (0.25 * tvalid);
-    st = gr_nmi_dense_run (L->engine, &ti, r, min_valid > 0 ? min_valid : 1, scores, valid,
-        cx->errbuf, cx->errlen);
-    cx->searches++;
-    if (st != GR_OK)
-      goto out;
-    GrPeak pk;
-    const int excl = (tpl.width < tpl.height ? tpl.width : tpl.height) / 4;
-    gr_find_peak (scores, rw, rh, excl > 2 ? excl : 2, 1.0, &pk);
-    if (!(pk.flags & GR_PEAK_NO_SCORE)) {
-      hy->score = pk.score;
-      hy->second = pk.second;
-      hy->peak_flags = pk.flags;
-      hy->overlap = (double) valid[(size_t) pk.iy * rw + pk.ix] / tvalid;
-      place_hypo (hy, fr, sf, rot, &r, L, pk.x, pk.y);
-      if (npeaks > 1) {
-        int nx[GR_LOCALIZE_MAX_PEAKS], ny[GR_LOCALIZE_MAX_PEAKS];
-        double ns[GR_LOCALIZE_MAX_PEAKS];
-        const int n = next_peaks (scores, rw, rh, pk.ix, pk.iy, excl > 2 ? excl : 2,
-            npeaks, nx, ny, ns);
-        for (int k = 0; k < n; k++) {
-          Hypo *e = &hy[1 + k];
-          e->score = ns[k];
-          e->second = pk.second;
-          e->overlap = (double) valid[(size_t) ny[k] * rw + nx[k]] / tvalid;
-          place_hypo (e, fr, sf, rot, &r, L, nx[k], ny[k]);
-        }
-      }
+    const int min_valid = (int) ceil (0.25 * se->tvalid);
+    se->min_valid = min_valid > 0 ? min_valid : 1;
+    se->run = true;
+  }
+  return GR_OK;
+}
+
+/* The hypothesis at map position (px, py) of search se of frame fr. */
+static void
+search_place (const Search *se, const GrPlaneF *fr, double px, double py, Hypo *hy)
+{
+  /* frame corner -> small index -> template index -> level index -> control corner */
+  const double m1[9] = { (double) se->sw / fr->width, 0, -0.5,
+    0, (double) se->sh / fr->height, -0.5, 0, 0, 1
+  };
+  const double m3[9] = { 1, 0, se->r.x0 + px, 0, 1, se->r.y0 + py, 0, 0, 1 };
+  const double m4[9] = { 1.0 / se->sx, 0, (0.5 - se->pad) / se->sx,
+    0, 1.0 / se->sy, (0.5 - se->pad) / se->sy, 0, 0, 1
+  };
+  double t[9];
+  gr_mat3_mul (se->rot, m1, t);
+  gr_mat3_mul (m3, t, t);
+  gr_mat3_mul (m4, t, hy->h);
+  gr_fit_apply (hy->h, 0.5 * fr->width, 0.5 * fr->height, &hy->cx, &hy->cy);
+}
+
+/* Reads a searched map: hy[0] gets its best place and, with npeaks > 1, hy[1 ..] its
+ * next best distinct places (NAN scores where the map has no more).  Without a prior
+ * the right hypothesis is often not its cell's best place: its NMI peak is narrow in
+ * heading and scale (a few degrees and percent at the coarse level), so a cell off it
+ * by half a step scores the right place no higher than the noise of wrong ones, and
+ * only its map's second or third peak sits there. */
+static void
+search_read (const Ctx *cx, const Search *se, Hypo *hy, int npeaks)
+{
+  const GrPlaneF *fr = cx->frame;
+  for (int k = 0; k < npeaks; k++) {
+    memset (&hy[k], 0, sizeof hy[k]);
+    hy[k].heading = se->heading;
+    hy[k].scale = se->scale;
+    hy[k].score = NAN;
+  }
+  if (!se->run || !se->done)
+    return;
+  const int rw = se->r.x1 - se->r.x0, rh = se->r.y1 - se->r.y0;
+  const int tw = se->tpl.width, th = se->tpl.height;
+  GrPeak pk;
+  const int excl = (tw < th ? tw : th) / 4;
+  gr_find_peak (se->scores, rw, rh, excl > 2 ? excl : 2, 1.0, &pk);
+  if (pk.flags & GR_PEAK_NO_SCORE)
+    return;
+  hy->score = pk.score;
+  hy->second = pk.second;
+  hy->peak_flags = pk.flags;
+  hy->overlap = (double) se->valid[(size_t) pk.iy * rw + pk.ix] / se->tvalid;
+  search_place (se, fr, pk.x, pk.y, hy);
+  if (npeaks > 1) {
+    int nx[GR_LOCALIZE_MAX_PEAKS], ny[GR_LOCALIZE_MAX_PEAKS];
+    double ns[GR_LOCALIZE_MAX_PEAKS];
+    const int n = next_peaks (se->scores, rw, rh, pk.ix, pk.iy, excl > 2 ? excl : 2,
+        npeaks, nx, ny, ns);
+    for (int k = 0; k < n; k++) {
+      Hypo *e = &hy[1 + k];
+      e->score = ns[k];
+      e->second = pk.second;
+      e->overlap = (double) se->valid[(size_t) ny[k] * rw + nx[k]] / se->tvalid;
+      search_place (se, fr, nx[k], ny[k], e);
     }
   }
-out:
-  free (scores);
-  free (valid);
-  free (tb);
-  gr_plane_clear (&tpl);
+}
+
+/* One hypothesis searched on its own (a batch of one): hy[0 .. npeaks-1] as
+ * search_read gives them. */
+static GrStatus
+score_hypothesis_peaks (Ctx *cx, double heading, double scale, int size,
+    const double *centre, double radius, Hypo *hy, int npeaks)
+{
+  SearchBatch b = { 0 };
+  GrStatus st = batch_add (cx, &b, heading, scale, size, centre, radius);
+  if (st == GR_OK)
+    st = batch_run (cx, &b);
+  if (b.n > 0)
+    search_read (cx, &b.se[0], hy, npeaks);
+  else
+    for (int k = 0; k < npeaks; k++)
+      hy[k] = (Hypo) { .heading = heading, .scale = scale, .score = NAN };
+  batch_clear (&b);
   return st;
 }
 
@@ -838,16 +1036,28 @@ equalize_candidates (Ctx *cx, Cand *cand, int n, double long_side, int *win)
   GrStatus st = GR_OK;
   const int isize = (int) floor (size);
   if (isize < cx->p->fine_size) {
+    SearchBatch batch = { 0 };
+    int at[MAX_CANDIDATES];
     for (int c = 0; c < n && st == GR_OK; c++) {
+      at[c] = -1;
       if (!isfinite (cand[c].fine.score))
         continue;
-      Hypo r;
       const double centre[2] = { cand[c].fine.cx, cand[c].fine.cy };
-      st = score_hypothesis (cx, cand[c].fine.heading, cand[c].fine.scale,
+      at[c] = batch.n;
+      st = batch_add (cx, &batch, cand[c].fine.heading, cand[c].fine.scale,
           isize > cx->p->coarse_size ? isize : cx->p->coarse_size, centre,
-          2.0 * cand[c].fine.scale * long_side / cx->p->fine_size + 1.0, &r);
+          2.0 * cand[c].fine.scale * long_side / cx->p->fine_size + 1.0);
+    }
+    if (st == GR_OK)
+      st = batch_run (cx, &batch);
+    for (int c = 0; c < n && st == GR_OK; c++) {
+      if (at[c] < 0)
+        continue;
+      Hypo r;
+      search_read (cx, &batch.se[at[c]], &r, 1);
       cand[c].decide = r.score;
     }
+    batch_clear (&batch);
   }
   *win = -1;
   for (int c = 0; c < n; c++)
@@ -881,9 +1091,15 @@ shortlist_coarse (Ctx *cx, Hypo *coarse, int n, int *bi, int want, double hstep,
   pick_candidates (coarse, n, *bi, want, long_side, list, &nl);
   const double dh = hstep / 3.0, ds = pow (sratio, 1.0 / 3.0);
   GrStatus st = GR_OK;
+  /* every place's eight neighbours in one batch, then each place's best */
+  SearchBatch batch = { 0 };
+  int *owner = malloc (sizeof (int) * (size_t) (8 * nl + 1));
+  if (!owner) {
+    free (list);
+    return GR_ERR_NOMEM;
+  }
   for (int c = 0; c < nl && st == GR_OK; c++) {
     const Hypo *h0 = &list[c].h;
-    Hypo top = *h0;
     const double centre[2] = { h0->cx, h0->cy };
     /* a coarse search pixel is foot / coarse_size control pixels */
     const double rad = 1.5 * h0->scale * long_side / pp->coarse_size + 1.0;
@@ -897,15 +1113,29 @@ shortlist_coarse (Ctx *cx, Hypo *coarse, int n, int *bi, int want, double hstep,
         if (sc < range[0] * (1.0 - 1e-9) || sc > range[1] * (1.0 + 1e-9) ||
             heading_diff (hd, range[2]) > range[3] + 1e-9)
           continue;
-        Hypo r;
-        st = score_hypothesis (cx, hd, sc, pp->coarse_size, centre, rad, &r);
-        if (st == GR_OK && better (&r, &top))
-          top = r;
+        owner[batch.n] = c;
+        st = batch_add (cx, &batch, hd, sc, pp->coarse_size, centre, rad);
       }
+  }
+  if (st == GR_OK)
+    st = batch_run (cx, &batch);
+  for (int c = 0; c < nl && st == GR_OK; c++) {
+    const Hypo *h0 = &list[c].h;
+    Hypo top = *h0;
+    for (int m = 0; m < batch.n; m++) {
+      if (owner[m] != c)
+        continue;
+      Hypo r;
+      search_read (cx, &batch.se[m], &r, 1);
+      if (better (&r, &top))
+        top = r;
+    }
     top.second = h0->second;
     top.peak_flags = h0->peak_flags;
     coarse[list[c].index] = top;
   }
+  batch_clear (&batch);
+  free (owner);
   free (list);
   for (int i = 0; i < n; i++)
     if (better (&coarse[i], &coarse[*bi]))
@@ -935,24 +1165,37 @@ fine_stage (Ctx *cx, const Hypo *best, int nh, int ns, double hstep, double srat
   const double fcentre[2] = { best->cx, best->cy };
   /* a coarse search pixel is foot / coarse_size control pixels */
   const double frad = 2.0 * foot / pp->coarse_size + 1.0;
+  /* the grid around it in one batch, read in the grid's order */
+  SearchBatch batch = { 0 };
+  int at[5][3];
+  for (int a = -fks; a <= fks && st == GR_OK; a++)
+    for (int b = -fk; b <= fk && st == GR_OK; b++) {
+      fine[b + 2][a + 1].score = NAN;
+      at[b + 2][a + 1] = -1;
+      const double sc = best->scale * pow (fsr, a);
+      /* never a scale beyond the searched scale-min .. scale-max (a result there
+       * came back at 0.2313 from a sweep over 0.25-4) */
+      if (srange && (sc < srange[0] * (1.0 - 1e-9) || sc > srange[1] * (1.0 + 1e-9)))
+        continue;
+      at[b + 2][a + 1] = batch.n;
+      st = batch_add (cx, &batch, wrap360 (best->heading + b * hd), sc, pp->fine_size,
+          fcentre, frad);
+    }
+  if (st == GR_OK)
+    st = batch_run (cx, &batch);
   for (int a = -fks; a <= fks && st == GR_OK; a++)
     for (int b = -fk; b <= fk && st == GR_OK; b++) {
       Hypo *hy = &fine[b + 2][a + 1];
-      const double sc = best->scale * pow (fsr, a);
-      if (srange && (sc < srange[0] * (1.0 - 1e-9) || sc > srange[1] * (1.0 + 1e-9))) {
-        /* never a scale beyond the searched scale-min .. scale-max (a result there
-         * came back at 0.2313 from a sweep over 0.25-4) */
-        hy->score = NAN;
+      if (at[b + 2][a + 1] < 0)
         continue;
-      }
-      st = score_hypothesis (cx, wrap360 (best->heading + b * hd), sc, pp->fine_size,
-          fcentre, frad, hy);
-      if (st == GR_OK && better (hy, &fb)) {
+      search_read (cx, &batch.se[at[b + 2][a + 1]], hy, 1);
+      if (better (hy, &fb)) {
         fb = *hy;
         fbh = b;
         fbs = a;
       }
     }
+  batch_clear (&batch);
   if (st == GR_OK && isfinite (fb.score)) {
     /* parabolas through the neighbours, then the place at the refined pose */
     double oh = 0.0, os = 0.0;
@@ -1154,19 +1397,35 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   const gint64 t_coarse = g_get_monotonic_time ();
   Hypo best = { .score = NAN };
   int bi = -1;
-  for (int si = 0; si < ns && st == GR_OK; si++) {
+  /* in batches of up to BATCH_BYTES of maps, read in the grid's order */
+  SearchBatch batch = { 0 };
+  int first = 0;              /* the grid cell of the batch's first search */
+  for (int cell = 0; cell < nh * ns && st == GR_OK; cell++) {
+    const int si = cell / nh, hi = cell % nh;
     const double s = smid * pow (sratio, si - 0.5 * (ns - 1));
-    for (int hi = 0; hi < nh && st == GR_OK; hi++) {
-      Hypo *hy = &coarse[(si * nh + hi) * npk];
-      st = score_hypothesis_peaks (&cx, wrap360 (heading0 + (h_lo + hi) * hstep), s,
-          p.coarse_size, cp, radius, hy, npk);
-      for (int k = 0; k < npk && st == GR_OK; k++)
-        if (better (&hy[k], &best)) {
-          best = hy[k];
-          bi = (si * nh + hi) * npk + k;
+    st = batch_add (&cx, &batch, wrap360 (heading0 + (h_lo + hi) * hstep), s,
+        p.coarse_size, cp, radius);
+    if (st != GR_OK || (cell < nh * ns - 1 && batch_bytes (&batch) < BATCH_BYTES))
+      continue;
+    if ((st = batch_run (&cx, &batch)) != GR_OK)
+      break;
+    /* the maps read on all threads (each whole control: their peaks are most of the
+     * host's share of a sweep), the best taken in order after */
+#pragma omp parallel for schedule(dynamic)
+    for (int m = 0; m < batch.n; m++)
+      search_read (&cx, &batch.se[m], &coarse[(first + m) * npk], npk);
+    for (int m = 0; m < batch.n; m++) {
+      const int at = (first + m) * npk;
+      for (int k = 0; k < npk; k++)
+        if (better (&coarse[at + k], &best)) {
+          best = coarse[at + k];
+          bi = at + k;
         }
     }
+    batch_clear (&batch);
+    first = cell + 1;
   }
+  batch_clear (&batch);
   /* the grid's scales: [s_lo, s_hi] */
   const double grid_scales[2] = { smid * pow (sratio, -0.5 * (ns - 1)),
     smid * pow (sratio, 0.5 * (ns - 1)) };
@@ -1175,22 +1434,25 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
      * (the whole circle without a heading prior) */
     const double range[4] = { grid_scales[0], grid_scales[1], heading0,
       nh < p.headings ? -h_lo * hstep : 360.0 };
+    const gint64 t_short = g_get_monotonic_time ();
     st = shortlist_coarse (&cx, coarse, ncoarse, &bi, p.shortlist, nh > 1 ? hstep : 0.0,
         ns > 1 ? sratio : 1.0, range);
+    out->shortlist_ms = (g_get_monotonic_time () - t_short) / 1000.0;
   }
   if (bi >= 0)
     best = coarse[bi];
   out->coarse_ms = (g_get_monotonic_time () - t_coarse) / 1000.0;
   if (st != GR_OK || bi < 0) {
     free (coarse);
-    for (int i = 0; i < 2; i++)
-      gr_plane_clear (&cx.sf[i].small);
+    small_frames_clear (&cx);
     if (st == GR_OK)
       out->flags = flags | GR_LOCALIZE_NO_OVERLAP;
     out->searches = cx.searches;
     out->levels_built = loc->built - built0;
     out->levels_ms = loc->built_ms - built_ms0;
     out->downscale_ms = cx.downscale_ms;
+    out->downscales = cx.downscales;
+    out->search_ms = cx.search_ms;
     return st;
   }
   const gint64 t_fine = g_get_monotonic_time ();
@@ -1267,12 +1529,13 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
     second = coarse_second (coarse, ncoarse, cand, refined, fbi, ref, long_side);
   }
   free (coarse);
-  for (int i = 0; i < 2; i++)
-    gr_plane_clear (&cx.sf[i].small);
+  small_frames_clear (&cx);
   out->searches = cx.searches;
   out->levels_built = loc->built - built0;
   out->levels_ms = loc->built_ms - built_ms0;
   out->downscale_ms = cx.downscale_ms;
+  out->downscales = cx.downscales;
+  out->search_ms = cx.search_ms;
   out->fine_ms = (g_get_monotonic_time () - t_fine) / 1000.0;
   if (st != GR_OK)
     return st;
@@ -1638,8 +1901,7 @@ refine_from (GrLocalize *loc, const GrPlaneF *frame, GrLocalizeDownscaleFunc dow
   if (fp)
     st = refine_on (loc, L, fp, fw, fh, h_coarse, heading, scale, &p, out, errbuf,
         errlen);
-  for (int k = 0; k < 2; k++)
-    gr_plane_clear (&cx.sf[k].small);
+  small_frames_clear (&cx);
   return st;
 }
 

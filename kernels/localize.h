@@ -145,6 +145,10 @@ typedef struct {
    * and the comparison of candidates; the frame's downscales and the levels made are
    * counted inside those two as well */
   double coarse_ms, fine_ms, downscale_ms;
+  /* of coarse_ms, the shortlist's re-scoring between the grid's cells; of the whole,
+   * the time inside the dense NMI engine's runs (on CUDA: copies, launches, waits) */
+  double shortlist_ms, search_ms;
+  int downscales;        /* downscales of the frame made (each reads the whole frame) */
 } GrLocalizeResult;
 
 typedef struct GrLocalize GrLocalize;

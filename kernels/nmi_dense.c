@@ -296,6 +296,99 @@ run_cpu (GrNmiDense *nmi, const GrImage8 *templ, GrRegion r, int min_valid,
   return oom ? GR_ERR_NOMEM : GR_OK;
 }
 
+static GrStatus
+job_ok (const GrNmiDense *nmi, const GrNmiDenseJob *j, char *errbuf, size_t errlen)
+{
+  if (!image_ok (j->templ) || !j->scores) {
+    gr_set_err (errbuf, errlen, "template image: bad size, stride or pointer");
+    return GR_ERR_INVALID;
+  }
+  const int cw = nmi->ctl_w, ch = nmi->ctl_h;
+  const GrRegion r = j->region;
+  if (r.x1 <= r.x0 || r.y1 <= r.y0 || r.x0 < 0 || r.y0 < 0 ||
+      r.x1 - 1 + j->templ->width > cw || r.y1 - 1 + j->templ->height > ch) {
+    gr_set_err (errbuf, errlen, "search region [%d,%d)x[%d,%d) with a %dx%d template does "
+        "not fit the %dx%d control", r.x0, r.x1, r.y0, r.y1, j->templ->width,
+        j->templ->height, cw, ch);
+    return GR_ERR_INVALID;
+  }
+  return GR_OK;
+}
+
+static long
+job_positions (const GrNmiDenseJob *j)
+{
+  return (long) (j->region.x1 - j->region.x0) * (j->region.y1 - j->region.y0);
+}
+
+GrStatus
+gr_nmi_dense_run_batch (GrNmiDense *nmi, const GrNmiDenseJob *jobs, int n, char *errbuf,
+    size_t errlen)
+{
+  if (!nmi || n < 0 || (n > 0 && !jobs)) {
+    gr_set_err (errbuf, errlen, "bad search batch");
+    return GR_ERR_INVALID;
+  }
+  if (nmi->ctl_w == 0) {
+    gr_set_err (errbuf, errlen, "no control image set");
+    return GR_ERR_INVALID;
+  }
+  for (int k = 0; k < n; k++) {
+    const GrStatus st = job_ok (nmi, &jobs[k], errbuf, errlen);
+    if (st != GR_OK)
+      return st;
+  }
+  if (n == 0)
+    return GR_OK;
+  /* the backends' view: min_valid >= 1, and the counts the weighting needs */
+  const bool weighted = nmi->score == GR_NMI_SCORE_OVERLAP_WEIGHTED;
+  GrNmiDenseJob *run = malloc (sizeof (GrNmiDenseJob) * (size_t) n);
+  int32_t **own = calloc ((size_t) n, sizeof (int32_t *));
+  GrStatus st = run && own ? GR_OK : GR_ERR_NOMEM;
+  for (int k = 0; k < n && st == GR_OK; k++) {
+    run[k] = jobs[k];
+    run[k].min_valid = jobs[k].min_valid < 1 ? 1 : jobs[k].min_valid;
+    if (weighted && !jobs[k].valid) {
+      own[k] = malloc (sizeof (int32_t) * (size_t) job_positions (&jobs[k]));
+      run[k].valid = own[k];
+      if (!own[k])
+        st = GR_ERR_NOMEM;
+    }
+  }
+  if (st != GR_OK) {
+    gr_set_err (errbuf, errlen, "%s", gr_status_string (st));
+  } else {
+#if GR_HAVE_CUDA
+    if (nmi->backend == GR_BACKEND_CUDA)
+      st = gr_nmi_dense_cuda_run_batch (nmi->cuda, run, n, errbuf, errlen);
+    else
+#endif
+    {
+      for (int k = 0; k < n && st == GR_OK; k++)
+        st = run_cpu (nmi, run[k].templ, run[k].region, run[k].min_valid, run[k].scores,
+            run[k].valid);
+      if (st != GR_OK)
+        gr_set_err (errbuf, errlen, "%s", gr_status_string (st));
+    }
+  }
+  for (int k = 0; k < n && st == GR_OK && weighted; k++) {
+    /* on the host for both backends: one pass over the map, identical results */
+    const GrImage8 *t = run[k].templ;
+    long tvalid = 0;
+    for (int y = 0; y < t->height; y++)
+      for (int x = 0; x < t->width; x++)
+        tvalid += !t->mask || t->mask[y * t->mask_stride + x];
+    const long npos = job_positions (&run[k]);
+    for (long i = 0; i < npos; i++)
+      run[k].scores[i] = gr_nmi_overlap_weighted (run[k].scores[i], run[k].valid[i], tvalid);
+  }
+  for (int k = 0; own && k < n; k++)
+    free (own[k]);
+  free (own);
+  free (run);
+  return st;
+}
+
 GrStatus
 gr_nmi_dense_run (GrNmiDense *nmi, const GrImage8 *templ, GrRegion region,
     int min_valid, double *scores, int32_t *valid, char *errbuf, size_t errlen)
@@ -304,52 +397,6 @@ gr_nmi_dense_run (GrNmiDense *nmi, const GrImage8 *templ, GrRegion region,
     gr_set_err (errbuf, errlen, "template image: bad size, stride or pointer");
     return GR_ERR_INVALID;
   }
-  const int cw = nmi->ctl_w, ch = nmi->ctl_h;
-  if (cw == 0) {
-    gr_set_err (errbuf, errlen, "no control image set");
-    return GR_ERR_INVALID;
-  }
-  if (region.x1 <= region.x0 || region.y1 <= region.y0 || region.x0 < 0 || region.y0 < 0 ||
-      region.x1 - 1 + templ->width > cw || region.y1 - 1 + templ->height > ch) {
-    gr_set_err (errbuf, errlen, "search region [%d,%d)x[%d,%d) with a %dx%d template does "
-        "not fit the %dx%d control", region.x0, region.x1, region.y0, region.y1,
-        templ->width, templ->height, cw, ch);
-    return GR_ERR_INVALID;
-  }
-  if (min_valid < 1)
-    min_valid = 1;
-  const long npos = (long) (region.x1 - region.x0) * (region.y1 - region.y0);
-  const bool weighted = nmi->score == GR_NMI_SCORE_OVERLAP_WEIGHTED;
-  int32_t *counts = valid;
-  if (weighted && !counts) {
-    counts = malloc (sizeof (int32_t) * (size_t) npos);
-    if (!counts) {
-      gr_set_err (errbuf, errlen, "%s", gr_status_string (GR_ERR_NOMEM));
-      return GR_ERR_NOMEM;
-    }
-  }
-  GrStatus st;
-#if GR_HAVE_CUDA
-  if (nmi->backend == GR_BACKEND_CUDA)
-    st = gr_nmi_dense_cuda_run (nmi->cuda, templ, region, min_valid, scores, counts,
-        errbuf, errlen);
-  else
-#endif
-  {
-    st = run_cpu (nmi, templ, region, min_valid, scores, counts);
-    if (st != GR_OK)
-      gr_set_err (errbuf, errlen, "%s", gr_status_string (st));
-  }
-  if (st == GR_OK && weighted) {
-    /* on the host for both backends: one pass over the map, identical results */
-    long tvalid = 0;
-    for (int y = 0; y < templ->height; y++)
-      for (int x = 0; x < templ->width; x++)
-        tvalid += !templ->mask || templ->mask[y * templ->mask_stride + x];
-    for (long i = 0; i < npos; i++)
-      scores[i] = gr_nmi_overlap_weighted (scores[i], counts[i], tvalid);
-  }
-  if (counts != valid)
-    free (counts);
-  return st;
+  const GrNmiDenseJob job = { templ, region, min_valid, scores, valid };
+  return gr_nmi_dense_run_batch (nmi, &job, 1, errbuf, errlen);
 }

@@ -78,6 +78,23 @@ GrStatus gr_nmi_dense_set_control (GrNmiDense *nmi, const GrImage8 *control,
 GrStatus gr_nmi_dense_run (GrNmiDense *nmi, const GrImage8 *templ, GrRegion region,
     int min_valid, double *scores, int32_t *valid, char *errbuf, size_t errlen);
 
+/* One search of a batch: gr_nmi_dense_run's arguments. */
+typedef struct {
+  const GrImage8 *templ;
+  GrRegion region;
+  int min_valid;
+  double *scores;         /* out */
+  int32_t *valid;         /* out, may be NULL */
+} GrNmiDenseJob;
+
+/* The n searches of jobs, each with exactly the results gr_nmi_dense_run gives it.  On
+ * CUDA the templates go up in one copy, the searches run back to back and the maps
+ * come back in one copy after one wait: a windowed search is mostly that round trip
+ * (the sweep's shortlist runs 100 or more of a few dozen translations each).  A job
+ * that fails validation fails the batch before anything runs. */
+GrStatus gr_nmi_dense_run_batch (GrNmiDense *nmi, const GrNmiDenseJob *jobs, int n,
+    char *errbuf, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

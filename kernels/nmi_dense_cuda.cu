@@ -610,17 +610,18 @@ struct GrNmiDenseCuda {
   double *d_tab;
   int T;
   /* template */
-  uint8_t *d_tpix, *d_tmask;
-  size_t tpix_cap, tmask_cap;
+  uint8_t *d_tpix;        /* a batch's templates and masks, packed */
+  size_t tpix_cap;
   uint4 *d_tchunks;
   uint32_t *d_tbits;
   size_t chunks_cap, bits_cap;
-  int *d_thist, *d_err;
+  int *d_thist, *d_err;   /* 256 counts a template of the batch; the overflow flag */
+  size_t thist_cap;
   /* outputs */
   double *d_scores;
   int32_t *d_valid;
   size_t scores_cap, valid_cap;
-  void *h_out;            /* pinned */
+  void *h_out;            /* pinned: a batch's templates, then its maps */
   size_t hcap;
 };
 
@@ -715,7 +716,6 @@ gr_nmi_dense_cuda_free (GrNmiDenseCuda *c)
   cudaFree (c->d_cbits);
   cudaFree (c->d_tab);
   cudaFree (c->d_tpix);
-  cudaFree (c->d_tmask);
   cudaFree (c->d_tchunks);
   cudaFree (c->d_tbits);
   cudaFree (c->d_thist);
@@ -842,104 +842,131 @@ grow (P **ptr, size_t *cap, size_t need_bytes)
   return e;
 }
 
+/* One job's sizes and its place in the batch's arenas. */
+struct JobPlan {
+  int tw, th, J, K, T, ovf_cap;
+  long N, npos;
+  size_t smem;
+  size_t pix, mask;           /* bytes into the template arena, mask ~0: none */
+  size_t chunks;              /* uint4 / uint32 entries into tchunks / tbits */
+  size_t pos;                 /* translations into the score and count arenas */
+};
+
 extern "C" GrStatus
-gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
-    int min_valid, double *scores, int32_t *valid, char *errbuf, size_t errlen)
+gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n,
+    char *errbuf, size_t errlen)
 {
   if (!c->d_ctl || c->cw == 0) {      /* cw is set once the whole upload succeeded */
     gr_set_err (errbuf, errlen, "no control image set");
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (c->device), "cudaSetDevice");
-  const int tw = templ->width, th = templ->height;
-  const int J = (tw + 15 + 15) / 16;          /* chunks per row for any shift 0..15 */
-  const long Kl = (long) J * th;
-  const long N = (long) tw * th;
-  if (Kl > (1L << 26) || N > (1L << 30)) {
-    gr_set_err (errbuf, errlen, "template %dx%d too large for the CUDA dense NMI", tw, th);
-    return GR_ERR_INVALID;
+  JobPlan *plan = (JobPlan *) malloc (sizeof (JobPlan) * (size_t) n);
+  if (!plan) {
+    gr_set_err (errbuf, errlen, "out of host memory");
+    return GR_ERR_NOMEM;
   }
-  const int K = (int) Kl;
-  /* wrap events: at most one per 65,536 increments of a field plus the carries */
-  const int ovf_cap = (int) (3 * (2 * (N / 65536) + 4)) + 16;
-  const int T = engine_table_size (c->smem_optin, ovf_cap, c->passes);
-  const SmemLayout L = smem_layout (T, ovf_cap, c->passes);
-  if (L.total > c->smem_optin) {
-    gr_set_err (errbuf, errlen, "template %dx%d needs %zu bytes of shared memory, device "
-        "offers %zu", tw, th, L.total, c->smem_optin);
-    return GR_ERR_INVALID;
+  /* sizes and arena offsets of every job, checked before anything is enqueued */
+  size_t in_bytes = 0, chunks = 0, pos = 0;
+  int Tmax = 0;
+  bool any_valid = false;
+  GrStatus st = GR_OK;
+  for (int k = 0; k < n && st == GR_OK; k++) {
+    JobPlan *q = &plan[k];
+    const GrImage8 *t = jobs[k].templ;
+    q->tw = t->width;
+    q->th = t->height;
+    q->J = (q->tw + 15 + 15) / 16;          /* chunks per row for any shift 0..15 */
+    const long Kl = (long) q->J * q->th;
+    q->N = (long) q->tw * q->th;
+    if (Kl > (1L << 26) || q->N > (1L << 30)) {
+      gr_set_err (errbuf, errlen, "template %dx%d too large for the CUDA dense NMI", q->tw,
+          q->th);
+      st = GR_ERR_INVALID;
+      break;
+    }
+    q->K = (int) Kl;
+    /* wrap events: at most one per 65,536 increments of a field plus the carries */
+    q->ovf_cap = (int) (3 * (2 * (q->N / 65536) + 4)) + 16;
+    q->T = engine_table_size (c->smem_optin, q->ovf_cap, c->passes);
+    q->smem = smem_layout (q->T, q->ovf_cap, c->passes).total;
+    if (q->smem > c->smem_optin) {
+      gr_set_err (errbuf, errlen, "template %dx%d needs %zu bytes of shared memory, device "
+          "offers %zu", q->tw, q->th, q->smem, c->smem_optin);
+      st = GR_ERR_INVALID;
+      break;
+    }
+    Tmax = q->T > Tmax ? q->T : Tmax;
+    q->pix = in_bytes;
+    in_bytes += (size_t) q->N;
+    q->mask = ~(size_t) 0;
+    if (t->mask) {
+      q->mask = in_bytes;
+      in_bytes += (size_t) q->N;
+    }
+    in_bytes = (in_bytes + 15) & ~(size_t) 15;
+    q->chunks = chunks;
+    chunks += (size_t) 16 * q->K;
+    q->npos = (long) (jobs[k].region.x1 - jobs[k].region.x0) *
+        (jobs[k].region.y1 - jobs[k].region.y0);
+    q->pos = pos;
+    pos += (size_t) q->npos;
+    any_valid |= jobs[k].valid != NULL;
   }
-  GrStatus st = ensure_table (c, T, errbuf, errlen);
-  if (st != GR_OK)
+  if (st == GR_OK)
+    st = ensure_table (c, Tmax, errbuf, errlen);
+  if (st != GR_OK) {
+    free (plan);
     return st;
-
-  const long npos = (long) (r.x1 - r.x0) * (r.y1 - r.y0);
-  CK (grow (&c->d_tpix, &c->tpix_cap, (size_t) N), "cudaMalloc (template)");
-  if (templ->mask)
-    CK (grow (&c->d_tmask, &c->tmask_cap, (size_t) N), "cudaMalloc (template mask)");
-  CK (grow (&c->d_tchunks, &c->chunks_cap, (size_t) 16 * K * sizeof (uint4)),
+  }
+#define CKB(call, what) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {          \
+      gr_set_err (errbuf, errlen, "%s: %s", what, cudaGetErrorString (e_));            \
+      cudaGetLastError (); free (plan); return GR_ERR_CUDA; } } while (0)
+  CKB (grow (&c->d_tpix, &c->tpix_cap, in_bytes), "cudaMalloc (templates)");
+  CKB (grow (&c->d_tchunks, &c->chunks_cap, chunks * sizeof (uint4)),
       "cudaMalloc (template chunks)");
-  CK (grow (&c->d_tbits, &c->bits_cap, (size_t) 16 * K * sizeof (uint32_t)),
+  CKB (grow (&c->d_tbits, &c->bits_cap, chunks * sizeof (uint32_t)),
       "cudaMalloc (template chunk bits)");
-  /* each on its own: after a failed run one may exist without the other */
-  if (!c->d_thist)
-    CK (gr_cuda_malloc (&c->d_thist, 256 * sizeof (int)),
-        "cudaMalloc (template histogram)");
+  CKB (grow (&c->d_thist, &c->thist_cap, (size_t) n * 256 * sizeof (int)),
+      "cudaMalloc (template histograms)");
   if (!c->d_err)
-    CK (gr_cuda_malloc (&c->d_err, sizeof (int)), "cudaMalloc (flag)");
-  CK (grow (&c->d_scores, &c->scores_cap, (size_t) npos * sizeof (double)),
-      "cudaMalloc (scores)");
-  CK (grow (&c->d_valid, &c->valid_cap, (size_t) npos * sizeof (int32_t)),
+    CKB (gr_cuda_malloc (&c->d_err, sizeof (int)), "cudaMalloc (flag)");
+  CKB (grow (&c->d_scores, &c->scores_cap, pos * sizeof (double)), "cudaMalloc (scores)");
+  CKB (grow (&c->d_valid, &c->valid_cap, pos * sizeof (int32_t)),
       "cudaMalloc (valid counts)");
-  const size_t out_bytes = (size_t) npos * (sizeof (double) + sizeof (int32_t)) + 16;
-  if (!c->h_out || c->hcap < out_bytes) {
+  /* pinned: the templates going up, then the maps and the flag coming back */
+  const size_t out_bytes = pos * (sizeof (double) + sizeof (int32_t)) + 16;
+  const size_t host_bytes = in_bytes + out_bytes;
+  if (!c->h_out || c->hcap < host_bytes) {
     if (c->h_out)
       cudaFreeHost (c->h_out);
     c->h_out = NULL;
     c->hcap = 0;
-    CK (gr_cuda_malloc_host (&c->h_out, out_bytes), "cudaMallocHost (scores)");
-    c->hcap = out_bytes;
+    CKB (gr_cuda_malloc_host (&c->h_out, host_bytes), "cudaMallocHost (batch)");
+    c->hcap = host_bytes;
+  }
+  uint8_t *h_in = (uint8_t *) c->h_out;
+  double *h_scores = (double *) (h_in + in_bytes);      /* in_bytes: a multiple of 16 */
+  int32_t *h_valid = (int32_t *) (h_scores + pos);
+  int *h_err = (int *) (h_valid + pos);
+  for (int k = 0; k < n; k++) {
+    const GrImage8 *t = jobs[k].templ;
+    const JobPlan *q = &plan[k];
+    for (int y = 0; y < q->th; y++) {
+      memcpy (h_in + q->pix + (size_t) y * q->tw, t->pix + (size_t) y * t->pix_stride, q->tw);
+      if (t->mask)
+        memcpy (h_in + q->mask + (size_t) y * q->tw, t->mask + (size_t) y * t->mask_stride,
+            q->tw);
+    }
   }
 
   cudaStream_t s = c->stream;
-  CK (cudaMemcpy2DAsync (c->d_tpix, tw, templ->pix, templ->pix_stride, tw, th,
-          cudaMemcpyHostToDevice, s), "cudaMemcpy2D (template)");
-  if (templ->mask)
-    CK (cudaMemcpy2DAsync (c->d_tmask, tw, templ->mask, templ->mask_stride, tw, th,
-            cudaMemcpyHostToDevice, s), "cudaMemcpy2D (template mask)");
-  CK (cudaMemsetAsync (c->d_thist, 0, 256 * sizeof (int), s), "cudaMemset");
-  CK (cudaMemsetAsync (c->d_err, 0, sizeof (int), s), "cudaMemset");
+  CKB (cudaMemcpyAsync (c->d_tpix, h_in, in_bytes, cudaMemcpyHostToDevice, s),
+      "cudaMemcpy (templates)");
+  CKB (cudaMemsetAsync (c->d_thist, 0, (size_t) n * 256 * sizeof (int), s), "cudaMemset");
+  CKB (cudaMemsetAsync (c->d_err, 0, sizeof (int), s), "cudaMemset");
   if (c->timing)
-    CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
-  {
-    const long n = 16L * K;
-    const int bs = 256;
-    nmi_template_prep<<<(unsigned) ((n + bs - 1) / bs), bs, 0, s>>> (c->d_tpix,
-        templ->mask ? c->d_tmask : NULL, tw, th, J, K, c->d_tchunks, c->d_tbits, c->d_thist);
-    CK (cudaGetLastError (), "template expansion launch");
-  }
-
-  NmiParams p;
-  p.ctl = c->d_ctl;
-  p.cpitch = c->cpitch;
-  p.cbits = c->d_cbits;
-  p.cp16 = c->cp16;
-  p.tchunks = c->d_tchunks;
-  p.tbits = c->d_tbits;
-  p.thist = c->d_thist;
-  p.K = K;
-  p.J = J;
-  p.x0 = r.x0;
-  p.y0 = r.y0;
-  p.rw = r.x1 - r.x0;
-  p.npos = npos;
-  p.min_valid = min_valid;
-  p.scores = c->d_scores;
-  p.valid = c->d_valid;
-  p.err = c->d_err;
-  p.tab = c->d_tab;
-  p.T = T;
-  p.ovf_cap = ovf_cap;
+    CKB (cudaEventRecord (c->ev0, s), "cudaEventRecord");
 
   void (*kern) (NmiParams);
   void (*const kernels[4]) (NmiParams) = {
@@ -952,37 +979,75 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
   /* The limit belongs to the kernel function, shared by all engines in the process
    * (several live streams): setting our own size could lower it under another
    * stream's launch.  The device's opt-in maximum is the same for everyone. */
-  CK (cudaFuncSetAttribute (kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CKB (cudaFuncSetAttribute (kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
           (int) c->smem_optin), "cudaFuncSetAttribute (shared memory)");
+  size_t occ_smem = 0;
   int per_sm = 0;
-  CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, kern, NMI_THREADS, L.total),
-      "occupancy query");
-  if (per_sm < 1) {
-    gr_set_err (errbuf, errlen, "dense NMI kernel cannot be resident on device %d "
-        "(%zu bytes of shared memory, %d threads)", c->device, L.total, NMI_THREADS);
-    return GR_ERR_CUDA;
+  for (int k = 0; k < n; k++) {
+    const JobPlan *q = &plan[k];
+    const uint8_t *d_pix = c->d_tpix + q->pix;
+    const uint8_t *d_mask = q->mask != ~(size_t) 0 ? c->d_tpix + q->mask : NULL;
+    uint4 *d_chunks = c->d_tchunks + q->chunks;
+    uint32_t *d_bits = c->d_tbits + q->chunks;
+    int *d_hist = c->d_thist + (size_t) k * 256;
+    {
+      const long nk = 16L * q->K;
+      const int bs = 256;
+      nmi_template_prep<<<(unsigned) ((nk + bs - 1) / bs), bs, 0, s>>> (d_pix, d_mask,
+          q->tw, q->th, q->J, q->K, d_chunks, d_bits, d_hist);
+      CKB (cudaGetLastError (), "template expansion launch");
+    }
+    NmiParams p;
+    p.ctl = c->d_ctl;
+    p.cpitch = c->cpitch;
+    p.cbits = c->d_cbits;
+    p.cp16 = c->cp16;
+    p.tchunks = d_chunks;
+    p.tbits = d_bits;
+    p.thist = d_hist;
+    p.K = q->K;
+    p.J = q->J;
+    p.x0 = jobs[k].region.x0;
+    p.y0 = jobs[k].region.y0;
+    p.rw = jobs[k].region.x1 - jobs[k].region.x0;
+    p.npos = q->npos;
+    p.min_valid = jobs[k].min_valid;
+    p.scores = c->d_scores + q->pos;
+    p.valid = c->d_valid + q->pos;
+    p.err = c->d_err;
+    p.tab = c->d_tab;
+    p.T = q->T;
+    p.ovf_cap = q->ovf_cap;
+    if (k == 0 || q->smem != occ_smem) {
+      CKB (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, kern, NMI_THREADS,
+              q->smem), "occupancy query");
+      occ_smem = q->smem;
+    }
+    if (per_sm < 1) {
+      gr_set_err (errbuf, errlen, "dense NMI kernel cannot be resident on device %d "
+          "(%zu bytes of shared memory, %d threads)", c->device, q->smem, NMI_THREADS);
+      free (plan);
+      return GR_ERR_CUDA;
+    }
+    long grid = (long) c->nsm * per_sm;
+    if (grid > q->npos)
+      grid = q->npos;
+    kern<<<(unsigned) grid, NMI_THREADS, q->smem, s>>> (p);
+    CKB (cudaGetLastError (), "dense NMI kernel launch");
   }
-  long grid = (long) c->nsm * per_sm;
-  if (grid > npos)
-    grid = npos;
-  kern<<<(unsigned) grid, NMI_THREADS, L.total, s>>> (p);
-  CK (cudaGetLastError (), "dense NMI kernel launch");
   if (c->timing)
-    CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
-
-  double *h_scores = (double *) c->h_out;
-  int32_t *h_valid = (int32_t *) (h_scores + npos);
-  int *h_err = (int *) (h_valid + npos);
-  CK (cudaMemcpyAsync (h_scores, c->d_scores, npos * sizeof (double),
+    CKB (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  CKB (cudaMemcpyAsync (h_scores, c->d_scores, pos * sizeof (double),
           cudaMemcpyDeviceToHost, s), "cudaMemcpy (scores)");
-  if (valid)
-    CK (cudaMemcpyAsync (h_valid, c->d_valid, npos * sizeof (int32_t),
+  if (any_valid)
+    CKB (cudaMemcpyAsync (h_valid, c->d_valid, pos * sizeof (int32_t),
             cudaMemcpyDeviceToHost, s), "cudaMemcpy (valid)");
-  CK (cudaMemcpyAsync (h_err, c->d_err, sizeof (int), cudaMemcpyDeviceToHost, s),
+  CKB (cudaMemcpyAsync (h_err, c->d_err, sizeof (int), cudaMemcpyDeviceToHost, s),
       "cudaMemcpy (flag)");
-  CK (cudaStreamSynchronize (s), "dense NMI kernel");
+  CKB (cudaStreamSynchronize (s), "dense NMI kernel");
   if (*h_err) {
     gr_set_err (errbuf, errlen, "dense NMI kernel: counter-overflow list full (internal error)");
+    free (plan);
     return GR_ERR_CUDA;
   }
   if (c->timing) {
@@ -992,8 +1057,12 @@ gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ, GrRegion r,
     else
       cudaGetLastError ();
   }
-  memcpy (scores, h_scores, npos * sizeof (double));
-  if (valid)
-    memcpy (valid, h_valid, npos * sizeof (int32_t));
+  for (int k = 0; k < n; k++) {
+    memcpy (jobs[k].scores, h_scores + plan[k].pos, plan[k].npos * sizeof (double));
+    if (jobs[k].valid)
+      memcpy (jobs[k].valid, h_valid + plan[k].pos, plan[k].npos * sizeof (int32_t));
+  }
+#undef CKB
+  free (plan);
   return GR_OK;
 }

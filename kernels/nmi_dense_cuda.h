@@ -16,10 +16,10 @@ GrNmiDenseCuda *gr_nmi_dense_cuda_new (int device, char *errbuf, size_t errlen);
 void gr_nmi_dense_cuda_free (GrNmiDenseCuda *c);
 GrStatus gr_nmi_dense_cuda_set_control (GrNmiDenseCuda *c, const GrImage8 *control,
     char *errbuf, size_t errlen);
-/* Same contract as gr_nmi_dense_run; region already validated by the caller. */
-GrStatus gr_nmi_dense_cuda_run (GrNmiDenseCuda *c, const GrImage8 *templ,
-    GrRegion region, int min_valid, double *scores, int32_t *valid,
-    char *errbuf, size_t errlen);
+/* Same contract as gr_nmi_dense_run_batch; the jobs already validated by the caller
+ * (regions inside the control, min_valid >= 1). */
+GrStatus gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs,
+    int n, char *errbuf, size_t errlen);
 
 int gr_cuda_device_count_impl (void);
 

@@ -221,6 +221,7 @@ main (void)
         continue;
       }
       GrLocalizeResult lr;
+      memset (&lr, 0, sizeof lr);
       GrRefineResult rr;
       memset (&rr, 0, sizeof rr);
       const double t0 = now_ms ();
@@ -257,9 +258,11 @@ main (void)
       if (verbose || (rms > 2.0 && !flags))
         printf ("  %s %d: heading %.1f scale %.3f pitch %.1f roll %.1f -> coarse %.1f %.3f "
             "(%d searches, flags 0x%x), refined %d/%d inliers, rms %.3f max %.3f px, "
-            "flags 0x%x; localize %.0f ms, refine %.0f ms\n", prior_names[kind], done,
+            "flags 0x%x; localize %.0f ms (coarse %.0f with shortlist %.0f, fine %.0f; of "
+            "which searches %.0f, %d downscales %.0f, levels %.0f), refine %.0f ms\n", prior_names[kind], done,
             cam.heading_deg, cam.scale, cam.pitch_deg, cam.roll_deg, lr.heading_deg, lr.scale,
-            lr.searches, lr.flags, rr.inliers, rr.matches, rms, mx, flags, t1 - t0, t2 - t1);
+            lr.searches, lr.flags, rr.inliers, rr.matches, rms, mx, flags, t1 - t0,
+            lr.coarse_ms, lr.shortlist_ms, lr.fine_ms, lr.search_ms, lr.downscales, lr.downscale_ms, lr.levels_ms, t2 - t1);
       gr_synth_plane_free (&frame);
     }
     printf ("%s prior, %s control, scale %.2f-%.2f, %s: %d frames: %d within 0.5 px RMS, "

@@ -1,5 +1,6 @@
 /* Dense NMI, CPU backend: against the float64 reference, on random and planted
- * images, with masks; argument checking; backend selection without a GPU.
+ * images, with masks; argument checking; backend selection without a GPU; batches
+ * against single runs (CUDA's too where there is a device).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
 #include <stdio.h>
@@ -221,6 +222,92 @@ test_backend_selection (void)
   gr_nmi_dense_free (nmi);
 }
 
+/* gr_nmi_dense_run_batch gives every job exactly what gr_nmi_dense_run gives it: jobs
+ * of different template sizes (one past 65,535 pixels, whose counters can wrap: another
+ * shared-memory layout on CUDA), masked and not, with and without counts, windows and
+ * whole regions, in one batch; then a single run on the same engine after it, a batch
+ * with a bad job (refused whole, nothing written) and an empty batch.  On the CPU, and
+ * on CUDA where there is a device. */
+static void
+test_batch_matches_runs (GrBackend be)
+{
+  GrStatus st;
+  char err[256] = "";
+  GrNmiDense *nmi = gr_nmi_dense_new (be, -1, &st, err, sizeof err);
+  CHECK (nmi != NULL, "%s engine: %s", gr_backend_name (be), err);
+  if (!nmi)
+    return;
+  uint64_t rng = 77;
+  OwnedImage ctl;
+  make_image (&ctl, 330, 290, 40, 85, &rng);
+  CHECK (gr_nmi_dense_set_control (nmi, &ctl.im, err, sizeof err) == GR_OK, "%s", err);
+  enum { NJ = 9 };
+  const int size[NJ][2] = { { 12, 9 }, { 48, 27 }, { 48, 27 }, { 300, 260 }, { 5, 31 },
+    { 64, 48 }, { 17, 17 }, { 130, 90 }, { 48, 27 } };
+  OwnedImage tpl[NJ];
+  GrNmiDenseJob job[NJ];
+  double *one[NJ];
+  int32_t *one_valid[NJ];
+  for (int k = 0; k < NJ; k++) {
+    const int w = size[k][0], h = size[k][1];
+    make_image (&tpl[k], w, h, k == 3 ? 3 : 24, k % 3 == 0 ? 100 : 70, &rng);
+    GrRegion r = { 0, 0, ctl.im.width - w + 1, ctl.im.height - h + 1 };
+    if (k % 2 == 1) {           /* a window of a few translations */
+      r.x0 = (int) (ref_rand (&rng) % (r.x1 - 8));
+      r.y0 = (int) (ref_rand (&rng) % (r.y1 - 6));
+      r.x1 = r.x0 + 1 + (int) (ref_rand (&rng) % 8);
+      r.y1 = r.y0 + 1 + (int) (ref_rand (&rng) % 6);
+    }
+    const long n = (long) (r.x1 - r.x0) * (r.y1 - r.y0);
+    job[k] = (GrNmiDenseJob) { &tpl[k].im, r, 1 + k * 7, malloc (sizeof (double) * n),
+      k == 4 ? NULL : malloc (sizeof (int32_t) * n) };
+    one[k] = malloc (sizeof (double) * n);
+    one_valid[k] = malloc (sizeof (int32_t) * n);
+    CHECK (gr_nmi_dense_run (nmi, job[k].templ, r, job[k].min_valid, one[k], one_valid[k],
+            err, sizeof err) == GR_OK, "single %d: %s", k, err);
+  }
+  CHECK (gr_nmi_dense_run_batch (nmi, job, NJ, err, sizeof err) == GR_OK, "batch: %s", err);
+  for (int k = 0; k < NJ; k++) {
+    const long n = (long) (job[k].region.x1 - job[k].region.x0) *
+        (job[k].region.y1 - job[k].region.y0);
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+      bad += memcmp (&job[k].scores[i], &one[k][i], sizeof (double)) != 0 ||
+          (job[k].valid && job[k].valid[i] != one_valid[k][i]);
+    CHECK (bad == 0, "%s batch job %d (%dx%d, %ld translations): %ld differ from its own run",
+        gr_backend_name (be), k, size[k][0], size[k][1], n, bad);
+  }
+  /* the engine after a batch: a single run as before */
+  double again[4];
+  CHECK (gr_nmi_dense_run (nmi, job[0].templ, (GrRegion) { 0, 0, 2, 2 }, 1, again, NULL,
+          err, sizeof err) == GR_OK, "after the batch: %s", err);
+  for (int i = 0; i < 4; i++) {
+    const int w0 = job[0].region.x1 - job[0].region.x0;
+    CHECK (memcmp (&again[i], &one[0][(i / 2) * w0 + i % 2], sizeof (double)) == 0,
+        "run after the batch, translation %d: %.17g vs %.17g", i, again[i],
+        one[0][(i / 2) * w0 + i % 2]);
+  }
+  /* one bad job refuses the batch before anything is written */
+  GrNmiDenseJob bad[2] = { job[1], job[2] };
+  bad[1].region.x1 = ctl.im.width;       /* the template no longer fits */
+  const double mark = -4242.0;
+  bad[0].scores[0] = mark;
+  CHECK (gr_nmi_dense_run_batch (nmi, bad, 2, err, sizeof err) == GR_ERR_INVALID &&
+      strstr (err, "does not fit") && bad[0].scores[0] == mark, "bad batch: %s", err);
+  CHECK (gr_nmi_dense_run_batch (nmi, job, 0, err, sizeof err) == GR_OK, "empty batch");
+  CHECK (gr_nmi_dense_run_batch (nmi, NULL, 1, err, sizeof err) == GR_ERR_INVALID,
+      "no jobs");
+  for (int k = 0; k < NJ; k++) {
+    free (job[k].scores);
+    free (job[k].valid);
+    free (one[k]);
+    free (one_valid[k]);
+    free_image (&tpl[k]);
+  }
+  free_image (&ctl);
+  gr_nmi_dense_free (nmi);
+}
+
 int
 main (void)
 {
@@ -228,5 +315,8 @@ main (void)
   test_planted_template_is_found ();
   test_degenerate_images ();
   test_backend_selection ();
+  test_batch_matches_runs (GR_BACKEND_CPU);
+  if (gr_cuda_device_count () > 0)
+    test_batch_matches_runs (GR_BACKEND_CUDA);
   return CHECK_DONE ();
 }
