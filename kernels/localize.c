@@ -331,15 +331,25 @@ pad_level (Level *L, int pad)
   return true;
 }
 
-/* The level of search scale 2^(q/4) with a rim of pad px, built on first use. */
+/* The level of search scale 2^(q/4) with a rim of pad px, NULL when not built. */
 static Level *
-get_level (GrLocalize *loc, int q, int grey_levels, int pad, GrStatus *st, char *errbuf,
-    size_t errlen)
+find_level (GrLocalize *loc, int q, int grey_levels, int pad)
 {
   for (int i = 0; i < loc->nlevels; i++)
     if (loc->level[i].q == q && loc->level[i].grey_levels == grey_levels &&
         loc->level[i].pad == pad)
       return &loc->level[i];
+  return NULL;
+}
+
+/* The level of search scale 2^(q/4) with a rim of pad px, built on first use. */
+static Level *
+get_level (GrLocalize *loc, int q, int grey_levels, int pad, GrStatus *st, char *errbuf,
+    size_t errlen)
+{
+  Level *have = find_level (loc, q, grey_levels, pad);
+  if (have)
+    return have;
   if (loc->nlevels == MAX_LEVELS)
     drop_levels (loc);
   const gint64 t0 = g_get_monotonic_time ();
@@ -482,7 +492,7 @@ typedef struct {
   const GrLocalizeParams *p;
   SmallFrame sf[SMALL_FRAMES];  /* the run's downscales, least recently used dropped */
   guint64 uses;
-  int searches, downscales, batches;
+  int searches, downscales;
   double downscale_ms;    /* in the frame's downscales (small_frame) */
   double search_ms;       /* in the dense NMI engine's runs */
   char *errbuf;
@@ -678,10 +688,13 @@ batch_bytes (const SearchBatch *b)
 static GrStatus
 batch_run (Ctx *cx, SearchBatch *b)
 {
-  GrNmiDenseJob *jobs = malloc (sizeof (GrNmiDenseJob) * (size_t) (b->n > 0 ? b->n : 1));
-  int *idx = malloc (sizeof (int) * (size_t) (b->n > 0 ? b->n : 1));
-  if (!jobs || !idx) {
+  const size_t cap = (size_t) (b->n > 0 ? b->n : 1);
+  GrNmiDenseJob *jobs = malloc (sizeof (GrNmiDenseJob) * cap);
+  GrImage8 *ti = malloc (sizeof (GrImage8) * cap);
+  int *idx = malloc (sizeof (int) * cap);
+  if (!jobs || !ti || !idx) {
     free (jobs);
+    free (ti);
     free (idx);
     return GR_ERR_NOMEM;
   }
@@ -695,32 +708,20 @@ batch_run (Ctx *cx, SearchBatch *b)
       Search *se = &b->se[m];
       if (se->done || !se->run || se->engine != engine)
         continue;
-      jobs[nj] = (GrNmiDenseJob) {
-        .templ = NULL, .region = se->r, .min_valid = se->min_valid,
-        .scores = se->scores, .valid = se->valid };
-      idx[nj++] = m;
-    }
-    GrImage8 *ti = malloc (sizeof (GrImage8) * (size_t) nj);
-    if (!ti) {
-      st = GR_ERR_NOMEM;
-      break;
-    }
-    for (int m = 0; m < nj; m++) {
-      const Search *se = &b->se[idx[m]];
-      ti[m] = (GrImage8) { se->tb, (size_t) se->tpl.width, se->tpl.mask,
+      ti[nj] = (GrImage8) { se->tb, (size_t) se->tpl.width, se->tpl.mask,
         (size_t) se->tpl.width, se->tpl.width, se->tpl.height };
-      jobs[m].templ = &ti[m];
+      jobs[nj] = (GrNmiDenseJob) { &ti[nj], se->r, se->min_valid, se->scores, se->valid };
+      idx[nj++] = m;
     }
     const gint64 t0 = g_get_monotonic_time ();
     st = gr_nmi_dense_run_batch (engine, jobs, nj, cx->errbuf, cx->errlen);
     cx->search_ms += (g_get_monotonic_time () - t0) / 1000.0;
     cx->searches += nj;
-    cx->batches++;
-    free (ti);
     for (int m = 0; m < nj; m++)
       b->se[idx[m]].done = true;
   }
   free (jobs);
+  free (ti);
   free (idx);
   return st;
 }
@@ -759,11 +760,8 @@ batch_add (Ctx *cx, SearchBatch *b, double heading, double scale, int size,
   const int grey = size <= cx->p->coarse_size ? cx->p->coarse_levels : cx->p->levels;
   /* a rim of half a template: a frame may hang up to about half over the edge */
   const int pad = (size + 1) / 2;
-  bool have = false;
-  for (int i = 0; i < loc->nlevels && !have; i++)
-    have = loc->level[i].q == q && loc->level[i].grey_levels == grey &&
-        loc->level[i].pad == pad;
-  if (!have && loc->nlevels == MAX_LEVELS && (st = batch_run (cx, b)) != GR_OK)
+  if (!find_level (loc, q, grey, pad) && loc->nlevels == MAX_LEVELS &&
+      (st = batch_run (cx, b)) != GR_OK)
     return st;
   Level *L = get_level (loc, q, grey, pad, &st, cx->errbuf, cx->errlen);
   if (!L)

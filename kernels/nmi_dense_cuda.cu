@@ -590,6 +590,16 @@ nmi_template_prep (const uint8_t *__restrict__ tpix, const uint8_t *__restrict__
 
 #define TAB_MAX 4096
 
+/* One job's sizes and its place in the batch's arenas. */
+struct JobPlan {
+  int tw, th, J, K, T, ovf_cap;
+  long N, npos;
+  size_t smem;
+  size_t pix, mask;           /* bytes into the template arena, mask ~0: none */
+  size_t chunks;              /* uint4 / uint32 entries into tchunks / tbits */
+  size_t pos;                 /* translations into the score and count arenas */
+};
+
 struct GrNmiDenseCuda {
   int device;
   cudaStream_t stream;
@@ -622,6 +632,8 @@ struct GrNmiDenseCuda {
   int32_t *d_valid;
   size_t scores_cap, valid_cap;
   void *h_out;            /* pinned: a batch's templates, then its maps */
+  JobPlan *plan;          /* a batch's jobs: sizes and arena offsets */
+  int plan_cap;
   size_t hcap;
 };
 
@@ -724,6 +736,7 @@ gr_nmi_dense_cuda_free (GrNmiDenseCuda *c)
   cudaFree (c->d_valid);
   if (c->h_out)
     cudaFreeHost (c->h_out);
+  free (c->plan);
   if (c->timing) {
     cudaEventDestroy (c->ev0);
     cudaEventDestroy (c->ev1);
@@ -842,15 +855,6 @@ grow (P **ptr, size_t *cap, size_t need_bytes)
   return e;
 }
 
-/* One job's sizes and its place in the batch's arenas. */
-struct JobPlan {
-  int tw, th, J, K, T, ovf_cap;
-  long N, npos;
-  size_t smem;
-  size_t pix, mask;           /* bytes into the template arena, mask ~0: none */
-  size_t chunks;              /* uint4 / uint32 entries into tchunks / tbits */
-  size_t pos;                 /* translations into the score and count arenas */
-};
 
 extern "C" GrStatus
 gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n,
@@ -861,11 +865,16 @@ gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n
     return GR_ERR_INVALID;
   }
   CK (cudaSetDevice (c->device), "cudaSetDevice");
-  JobPlan *plan = (JobPlan *) malloc (sizeof (JobPlan) * (size_t) n);
-  if (!plan) {
-    gr_set_err (errbuf, errlen, "out of host memory");
-    return GR_ERR_NOMEM;
+  if (c->plan_cap < n) {
+    JobPlan *grown = (JobPlan *) realloc (c->plan, sizeof (JobPlan) * (size_t) n);
+    if (!grown) {
+      gr_set_err (errbuf, errlen, "out of host memory");
+      return GR_ERR_NOMEM;
+    }
+    c->plan = grown;
+    c->plan_cap = n;
   }
+  JobPlan *plan = c->plan;
   /* sizes and arena offsets of every job, checked before anything is enqueued */
   size_t in_bytes = 0, chunks = 0, pos = 0;
   int Tmax = 0;
@@ -915,24 +924,19 @@ gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n
   }
   if (st == GR_OK)
     st = ensure_table (c, Tmax, errbuf, errlen);
-  if (st != GR_OK) {
-    free (plan);
+  if (st != GR_OK)
     return st;
-  }
-#define CKB(call, what) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {          \
-      gr_set_err (errbuf, errlen, "%s: %s", what, cudaGetErrorString (e_));            \
-      cudaGetLastError (); free (plan); return GR_ERR_CUDA; } } while (0)
-  CKB (grow (&c->d_tpix, &c->tpix_cap, in_bytes), "cudaMalloc (templates)");
-  CKB (grow (&c->d_tchunks, &c->chunks_cap, chunks * sizeof (uint4)),
+  CK (grow (&c->d_tpix, &c->tpix_cap, in_bytes), "cudaMalloc (templates)");
+  CK (grow (&c->d_tchunks, &c->chunks_cap, chunks * sizeof (uint4)),
       "cudaMalloc (template chunks)");
-  CKB (grow (&c->d_tbits, &c->bits_cap, chunks * sizeof (uint32_t)),
+  CK (grow (&c->d_tbits, &c->bits_cap, chunks * sizeof (uint32_t)),
       "cudaMalloc (template chunk bits)");
-  CKB (grow (&c->d_thist, &c->thist_cap, (size_t) n * 256 * sizeof (int)),
+  CK (grow (&c->d_thist, &c->thist_cap, (size_t) n * 256 * sizeof (int)),
       "cudaMalloc (template histograms)");
   if (!c->d_err)
-    CKB (gr_cuda_malloc (&c->d_err, sizeof (int)), "cudaMalloc (flag)");
-  CKB (grow (&c->d_scores, &c->scores_cap, pos * sizeof (double)), "cudaMalloc (scores)");
-  CKB (grow (&c->d_valid, &c->valid_cap, pos * sizeof (int32_t)),
+    CK (gr_cuda_malloc (&c->d_err, sizeof (int)), "cudaMalloc (flag)");
+  CK (grow (&c->d_scores, &c->scores_cap, pos * sizeof (double)), "cudaMalloc (scores)");
+  CK (grow (&c->d_valid, &c->valid_cap, pos * sizeof (int32_t)),
       "cudaMalloc (valid counts)");
   /* pinned: the templates going up, then the maps and the flag coming back */
   const size_t out_bytes = pos * (sizeof (double) + sizeof (int32_t)) + 16;
@@ -942,7 +946,7 @@ gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n
       cudaFreeHost (c->h_out);
     c->h_out = NULL;
     c->hcap = 0;
-    CKB (gr_cuda_malloc_host (&c->h_out, host_bytes), "cudaMallocHost (batch)");
+    CK (gr_cuda_malloc_host (&c->h_out, host_bytes), "cudaMallocHost (batch)");
     c->hcap = host_bytes;
   }
   uint8_t *h_in = (uint8_t *) c->h_out;
@@ -961,12 +965,12 @@ gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n
   }
 
   cudaStream_t s = c->stream;
-  CKB (cudaMemcpyAsync (c->d_tpix, h_in, in_bytes, cudaMemcpyHostToDevice, s),
+  CK (cudaMemcpyAsync (c->d_tpix, h_in, in_bytes, cudaMemcpyHostToDevice, s),
       "cudaMemcpy (templates)");
-  CKB (cudaMemsetAsync (c->d_thist, 0, (size_t) n * 256 * sizeof (int), s), "cudaMemset");
-  CKB (cudaMemsetAsync (c->d_err, 0, sizeof (int), s), "cudaMemset");
+  CK (cudaMemsetAsync (c->d_thist, 0, (size_t) n * 256 * sizeof (int), s), "cudaMemset");
+  CK (cudaMemsetAsync (c->d_err, 0, sizeof (int), s), "cudaMemset");
   if (c->timing)
-    CKB (cudaEventRecord (c->ev0, s), "cudaEventRecord");
+    CK (cudaEventRecord (c->ev0, s), "cudaEventRecord");
 
   void (*kern) (NmiParams);
   void (*const kernels[4]) (NmiParams) = {
@@ -979,7 +983,7 @@ gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n
   /* The limit belongs to the kernel function, shared by all engines in the process
    * (several live streams): setting our own size could lower it under another
    * stream's launch.  The device's opt-in maximum is the same for everyone. */
-  CKB (cudaFuncSetAttribute (kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CK (cudaFuncSetAttribute (kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
           (int) c->smem_optin), "cudaFuncSetAttribute (shared memory)");
   size_t occ_smem = 0;
   int per_sm = 0;
@@ -995,7 +999,7 @@ gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n
       const int bs = 256;
       nmi_template_prep<<<(unsigned) ((nk + bs - 1) / bs), bs, 0, s>>> (d_pix, d_mask,
           q->tw, q->th, q->J, q->K, d_chunks, d_bits, d_hist);
-      CKB (cudaGetLastError (), "template expansion launch");
+      CK (cudaGetLastError (), "template expansion launch");
     }
     NmiParams p;
     p.ctl = c->d_ctl;
@@ -1019,35 +1023,33 @@ gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n
     p.T = q->T;
     p.ovf_cap = q->ovf_cap;
     if (k == 0 || q->smem != occ_smem) {
-      CKB (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, kern, NMI_THREADS,
+      CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, kern, NMI_THREADS,
               q->smem), "occupancy query");
       occ_smem = q->smem;
     }
     if (per_sm < 1) {
       gr_set_err (errbuf, errlen, "dense NMI kernel cannot be resident on device %d "
           "(%zu bytes of shared memory, %d threads)", c->device, q->smem, NMI_THREADS);
-      free (plan);
       return GR_ERR_CUDA;
     }
     long grid = (long) c->nsm * per_sm;
     if (grid > q->npos)
       grid = q->npos;
     kern<<<(unsigned) grid, NMI_THREADS, q->smem, s>>> (p);
-    CKB (cudaGetLastError (), "dense NMI kernel launch");
+    CK (cudaGetLastError (), "dense NMI kernel launch");
   }
   if (c->timing)
-    CKB (cudaEventRecord (c->ev1, s), "cudaEventRecord");
-  CKB (cudaMemcpyAsync (h_scores, c->d_scores, pos * sizeof (double),
+    CK (cudaEventRecord (c->ev1, s), "cudaEventRecord");
+  CK (cudaMemcpyAsync (h_scores, c->d_scores, pos * sizeof (double),
           cudaMemcpyDeviceToHost, s), "cudaMemcpy (scores)");
   if (any_valid)
-    CKB (cudaMemcpyAsync (h_valid, c->d_valid, pos * sizeof (int32_t),
+    CK (cudaMemcpyAsync (h_valid, c->d_valid, pos * sizeof (int32_t),
             cudaMemcpyDeviceToHost, s), "cudaMemcpy (valid)");
-  CKB (cudaMemcpyAsync (h_err, c->d_err, sizeof (int), cudaMemcpyDeviceToHost, s),
+  CK (cudaMemcpyAsync (h_err, c->d_err, sizeof (int), cudaMemcpyDeviceToHost, s),
       "cudaMemcpy (flag)");
-  CKB (cudaStreamSynchronize (s), "dense NMI kernel");
+  CK (cudaStreamSynchronize (s), "dense NMI kernel");
   if (*h_err) {
     gr_set_err (errbuf, errlen, "dense NMI kernel: counter-overflow list full (internal error)");
-    free (plan);
     return GR_ERR_CUDA;
   }
   if (c->timing) {
@@ -1062,7 +1064,5 @@ gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n
     if (jobs[k].valid)
       memcpy (jobs[k].valid, h_valid + plan[k].pos, plan[k].npos * sizeof (int32_t));
   }
-#undef CKB
-  free (plan);
   return GR_OK;
 }
