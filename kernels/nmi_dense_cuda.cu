@@ -855,7 +855,6 @@ grow (P **ptr, size_t *cap, size_t need_bytes)
   return e;
 }
 
-
 extern "C" GrStatus
 gr_nmi_dense_cuda_run_batch (GrNmiDenseCuda *c, const GrNmiDenseJob *jobs, int n,
     char *errbuf, size_t errlen)
