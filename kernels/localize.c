@@ -5,6 +5,7 @@
 #include "fit.h"
 #include "image.h"
 #include "keypoints.h"
+#include "localize_features.h"
 #include "nmi_dense.h"
 #include "nmi_sparse.h"
 #include "peak.h"
@@ -57,6 +58,8 @@ struct GrLocalize {
   int built;              /* levels made, and their time (ms), since the start */
   double built_ms;
   int threads;
+  GrPlaceFeatures *features;    /* the control's descriptors (doubtful sweeps), made
+                                   on first use */
   /* gr_localize_set_control_range: the control's levels from [range_lo, range_hi]
    * instead of each level's percentiles */
   bool has_range;
@@ -76,6 +79,7 @@ gr_localize_params_init (GrLocalizeParams *p)
   p->coarse_peaks = 4;
   p->shortlist = 16;
   p->verify = 1;
+  p->feature_places = 2;
   p->fine_size = 128;
   p->levels = 32;
   /* The coarse size's templates (48 px: about 1,700 samples) had 32 x 32 joint bins,
@@ -176,6 +180,7 @@ forget_control (GrLocalize *loc)
   else
     gr_plane_clear (&loc->control);
   loc->borrowed = false;
+  gr_place_features_reset (loc->features);
 }
 
 static void
@@ -202,6 +207,7 @@ gr_localize_free (GrLocalize *loc)
   for (int i = 0; i < loc->nspare; i++)
     gr_nmi_dense_free (loc->spare[i]);
   forget_control (loc);
+  gr_place_features_free (loc->features);
   free (loc);
 }
 
@@ -948,8 +954,14 @@ engine_ready (const GrLocalize *loc, const GrPlaneF *frame, bool outputs, char *
   return true;
 }
 
-/* Coarse hypotheses refined at the fine level: at most this many per run. */
+/* Coarse hypotheses refined at the fine level: at most this many per run, and the
+ * places proposed by descriptors (feature_places) that may join them. */
 #define MAX_CANDIDATES 4
+#define MAX_FEATURE_PLACES 4
+#define CAND_SLOTS (MAX_CANDIDATES + MAX_FEATURE_PLACES)
+/* a proposed similarity needs this many inliers: on the frames that motivated it the
+ * right scale gave 6-10, every other scale 0-3 (one near the right scale 5) */
+#define FEATURE_MIN_INLIERS 5
 
 typedef struct {
   Hypo h;                 /* coarse */
@@ -1035,7 +1047,7 @@ equalize_candidates (Ctx *cx, Cand *cand, int n, double long_side, int *win)
   const int isize = (int) floor (size);
   if (isize < cx->p->fine_size) {
     SearchBatch batch = { 0 };
-    int at[MAX_CANDIDATES];
+    int at[CAND_SLOTS];
     for (int c = 0; c < n && st == GR_OK; c++) {
       at[c] = -1;
       if (!isfinite (cand[c].fine.score))
@@ -1236,7 +1248,7 @@ verify_candidates (Ctx *cx, const Cand *cand, int n, double long_side, int *win,
 {
   GrRefineParams rp;
   gr_refine_params_init (&rp);
-  int support[MAX_CANDIDATES] = { 0 };
+  int support[CAND_SLOTS] = { 0 };
   GrStatus st = GR_OK;
   const int fw = cx->frame->width, fh = cx->frame->height;
   for (int c = 0; c < n && st == GR_OK; c++) {
@@ -1294,6 +1306,100 @@ fine_competitor (const Cand *cand, int n, int win, const Hypo *ref, double long_
         0.25 * ref->scale * long_side && !(cand[c].decide <= second))
       second = cand[c].decide;
   return second;
+}
+
+/* Places proposed by descriptor matching (localize_features.h) for a sweep whose n
+ * refined candidates stay too close to tell: the frame matched at each of the ns grid
+ * scales (smid * sratio^k), the similarities with FEATURE_MIN_INLIERS or more kept
+ * when they lie within the searched range (scales, the heading window `range` as
+ * shortlist_coarse takes it, the position prior's circle cp / radius) and a quarter
+ * footprint from every candidate and better proposal, and the best `want` of them
+ * refined at the fine level (fine_stage) into cand[n ..]; *added says how many. */
+static GrStatus
+feature_candidates (Ctx *cx, Cand *cand, int n, int want, int ns, double smid,
+    double sratio, const double range[4], const double *cp, double radius, int nh,
+    double hstep, const double *srange, int *added, int *scales)
+{
+  GrLocalize *loc = cx->loc;
+  const int fw = cx->frame->width, fh = cx->frame->height;
+  const double long_side = fw > fh ? fw : fh;
+  *added = *scales = 0;
+  if (!loc->features && !(loc->features = gr_place_features_new ()))
+    return GR_ERR_NOMEM;
+  Hypo prop[MAX_FEATURE_PLACES];
+  int inl[MAX_FEATURE_PLACES], np = 0;
+  GrStatus st = GR_OK;
+  for (int k = 0; k < ns && st == GR_OK; k++) {
+    const double s = smid * pow (sratio, k - 0.5 * (ns - 1));
+    const GrPlaneF *sf = small_frame (cx, gr_place_features_frame_factor (s, long_side),
+        &st);
+    if (!sf)
+      break;
+    GrFeaturePlace fp;
+    st = gr_place_features_match (loc->features, &loc->control, s, sf, fw, fh,
+        cx->p->threads, &fp);
+    (*scales)++;
+    if (st != GR_OK || fp.inliers < FEATURE_MIN_INLIERS)
+      continue;
+    Hypo hy = { .score = NAN, .second = NAN, .overlap = NAN };
+    if (!gr_homography_heading_scale (fp.h, 0.5 * fw, 0.5 * fh, &hy.heading, &hy.scale) ||
+        !gr_fit_apply (fp.h, 0.5 * fw, 0.5 * fh, &hy.cx, &hy.cy))
+      continue;
+    if (!(hy.scale >= range[0] / SCALE_STEP && hy.scale <= range[1] * SCALE_STEP) ||
+        heading_diff (hy.heading, range[2]) > range[3] + hstep)
+      continue;
+    if (cp && hypot (hy.cx - cp[0], hy.cy - cp[1]) > radius)
+      continue;
+    const double quarter = 0.25 * long_side;
+    bool apart = true;
+    for (int c = 0; c < n && apart; c++)
+      apart = !(isfinite (cand[c].fine.score) && hypot (cand[c].fine.cx - hy.cx,
+              cand[c].fine.cy - hy.cy) <= quarter * fmax (hy.scale, cand[c].fine.scale));
+    if (!apart)
+      continue;
+    /* sorted by inliers among the proposals, one per place (the better kept) */
+    int at = np;
+    for (int c = 0; c < np; c++)
+      if (hypot (prop[c].cx - hy.cx, prop[c].cy - hy.cy) <=
+          quarter * fmax (hy.scale, prop[c].scale)) {
+        at = fp.inliers > inl[c] ? c : -1;
+        break;
+      }
+    if (at < 0)
+      continue;
+    if (at == np) {
+      if (np < want)
+        np++;
+      else if (fp.inliers <= inl[np - 1])
+        continue;
+      at = np - 1;
+    }
+    prop[at] = hy;
+    inl[at] = fp.inliers;
+    while (at > 0 && inl[at - 1] < inl[at]) {
+      const Hypo th = prop[at - 1];
+      const int ti = inl[at - 1];
+      prop[at - 1] = prop[at];
+      inl[at - 1] = inl[at];
+      prop[at] = th;
+      inl[at] = ti;
+      at--;
+    }
+  }
+  for (int c = 0; c < np && st == GR_OK; c++) {
+    Cand *cd = &cand[n + *added];
+    cd->index = -1;
+    cd->decide = NAN;
+    st = fine_stage (cx, &prop[c], nh, ns, hstep, sratio, srange, &cd->fine);
+    if (st != GR_OK || !isfinite (cd->fine.score))
+      continue;
+    /* the proposal stands as its own coarse hypothesis: its fine result, no map */
+    cd->h = cd->fine;
+    cd->h.second = NAN;
+    cd->h.peak_flags = 0;
+    (*added)++;
+  }
+  return st;
 }
 
 /* gr_localize_run on a frame of frame->width x frame->height with `valid` valid
@@ -1467,7 +1573,7 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
    * px) tell right from wrong far better, and the fine scores decide, the ambiguity
    * included.  In a sweep they always do; with a heading and scale prior a clear
    * coarse result costs nothing more than before. */
-  Cand cand[MAX_CANDIDATES];
+  Cand cand[CAND_SLOTS];
   int nc = 0;
   pick_candidates (coarse, ncoarse, bi, nh * ns > 1 ? MAX_CANDIDATES : 1, long_side, cand,
       &nc);
@@ -1522,6 +1628,37 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
           fine_second = fine_competitor (cand, refined, fbi, ref, long_side);
           fine_best = cand[fbi].decide;
         }
+      }
+      /* still too close to tell: places from descriptors join the candidates, and
+       * all of them are compared and registered again */
+      const int want = p.feature_places < MAX_FEATURE_PLACES ? p.feature_places :
+          MAX_FEATURE_PLACES;
+      if (st == GR_OK && sweep && want > 0 && !verified && isfinite (fine_second) &&
+          fine_second > 1.0 && (fine_best - 1.0) / (fine_second - 1.0) <
+          fmax (p.min_peak_ratio, p.min_fine_ratio)) {
+        const gint64 t_feat = g_get_monotonic_time ();
+        const double range[4] = { grid_scales[0], grid_scales[1], heading0,
+          nh < p.headings ? -h_lo * hstep : 360.0 };
+        int added = 0;
+        st = feature_candidates (&cx, cand, refined, want, ns, smid, sratio, range, cp,
+            radius, nh, hstep,
+            (flags & GR_LOCALIZE_SCALE_SEARCHED) ? grid_scales : NULL, &added,
+            &out->feature_scales);
+        out->feature_places = added;
+        if (st == GR_OK && added > 0) {
+          refined += added;
+          st = equalize_candidates (&cx, cand, refined, long_side, &fbi);
+          if (fbi < 0)
+            fbi = 0;
+          if (st == GR_OK && p.verify)
+            st = verify_candidates (&cx, cand, refined, long_side, &fbi, &verified);
+          fb = cand[fbi].fine;
+          best = cand[fbi].h;
+          ref = isfinite (fb.score) ? &fb : &best;
+          fine_second = fine_competitor (cand, refined, fbi, ref, long_side);
+          fine_best = cand[fbi].decide;
+        }
+        out->feature_ms = (g_get_monotonic_time () - t_feat) / 1000.0;
       }
     }
     second = coarse_second (coarse, ncoarse, cand, refined, fbi, ref, long_side);

@@ -84,6 +84,11 @@ typedef struct {
                                    registered (gr_localize_refine's rounds) and a
                                    decisive difference in inliers chooses (1; 0 =
                                    NMI alone) */
+  int feature_places;           /* a sweep whose candidates stay too close to tell:
+                                   the frame is also matched by descriptors at each
+                                   searched scale and up to this many of the best
+                                   supported similarities join the candidates (2; 0
+                                   = none; kernels/localize_features.h) */
   int fine_size;                /* template long side at the fine level, px (128) */
   int levels;                   /* grey levels of templates larger than
                                    coarse_size (the fine level, the candidates'
@@ -149,6 +154,10 @@ typedef struct {
    * the time inside the dense NMI engine's runs (on CUDA: copies, launches, waits) */
   double shortlist_ms, search_ms;
   int downscales;        /* downscales of the frame made (each reads the whole frame) */
+  /* feature_places: the similarities that joined the candidates, the scales matched,
+   * and their time (ms, inside fine_ms) */
+  int feature_places, feature_scales;
+  double feature_ms;
 } GrLocalizeResult;
 
 typedef struct GrLocalize GrLocalize;

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit.h"
 #include "image.h"
 #include "localize.h"
+#include "localize_features.h"
 #include "nmi_dense.h"
 #include "peak.h"
 #include "synth.h"
@@ -120,6 +122,89 @@ angle_diff (double a, double b)
 {
   double d = fmod (fabs (a - b), 360.0);
   return d > 180.0 ? 360.0 - d : d;
+}
+
+/* Descriptor matching (localize_features.h) on frames cut at several headings and
+ * ground resolutions finer and coarser than the control's, another band through a
+ * tone curve.  The procedural texture has few corners (about 760 keypoints on 640 x
+ * 480), so not every frame finds a similarity; most must (the localizer's acceptance,
+ * 5 inliers), and every one found must map the frame's corners within a few control
+ * px of the truth (a wrong proposal would cost the sweep a registration).  Bad
+ * arguments are refused; a frame too small for a keypoint gives none. */
+static void
+test_feature_places (void)
+{
+  enum { CW = 640, CH = 480 };
+  GrSynthImage img;
+  make_control (&img, CW, CH, 31, 0.0);
+  GrPlaneF red = gr_synth_image_plane (&img, 0), green = gr_synth_image_plane (&img, 1);
+  GrPlaceFeatures *pf = gr_place_features_new ();
+  CHECK (pf != NULL, "gr_place_features_new");
+  const struct { double scale, heading; int w, h; } cases[] = {
+    { 0.5, 37.0, 480, 360 }, { 1.0, 200.0, 240, 180 }, { 2.0, 291.0, 200, 150 },
+    { 0.5, 0.0, 480, 360 }, { 1.0, 37.0, 240, 180 }, { 1.0, 0.0, 240, 180 },
+    { 2.0, 0.0, 200, 150 },
+  };
+  const int ncases = (int) (sizeof cases / sizeof cases[0]);
+  int found = 0;
+  for (int k = 0; k < ncases; k++) {
+    const double s = cases[k].scale, a = cases[k].heading * M_PI / 180.0;
+    const int W = cases[k].w, H = cases[k].h;
+    /* frame pixel index -> control pixel index: turned by the heading about the
+     * frame's centre, scaled, centred on the control's middle */
+    const double c = s * cos (a), d = s * sin (a);
+    const double fcx = 0.5 * (W - 1), fcy = 0.5 * (H - 1);
+    const double hi[9] = { c, -d, 0.5 * (CW - 1) - (c * fcx - d * fcy), d, c,
+      0.5 * (CH - 1) - (d * fcx + c * fcy), 0, 0, 1 };
+    GrPlaneF f;
+    CHECK (gr_synth_cut (&green, hi, W, H, s > 1 ? (int) ceil (s) : 1, &f) == GR_OK, "cut");
+    GrSynthTone t;
+    gr_synth_tone_init (&t, GR_SYNTH_TONE_SCURVE, k);
+    gr_synth_tone_apply (&t, &f, 255.0);
+    gr_synth_add_noise (&f, 3.0, 255.0, k);
+    GrPlaneF small;
+    memset (&small, 0, sizeof small);
+    CHECK (gr_plane_downscale (&f, gr_place_features_frame_factor (s, W > H ? W : H),
+            &small) == GR_OK, "downscale");
+    GrFeaturePlace fp;
+    CHECK (gr_place_features_match (pf, &red, s, &small, W, H, 0, &fp) == GR_OK, "match");
+    double worst = INFINITY;
+    if (fp.inliers > 0) {
+      worst = 0.0;
+      const double corner[4][2] = { { 0, 0 }, { W, 0 }, { 0, H }, { W, H } };
+      for (int q = 0; q < 4; q++) {
+        double x, y, tx, ty;
+        gr_fit_apply (fp.h, corner[q][0], corner[q][1], &x, &y);
+        gr_fit_apply (hi, corner[q][0] - 0.5, corner[q][1] - 0.5, &tx, &ty);
+        worst = fmax (worst, hypot (x - tx - 0.5, y - ty - 0.5));
+      }
+    }
+    printf ("feature places: scale %.1f heading %.0f: %d matches, %d inliers, corners "
+        "within %.2f control px\n", s, cases[k].heading, fp.matches, fp.inliers, worst);
+    if (fp.inliers >= 5) {
+      found++;
+      CHECK (worst <= 3.0 * fmax (1.0, s), "scale %.1f heading %.0f: %d inliers, a corner "
+          "%.2f control px off", s, cases[k].heading, fp.inliers, worst);
+    }
+    gr_plane_clear (&small);
+    gr_synth_plane_free (&f);
+  }
+  CHECK (found >= ncases - 2, "similarities found for %d of %d frames", found, ncases);
+  /* refused, and nothing from a frame smaller than a descriptor's support */
+  GrFeaturePlace fp;
+  CHECK (gr_place_features_match (pf, &red, 0.0, &red, CW, CH, 0, &fp) == GR_ERR_INVALID,
+      "scale 0 refused");
+  CHECK (gr_place_features_match (NULL, &red, 1.0, &red, CW, CH, 0, &fp) == GR_ERR_INVALID,
+      "no engine refused");
+  GrPlaneF tiny;
+  CHECK (gr_plane_alloc (&tiny, 12, 9, false), "alloc");
+  for (int i = 0; i < 12 * 9; i++)
+    tiny.data[i] = (float) (i * 37 % 255);
+  CHECK (gr_place_features_match (pf, &red, 1.0, &tiny, 12, 9, 0, &fp) == GR_OK &&
+      fp.inliers == 0, "a 12 x 9 frame: %d inliers", fp.inliers);
+  gr_plane_clear (&tiny);
+  gr_place_features_free (pf);
+  gr_synth_image_free (&img);
 }
 
 typedef enum { PRIOR_NONE, PRIOR_POSITION, PRIOR_FULL } PriorKind;
@@ -518,6 +603,7 @@ main (void)
   test_control_range ();
   test_over_the_edge ();
   test_overlap_bias ();
+  test_feature_places ();
   test_localize_frames (PRIOR_FULL, 4, 0.5, 2.0, 11);
   test_localize_frames (PRIOR_POSITION, 2, 0.7, 1.4, 12);
   test_localize_frames (PRIOR_NONE, 2, 0.7, 1.4, 13);

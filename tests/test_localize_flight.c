@@ -162,6 +162,7 @@ main (void)
   lp.shortlist = (int) env_double ("GEOREG_LOCALIZE_SHORTLIST", lp.shortlist);
   lp.verify = (int) env_double ("GEOREG_LOCALIZE_VERIFY", lp.verify);
   lp.coarse_levels = (int) env_double ("GEOREG_LOCALIZE_COARSE_LEVELS", lp.coarse_levels);
+  lp.feature_places = (int) env_double ("GEOREG_LOCALIZE_FEATURE_PLACES", lp.feature_places);
   const char *only = getenv ("GEOREG_LOCALIZE_ONLY");
   const unsigned bad_loc = GR_LOCALIZE_AMBIGUOUS | GR_LOCALIZE_LOW_OVERLAP |
       GR_LOCALIZE_IMPLAUSIBLE | GR_LOCALIZE_NO_OVERLAP | GR_LOCALIZE_NO_VALID_PIXELS |
@@ -259,10 +260,12 @@ main (void)
         printf ("  %s %d: heading %.1f scale %.3f pitch %.1f roll %.1f -> coarse %.1f %.3f "
             "(%d searches, flags 0x%x), refined %d/%d inliers, rms %.3f max %.3f px, "
             "flags 0x%x; localize %.0f ms (coarse %.0f with shortlist %.0f, fine %.0f; of "
-            "which searches %.0f, %d downscales %.0f, levels %.0f), refine %.0f ms\n", prior_names[kind], done,
+            "which searches %.0f, %d downscales %.0f, levels %.0f; %d feature places of %d "
+            "scales %.0f), refine %.0f ms\n", prior_names[kind], done,
             cam.heading_deg, cam.scale, cam.pitch_deg, cam.roll_deg, lr.heading_deg, lr.scale,
             lr.searches, lr.flags, rr.inliers, rr.matches, rms, mx, flags, t1 - t0,
-            lr.coarse_ms, lr.shortlist_ms, lr.fine_ms, lr.search_ms, lr.downscales, lr.downscale_ms, lr.levels_ms, t2 - t1);
+            lr.coarse_ms, lr.shortlist_ms, lr.fine_ms, lr.search_ms, lr.downscales, lr.downscale_ms, lr.levels_ms, lr.feature_places, lr.feature_scales,
+            lr.feature_ms, t2 - t1);
       gr_synth_plane_free (&frame);
     }
     printf ("%s prior, %s control, scale %.2f-%.2f, %s: %d frames: %d within 0.5 px RMS, "
