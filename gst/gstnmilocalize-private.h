@@ -76,6 +76,8 @@ struct _GstNmiLocalize {
                                  * ms (a new search scale or window; in search-ms) */
   gdouble levels_ms;
   gdouble coarse_ms, fine_ms, downscale_ms;     /* its stages (GrLocalizeResult) */
+  gint feature_places;          /* places descriptors proposed (doubtful sweeps), and */
+  gdouble feature_ms;           /* their time (inside fine_ms) */
 
   /* a control read in windows (gstnmilocalize-window.c): no translation engine, the
    * localizer holds the current window */

@@ -207,6 +207,8 @@ gst_nmi_localize_post_result (GstNmiLocalize * self, GstBuffer * buf,
       "coarse-ms", G_TYPE_DOUBLE, self->coarse_ms,
       "fine-ms", G_TYPE_DOUBLE, self->fine_ms,
       "downscale-ms", G_TYPE_DOUBLE, self->downscale_ms,
+      "feature-places", G_TYPE_INT, self->feature_places,
+      "feature-ms", G_TYPE_DOUBLE, self->feature_ms,
       "search", G_TYPE_STRING, search, "prior", G_TYPE_STRING, prior, NULL);
   if (m->has_prior_transform)
     gst_structure_set (st, "heading", G_TYPE_DOUBLE, m->heading_deg,
@@ -283,6 +285,8 @@ add_run_times (GstNmiLocalize * self, const GrLocalizeResult * r)
   self->coarse_ms += r->coarse_ms;
   self->fine_ms += r->fine_ms;
   self->downscale_ms += r->downscale_ms;
+  self->feature_places += r->feature_places;
+  self->feature_ms += r->feature_ms;
 }
 
 /* How GrLocalize reads the frame: through its downscales (*by_downscales, *src) when

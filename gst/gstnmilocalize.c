@@ -509,6 +509,8 @@ gst_nmi_localize_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   gdouble elapsed_ms = 0.0;
   self->levels_built = 0;
   self->levels_ms = self->coarse_ms = self->fine_ms = self->downscale_ms = 0.0;
+  self->feature_places = 0;
+  self->feature_ms = 0.0;
   GstFlowReturn ret;
   const gchar *search_done;
   gboolean rejected = FALSE;

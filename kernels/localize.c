@@ -1331,8 +1331,8 @@ feature_candidates (Ctx *cx, Cand *cand, int n, int want, int ns, double smid,
   GrStatus st = GR_OK;
   for (int k = 0; k < ns && st == GR_OK; k++) {
     const double s = smid * pow (sratio, k - 0.5 * (ns - 1));
-    const GrPlaneF *sf = small_frame (cx, gr_place_features_frame_factor (s, long_side),
-        &st);
+    const GrPlaneF *sf = small_frame (cx, gr_place_features_frame_factor (s, long_side,
+            loc->control.width, loc->control.height), &st);
     if (!sf)
       break;
     GrFeaturePlace fp;

@@ -25,6 +25,7 @@
 #define MATCH_RATIO 0.8
 #define FIT_THRESHOLD 2.0
 #define MATCH_LONG 1024.0
+#define LEVEL_PIXELS (4096.0 * 4096.0)
 
 typedef struct {
   int q;
@@ -66,19 +67,30 @@ gr_place_features_free (GrPlaceFeatures *pf)
 
 /* The control's level for matching a frame of long side long_side px at `scale`: the
  * ground resolution of the finer of the two, but never a frame beyond MATCH_LONG px
- * (the keypoints of a 4K frame at full size would cost more than the sweep) */
+ * (the keypoints of a 4K frame at full size would cost more than the sweep) nor a
+ * level beyond LEVEL_PIXELS (a large orthomosaic without a prior window: its copy and
+ * keypoints bounded, the frame downscaled to match) */
 static int
-level_q (double scale, double long_side)
+level_q (double scale, double long_side, int control_w, int control_h)
 {
   const double f0 = fmin (1.0, MATCH_LONG / long_side);
   int q = (int) lround (4.0 * log2 (f0 / scale));
-  return q > 0 ? 0 : (q < -60 ? -60 : q);
+  q = q > 0 ? 0 : q;
+  /* level pixels: control pixels x 2^(q/2) */
+  const double cpx = (double) control_w * control_h;
+  if (cpx > LEVEL_PIXELS) {
+    const int qmax = (int) floor (2.0 * log2 (LEVEL_PIXELS / cpx));
+    q = q < qmax ? q : qmax;
+  }
+  return q < -60 ? -60 : q;
 }
 
 double
-gr_place_features_frame_factor (double scale, double long_side)
+gr_place_features_frame_factor (double scale, double long_side, int control_w,
+    int control_h)
 {
-  const double f = scale * pow (2.0, level_q (scale, long_side) / 4.0);
+  const double f = scale * pow (2.0, level_q (scale, long_side, control_w, control_h) /
+      4.0);
   return f < 1.0 ? f : 1.0;
 }
 
@@ -155,7 +167,7 @@ gr_place_features_match (GrPlaceFeatures *pf, const GrPlaneF *control, double sc
     return GR_ERR_INVALID;
   GrStatus st = GR_OK;
   FeatureLevel *L = get_level (pf, control, level_q (scale, frame_w > frame_h ? frame_w :
-          frame_h), &st);
+          frame_h, control->width, control->height), &st);
   if (!L)
     return st;
   if (L->n < 2)

@@ -51,9 +51,11 @@ GrStatus gr_place_features_match (GrPlaceFeatures *pf, const GrPlaneF *control,
     GrFeaturePlace *out);
 
 /* The frame's downscale (<= 1) for matching a frame of long side long_side px at
- * `scale`: the frame and a quarter-octave level of the control (never finer than the
- * control) at one ground resolution, the frame at most 1024 px long. */
-double gr_place_features_frame_factor (double scale, double long_side);
+ * `scale` against a control_w x control_h control: the frame and a quarter-octave
+ * level of the control (never finer than the control) at one ground resolution, the
+ * frame at most 1024 px long and the level at most 4096 x 4096 px. */
+double gr_place_features_frame_factor (double scale, double long_side, int control_w,
+    int control_h);
 
 #ifdef __cplusplus
 }

@@ -164,8 +164,8 @@ test_feature_places (void)
     gr_synth_add_noise (&f, 3.0, 255.0, k);
     GrPlaneF small;
     memset (&small, 0, sizeof small);
-    CHECK (gr_plane_downscale (&f, gr_place_features_frame_factor (s, W > H ? W : H),
-            &small) == GR_OK, "downscale");
+    CHECK (gr_plane_downscale (&f, gr_place_features_frame_factor (s, W > H ? W : H,
+                red.width, red.height), &small) == GR_OK, "downscale");
     GrFeaturePlace fp;
     CHECK (gr_place_features_match (pf, &red, s, &small, W, H, 0, &fp) == GR_OK, "match");
     double worst = INFINITY;
@@ -190,6 +190,13 @@ test_feature_places (void)
     gr_synth_plane_free (&f);
   }
   CHECK (found >= ncases - 2, "similarities found for %d of %d frames", found, ncases);
+  /* a control too large to copy at the frame's resolution is matched on a coarser
+   * level (at most 4096 x 4096 px) and the frame downscaled alike */
+  const double f_small = gr_place_features_frame_factor (0.5, 640, 640, 480);
+  const double f_large = gr_place_features_frame_factor (0.5, 640, 40000, 30000);
+  CHECK (f_small == 0.5, "frame factor %.4f on a small control", f_small);
+  CHECK (f_large < 0.5 && 40000.0 * 30000.0 * (f_large / 0.5) * (f_large / 0.5) <=
+      4096.0 * 4096.0, "frame factor %.4f on a 40000 x 30000 control", f_large);
   /* refused, and nothing from a frame smaller than a descriptor's support */
   GrFeaturePlace fp;
   CHECK (gr_place_features_match (pf, &red, 0.0, &red, CW, CH, 0, &fp) == GR_ERR_INVALID,

@@ -617,6 +617,10 @@ GST_START_TEST (test_search_units)
     fail_unless_equals_uint64 (positions, 13 * 13);
     fail_unless_equals_string (gst_structure_get_string (st, "prior"), "search-region");
     fail_unless_equals_string (gst_structure_get_string (st, "search"), "translation");
+    /* no sweep, so no places from descriptors (the field is always there) */
+    gint feature_places = -1;
+    fail_unless (gst_structure_get_int (st, "feature-places", &feature_places) &&
+        feature_places == 0, "feature-places %d", feature_places);
     gst_message_unref (msg);
     gst_buffer_unref (out);
     gst_element_set_bus (h->element, NULL);
