@@ -968,6 +968,9 @@ typedef struct {
   int index;              /* in the coarse array */
   Hypo fine;              /* its fine-level result (NAN score: none) */
   double decide;          /* the score candidates are compared by (equal templates) */
+  int support;            /* its registration's support (verify_candidates); -1 until
+                             registered, so a second comparison registers only the
+                             candidates that joined since */
 } Cand;
 
 /* The best `want` coarse hypotheses whose places lie a quarter footprint apart from
@@ -978,6 +981,7 @@ pick_candidates (const Hypo *coarse, int n, int bi, int want, double long_side,
 {
   *nc = 0;
   cand[*nc].index = bi;
+  cand[*nc].support = -1;
   cand[(*nc)++].h = coarse[bi];
   while (*nc < want) {
     int pick = -1;
@@ -996,6 +1000,7 @@ pick_candidates (const Hypo *coarse, int n, int bi, int want, double long_side,
     if (pick < 0)
       break;
     cand[*nc].index = pick;
+    cand[*nc].support = -1;
     cand[(*nc)++].h = coarse[pick];
   }
 }
@@ -1243,15 +1248,17 @@ static GrStatus refine_on (GrLocalize *loc, Level *L, const GrPlaneF *fp, int fw
  * another place has half its support.  Candidates whose fine results came to the
  * same place as the winner agree with it. */
 static GrStatus
-verify_candidates (Ctx *cx, const Cand *cand, int n, double long_side, int *win,
+verify_candidates (Ctx *cx, Cand *cand, int n, double long_side, int *win,
     bool *decisive)
 {
   GrRefineParams rp;
   gr_refine_params_init (&rp);
-  int support[CAND_SLOTS] = { 0 };
   GrStatus st = GR_OK;
   const int fw = cx->frame->width, fh = cx->frame->height;
   for (int c = 0; c < n && st == GR_OK; c++) {
+    if (cand[c].support >= 0)
+      continue;                 /* registered by an earlier comparison of this run */
+    cand[c].support = 0;
     if (!isfinite (cand[c].fine.score))
       continue;
     double heading, scale, pf;
@@ -1269,11 +1276,14 @@ verify_candidates (Ctx *cx, const Cand *cand, int n, double long_side, int *win,
         GR_PLAUSIBLE_NON_CONVEX | GR_PLAUSIBLE_AREA | GR_PLAUSIBLE_ASPECT |
         GR_PLAUSIBLE_HEADING;
     if (st == GR_OK && !(rr.flags & (GR_REFINE_LOW_INLIERS | implausible)))
-      support[c] = rr.inliers;
+      cand[c].support = rr.inliers;
   }
   *decisive = false;
   if (st != GR_OK)
     return st;
+  int support[CAND_SLOTS] = { 0 };
+  for (int c = 0; c < n; c++)
+    support[c] = cand[c].support > 0 ? cand[c].support : 0;
   int best = *win;
   for (int c = 0; c < n; c++)
     if (support[c] > support[best])
@@ -1306,6 +1316,16 @@ fine_competitor (const Cand *cand, int n, int win, const Hypo *ref, double long_
         0.25 * ref->scale * long_side && !(cand[c].decide <= second))
       second = cand[c].decide;
   return second;
+}
+
+/* Whether the fine level's winner (score best) and the best other place (second)
+ * are too close to tell: their ratio above independence below min_fine_ratio (never
+ * below min_peak_ratio). */
+static bool
+fine_undecided (double best, double second, const GrLocalizeParams *p)
+{
+  return isfinite (second) && second > 1.0 && (best - 1.0) / (second - 1.0) <
+      fmax (p->min_peak_ratio, p->min_fine_ratio);
 }
 
 /* Places proposed by descriptor matching (localize_features.h) for a sweep whose n
@@ -1390,6 +1410,7 @@ feature_candidates (Ctx *cx, Cand *cand, int n, int want, int ns, double smid,
     Cand *cd = &cand[n + *added];
     cd->index = -1;
     cd->decide = NAN;
+    cd->support = -1;
     st = fine_stage (cx, &prop[c], nh, ns, hstep, sratio, srange, &cd->fine);
     if (st != GR_OK || !isfinite (cd->fine.score))
       continue;
@@ -1533,11 +1554,12 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   /* the grid's scales: [s_lo, s_hi] */
   const double grid_scales[2] = { smid * pow (sratio, -0.5 * (ns - 1)),
     smid * pow (sratio, 0.5 * (ns - 1)) };
+  /* the grid's scales and headings: [s_lo, s_hi], heading0 + (h_lo .. -h_lo) hstep
+   * (the whole circle without a heading prior), which the shortlist and the
+   * descriptors' places never leave */
+  const double range[4] = { grid_scales[0], grid_scales[1], heading0,
+    nh < p.headings ? -h_lo * hstep : 360.0 };
   if (st == GR_OK && bi >= 0 && sweep && p.shortlist > 0) {
-    /* the grid's scales and headings: [s_lo, s_hi], heading0 + (h_lo .. -h_lo) hstep
-     * (the whole circle without a heading prior) */
-    const double range[4] = { grid_scales[0], grid_scales[1], heading0,
-      nh < p.headings ? -h_lo * hstep : 360.0 };
     const gint64 t_short = g_get_monotonic_time ();
     st = shortlist_coarse (&cx, coarse, ncoarse, &bi, p.shortlist, nh > 1 ? hstep : 0.0,
         ns > 1 ? sratio : 1.0, range);
@@ -1616,9 +1638,7 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
       fine_best = cand[fbi].decide;
       /* scores too close to tell: the candidates' registrations may (and may choose
        * another) */
-      if (st == GR_OK && p.verify && isfinite (fine_second) && fine_second > 1.0 &&
-          (fine_best - 1.0) / (fine_second - 1.0) < fmax (p.min_peak_ratio,
-              p.min_fine_ratio)) {
+      if (st == GR_OK && p.verify && fine_undecided (fine_best, fine_second, &p)) {
         const int before = fbi;
         st = verify_candidates (&cx, cand, refined, long_side, &fbi, &verified);
         if (fbi != before) {
@@ -1633,12 +1653,9 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
        * all of them are compared and registered again */
       const int want = p.feature_places < MAX_FEATURE_PLACES ? p.feature_places :
           MAX_FEATURE_PLACES;
-      if (st == GR_OK && sweep && want > 0 && !verified && isfinite (fine_second) &&
-          fine_second > 1.0 && (fine_best - 1.0) / (fine_second - 1.0) <
-          fmax (p.min_peak_ratio, p.min_fine_ratio)) {
+      if (st == GR_OK && sweep && want > 0 && !verified &&
+          fine_undecided (fine_best, fine_second, &p)) {
         const gint64 t_feat = g_get_monotonic_time ();
-        const double range[4] = { grid_scales[0], grid_scales[1], heading0,
-          nh < p.headings ? -h_lo * hstep : 360.0 };
         int added = 0;
         st = feature_candidates (&cx, cand, refined, want, ns, smid, sratio, range, cp,
             radius, nh, hstep,
