@@ -11,6 +11,7 @@
 #include "peak.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -415,6 +416,8 @@ typedef struct {
   double fs;              /* requested frame px -> search px */
   GrPlaneF small;
   guint64 used;           /* when last asked for (Ctx.uses) */
+  int pins;               /* searches whose templates are still to be made from it:
+                             never dropped while pinned */
 } SmallFrame;
 
 /* Downscales a run keeps: more than the distinct scales of a sweep's shortlist (the
@@ -478,7 +481,7 @@ rotate_frame (const GrPlaneF *sf, double heading, GrPlaneF *tpl, double rot[9])
   memcpy (rot, m, sizeof m);
   /* each pixel on its own (the same values on any number of threads): the fine
    * templates (~140 x 120 at 4K) are rotated 16 times a frame */
-#pragma omp parallel for schedule(static) if (th >= 64)
+#pragma omp parallel for schedule(static) if (th >= 64 && !omp_in_parallel ())
   for (int j = 0; j < th; j++)
     for (int i = 0; i < tw; i++) {
       /* inverse rotation: template index -> small-frame index */
@@ -501,6 +504,8 @@ typedef struct {
   int searches, downscales;
   double downscale_ms;    /* in the frame's downscales (small_frame) */
   double search_ms;       /* in the dense NMI engine's runs */
+  double prepare_ms;      /* making templates (batch_add, downscales and levels apart) */
+  double read_ms;         /* reading score maps (search_read) */
   char *errbuf;
   size_t errlen;
 } Ctx;
@@ -519,9 +524,11 @@ small_frame_slot (Ctx *cx)
     for (int i = 0; i < SMALL_FRAMES; i++) {
       if (!cx->sf[i].small.data)
         free_slot = free_slot < 0 ? i : free_slot;
-      else if (lru < 0 || cx->sf[i].used < cx->sf[lru].used)
+      else if (cx->sf[i].pins == 0 && (lru < 0 || cx->sf[i].used < cx->sf[lru].used))
         lru = i;
     }
+    /* pinned downscales are a search's (its template's size): never dropped, they
+     * may hold the total above the bound until their templates are made */
     if (lru < 0 || (total <= SMALL_FRAME_PIXELS && free_slot >= 0))
       return free_slot;
     if (total <= SMALL_FRAME_PIXELS)
@@ -538,19 +545,46 @@ small_frames_clear (Ctx *cx)
     gr_plane_clear (&cx->sf[i].small);
 }
 
+/* Whether small_frame (fs) can succeed without dropping a pinned downscale. */
+static bool
+small_frame_room (const Ctx *cx, double fs)
+{
+  for (int i = 0; i < SMALL_FRAMES; i++)
+    if (!cx->sf[i].small.data || cx->sf[i].pins == 0 || cx->sf[i].fs == fs)
+      return true;
+  return false;
+}
+
+/* small_frame's cache entry (the caller may pin it). */
+static SmallFrame *small_frame_entry (Ctx *cx, double fs, GrStatus *st);
+
+static const GrPlaneF *
+small_frame (Ctx *cx, double fs, GrStatus *st)
+{
+  SmallFrame *e = small_frame_entry (cx, fs, st);
+  return e ? &e->small : NULL;
+}
+
 /* The frame downscaled by fs, from the cache when it was made before in this run.  The
  * sweep asks for few distinct scales many times over (the shortlist's 16 places
  * share the grid's scales, the fine stage revisits its candidates'), and each miss
  * reads the whole frame: at 4K those reads were a third of the sweep's time. */
-static const GrPlaneF *
-small_frame (Ctx *cx, double fs, GrStatus *st)
+static SmallFrame *
+small_frame_entry (Ctx *cx, double fs, GrStatus *st)
 {
   for (int i = 0; i < SMALL_FRAMES; i++)
     if (cx->sf[i].small.data && cx->sf[i].fs == fs) {
       cx->sf[i].used = ++cx->uses;
-      return &cx->sf[i].small;
+      return &cx->sf[i];
     }
-  SmallFrame *e = &cx->sf[small_frame_slot (cx)];
+  const int slot = small_frame_slot (cx);
+  if (slot < 0) {
+    /* batch_add makes its pending templates first (small_frame_room) */
+    gr_set_err (cx->errbuf, cx->errlen, "every cached downscale is pinned (internal error)");
+    *st = GR_ERR_INVALID;
+    return NULL;
+  }
+  SmallFrame *e = &cx->sf[slot];
   gr_plane_clear (&e->small);
   e->fs = fs;
   e->used = ++cx->uses;
@@ -573,7 +607,7 @@ small_frame (Ctx *cx, double fs, GrStatus *st)
     gr_plane_clear (&e->small);
     return NULL;
   }
-  return &e->small;
+  return e;
 }
 
 /* Local maxima (3 x 3) of a w x h score map kept while it is scanned: the best few
@@ -638,6 +672,12 @@ typedef struct {
   GrNmiDense *engine;     /* the level's; valid until the batch has run */
   double sx, sy;          /* the level's search px per control px, and its rim */
   int pad;
+  int lw, lh;             /* the level's size, rim included */
+  int grey;               /* the template's grey levels */
+  bool has_centre;        /* the region: within radius control px of centre, else the
+                             whole level */
+  double centre[2], radius;
+  SmallFrame *from;       /* pinned until the template is made from it (NULL after) */
   int sw, sh;             /* the small frame's size */
   double rot[9];          /* template index -> small-frame index */
   GrPlaneF tpl;           /* the turned frame (its mask is the template's) */
@@ -654,6 +694,8 @@ typedef struct {
 static void
 search_clear (Search *se)
 {
+  if (se->from)
+    se->from->pins--;
   gr_plane_clear (&se->tpl);
   free (se->tb);
   free (se->scores);
@@ -690,10 +732,87 @@ batch_bytes (const SearchBatch *b)
   return t;
 }
 
+/* Search se's template: its small frame turned to its heading, in its grey levels,
+ * and its region on its level (the whole level, or within radius control px of
+ * centre).  Reads only se and its (pinned) small frame: the templates of a batch are
+ * made on all threads at once (batch_prepare). */
+static GrStatus
+make_template (Search *se)
+{
+  const GrPlaneF *sf = &se->from->small;
+  if (!rotate_frame (sf, se->heading, &se->tpl, se->rot))
+    return GR_ERR_NOMEM;
+  const GrPlaneF *tpl = &se->tpl;
+  se->tb = malloc ((size_t) tpl->width * tpl->height);
+  if (!se->tb)
+    return GR_ERR_NOMEM;
+  se->tvalid = gr_plane_count_valid (tpl);
+  GrRegion r = { 0, 0, se->lw - tpl->width + 1, se->lh - tpl->height + 1 };
+  if (se->has_centre) {
+    /* the template centre over the prior centre, +- radius */
+    const double px = se->centre[0] * se->sx - 0.5 + se->pad - 0.5 * (tpl->width - 1);
+    const double py = se->centre[1] * se->sy - 0.5 + se->pad - 0.5 * (tpl->height - 1);
+    const double rx = se->radius * se->sx + 1.0, ry = se->radius * se->sy + 1.0;
+    r.x0 = (int) floor (px - rx) > 0 ? (int) floor (px - rx) : 0;
+    r.y0 = (int) floor (py - ry) > 0 ? (int) floor (py - ry) : 0;
+    const int x1 = (int) ceil (px + rx) + 1, y1 = (int) ceil (py + ry) + 1;
+    r.x1 = x1 < r.x1 ? x1 : r.x1;
+    r.y1 = y1 < r.y1 ? y1 : r.y1;
+  }
+  se->r = r;
+  const int rw = r.x1 - r.x0, rh = r.y1 - r.y0;
+  if (se->tvalid > 0 && rw > 0 && rh > 0 && to_levels (tpl, se->grey, se->tb) == GR_OK) {
+    se->scores = malloc (sizeof (double) * (size_t) rw * rh);
+    se->valid = malloc (sizeof (int32_t) * (size_t) rw * rh);
+    if (!se->scores || !se->valid)
+      return GR_ERR_NOMEM;
+    /* a quarter of the frame on valid control at least; the weighting does the rest */
+    const int min_valid = (int) ceil (0.25 * se->tvalid);
+    se->min_valid = min_valid > 0 ? min_valid : 1;
+    se->run = true;
+  }
+  return GR_OK;
+}
+
+/* Makes the templates of the batch's searches that have none yet, on all threads
+ * (each from its own pinned downscale into its own buffers: the same bytes on any
+ * number of threads), and unpins their downscales.  At 4K a sweep's ~250 templates
+ * took 20-28 ms on one thread (H200 host, eighteenth session). */
+static GrStatus
+batch_prepare (Ctx *cx, SearchBatch *b)
+{
+  const gint64 t0 = g_get_monotonic_time ();
+  GrStatus st = GR_OK;
+  int pending = 0;
+  for (int k = 0; k < b->n; k++)
+    pending += b->se[k].from != NULL;
+#pragma omp parallel for schedule(dynamic) if (pending > 1)
+  for (int k = 0; k < b->n; k++) {
+    Search *se = &b->se[k];
+    if (!se->from)
+      continue;
+    const GrStatus r = make_template (se);
+    if (r != GR_OK) {
+#pragma omp critical (localize_prepare)
+      st = r;
+    }
+  }
+  for (int k = 0; k < b->n; k++)
+    if (b->se[k].from) {
+      b->se[k].from->pins--;
+      b->se[k].from = NULL;
+    }
+  cx->prepare_ms += (g_get_monotonic_time () - t0) / 1000.0;
+  return st;
+}
+
 /* Runs the batch's searches not run yet: one gr_nmi_dense_run_batch per engine. */
 static GrStatus
 batch_run (Ctx *cx, SearchBatch *b)
 {
+  GrStatus pst = batch_prepare (cx, b);
+  if (pst != GR_OK)
+    return pst;
   const size_t cap = (size_t) (b->n > 0 ? b->n : 1);
   GrNmiDenseJob *jobs = malloc (sizeof (GrNmiDenseJob) * cap);
   GrImage8 *ti = malloc (sizeof (GrImage8) * cap);
@@ -731,6 +850,7 @@ batch_run (Ctx *cx, SearchBatch *b)
   free (idx);
   return st;
 }
+
 
 /* Prepares the search of one (heading, scale) with a template of about `size` px on
  * its long side, over the control or within radius control px of centre, as the
@@ -776,42 +896,26 @@ batch_add (Ctx *cx, SearchBatch *b, double heading, double scale, int size,
   se->sx = L->sx;
   se->sy = L->sy;
   se->pad = L->pad;
-  const GrPlaneF *sf = small_frame (cx, fs, &st);
+  se->lw = L->w;
+  se->lh = L->h;
+  se->grey = grey;
+  se->has_centre = centre != NULL;
+  if (centre) {
+    se->centre[0] = centre[0];
+    se->centre[1] = centre[1];
+  }
+  se->radius = radius;
+  /* every cached downscale pinned by this batch: its templates are made now, which
+   * frees them for others */
+  if (!small_frame_room (cx, fs) && (st = batch_prepare (cx, b)) != GR_OK)
+    return st;
+  SmallFrame *sf = small_frame_entry (cx, fs, &st);
   if (!sf)
     return st;
-  se->sw = sf->width;
-  se->sh = sf->height;
-  if (!rotate_frame (sf, heading, &se->tpl, se->rot))
-    return GR_ERR_NOMEM;
-  const GrPlaneF *tpl = &se->tpl;
-  se->tb = malloc ((size_t) tpl->width * tpl->height);
-  if (!se->tb)
-    return GR_ERR_NOMEM;
-  se->tvalid = gr_plane_count_valid (tpl);
-  GrRegion r = { 0, 0, L->w - tpl->width + 1, L->h - tpl->height + 1 };
-  if (centre) {
-    /* the template centre over the prior centre, +- radius */
-    const double px = centre[0] * L->sx - 0.5 + L->pad - 0.5 * (tpl->width - 1);
-    const double py = centre[1] * L->sy - 0.5 + L->pad - 0.5 * (tpl->height - 1);
-    const double rx = radius * L->sx + 1.0, ry = radius * L->sy + 1.0;
-    r.x0 = (int) floor (px - rx) > 0 ? (int) floor (px - rx) : 0;
-    r.y0 = (int) floor (py - ry) > 0 ? (int) floor (py - ry) : 0;
-    const int x1 = (int) ceil (px + rx) + 1, y1 = (int) ceil (py + ry) + 1;
-    r.x1 = x1 < r.x1 ? x1 : r.x1;
-    r.y1 = y1 < r.y1 ? y1 : r.y1;
-  }
-  se->r = r;
-  const int rw = r.x1 - r.x0, rh = r.y1 - r.y0;
-  if (se->tvalid > 0 && rw > 0 && rh > 0 && to_levels (tpl, grey, se->tb) == GR_OK) {
-    se->scores = malloc (sizeof (double) * (size_t) rw * rh);
-    se->valid = malloc (sizeof (int32_t) * (size_t) rw * rh);
-    if (!se->scores || !se->valid)
-      return GR_ERR_NOMEM;
-    /* a quarter of the frame on valid control at least; the weighting does the rest */
-    const int min_valid = (int) ceil (0.25 * se->tvalid);
-    se->min_valid = min_valid > 0 ? min_valid : 1;
-    se->run = true;
-  }
+  se->sw = sf->small.width;
+  se->sh = sf->small.height;
+  se->from = sf;
+  sf->pins++;
   return GR_OK;
 }
 
@@ -841,7 +945,7 @@ search_place (const Search *se, const GrPlaneF *fr, double px, double py, Hypo *
  * by half a step scores the right place no higher than the noise of wrong ones, and
  * only its map's second or third peak sits there. */
 static void
-search_read (const Ctx *cx, const Search *se, Hypo *hy, int npeaks)
+search_read_map (const Ctx *cx, const Search *se, Hypo *hy, int npeaks)
 {
   const GrPlaneF *fr = cx->frame;
   for (int k = 0; k < npeaks; k++) {
@@ -877,6 +981,15 @@ search_read (const Ctx *cx, const Search *se, Hypo *hy, int npeaks)
       search_place (se, fr, nx[k], ny[k], e);
     }
   }
+}
+
+/* search_read_map, its time counted in read_ms (callers on one thread). */
+static void
+search_read (Ctx *cx, const Search *se, Hypo *hy, int npeaks)
+{
+  const gint64 t0 = g_get_monotonic_time ();
+  search_read_map (cx, se, hy, npeaks);
+  cx->read_ms += (g_get_monotonic_time () - t0) / 1000.0;
 }
 
 /* One hypothesis searched on its own (a batch of one): hy[0 .. npeaks-1] as
@@ -1536,9 +1649,11 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
       break;
     /* the maps read on all threads (each whole control: their peaks are most of the
      * host's share of a sweep), the best taken in order after */
+    const gint64 t_read = g_get_monotonic_time ();
 #pragma omp parallel for schedule(dynamic)
     for (int m = 0; m < batch.n; m++)
-      search_read (&cx, &batch.se[m], &coarse[(first + m) * npk], npk);
+      search_read_map (&cx, &batch.se[m], &coarse[(first + m) * npk], npk);
+    cx.read_ms += (g_get_monotonic_time () - t_read) / 1000.0;
     for (int m = 0; m < batch.n; m++) {
       const int at = (first + m) * npk;
       for (int k = 0; k < npk; k++)
@@ -1579,6 +1694,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
     out->downscale_ms = cx.downscale_ms;
     out->downscales = cx.downscales;
     out->search_ms = cx.search_ms;
+    out->prepare_ms = cx.prepare_ms;
+    out->read_ms = cx.read_ms;
     return st;
   }
   const gint64 t_fine = g_get_monotonic_time ();
@@ -1688,6 +1805,8 @@ localize_run (GrLocalize *loc, const GrPlaneF *frame, size_t valid,
   out->downscale_ms = cx.downscale_ms;
   out->downscales = cx.downscales;
   out->search_ms = cx.search_ms;
+  out->prepare_ms = cx.prepare_ms;
+  out->read_ms = cx.read_ms;
   out->fine_ms = (g_get_monotonic_time () - t_fine) / 1000.0;
   if (st != GR_OK)
     return st;

@@ -158,6 +158,10 @@ typedef struct {
    * and their time (ms, inside fine_ms) */
   int feature_places, feature_scales;
   double feature_ms;
+  /* the host's share of the searches, ms: templates made (the frame's downscale
+   * turned to each heading and put into grey levels; downscales and levels apart) and
+   * score maps read (their peaks) */
+  double prepare_ms, read_ms;
 } GrLocalizeResult;
 
 typedef struct GrLocalize GrLocalize;

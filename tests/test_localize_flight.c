@@ -21,7 +21,9 @@
  * numbers them from 1: the other frames are drawn, not run, to replay those of a long
  * run), GEOREG_LOCALIZE_PEAKS / GEOREG_LOCALIZE_SHORTLIST /
  * GEOREG_LOCALIZE_COARSE_LEVELS (the sweep's coarse_peaks, shortlist and the coarse
- * size's grey levels instead of the defaults, to compare), GEOREG_TEST_VERBOSE.
+ * size's grey levels instead of the defaults, to compare), GEOREG_LOCALIZE_FEATURE_PLACES,
+ * GEOREG_LOCALIZE_MIN_FINE_RATIO (a large one makes every sweep doubtful, so that the
+ * descriptors' step runs on every frame: its cost), GEOREG_TEST_VERBOSE.
  * Always required: no result more than 2 px wrong without a flag.
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
@@ -163,6 +165,7 @@ main (void)
   lp.verify = (int) env_double ("GEOREG_LOCALIZE_VERIFY", lp.verify);
   lp.coarse_levels = (int) env_double ("GEOREG_LOCALIZE_COARSE_LEVELS", lp.coarse_levels);
   lp.feature_places = (int) env_double ("GEOREG_LOCALIZE_FEATURE_PLACES", lp.feature_places);
+  lp.min_fine_ratio = env_double ("GEOREG_LOCALIZE_MIN_FINE_RATIO", lp.min_fine_ratio);
   const char *only = getenv ("GEOREG_LOCALIZE_ONLY");
   const unsigned bad_loc = GR_LOCALIZE_AMBIGUOUS | GR_LOCALIZE_LOW_OVERLAP |
       GR_LOCALIZE_IMPLAUSIBLE | GR_LOCALIZE_NO_OVERLAP | GR_LOCALIZE_NO_VALID_PIXELS |
@@ -260,11 +263,13 @@ main (void)
         printf ("  %s %d: heading %.1f scale %.3f pitch %.1f roll %.1f -> coarse %.1f %.3f "
             "(%d searches, flags 0x%x), refined %d/%d inliers, rms %.3f max %.3f px, "
             "flags 0x%x; localize %.0f ms (coarse %.0f with shortlist %.0f, fine %.0f; of "
-            "which searches %.0f, %d downscales %.0f, levels %.0f; %d feature places of %d "
+            "which searches %.0f, templates %.0f, maps read %.0f, %d downscales %.0f, levels %.0f; "
+            "%d feature places of %d "
             "scales %.0f), refine %.0f ms\n", prior_names[kind], done,
             cam.heading_deg, cam.scale, cam.pitch_deg, cam.roll_deg, lr.heading_deg, lr.scale,
             lr.searches, lr.flags, rr.inliers, rr.matches, rms, mx, flags, t1 - t0,
-            lr.coarse_ms, lr.shortlist_ms, lr.fine_ms, lr.search_ms, lr.downscales, lr.downscale_ms, lr.levels_ms, lr.feature_places, lr.feature_scales,
+            lr.coarse_ms, lr.shortlist_ms, lr.fine_ms, lr.search_ms, lr.prepare_ms, lr.read_ms,
+            lr.downscales, lr.downscale_ms, lr.levels_ms, lr.feature_places, lr.feature_scales,
             lr.feature_ms, t2 - t1);
       gr_synth_plane_free (&frame);
     }

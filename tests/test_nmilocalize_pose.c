@@ -32,7 +32,10 @@
  * it), GEOREG_POSE_SEED (4000: the frames' draw), GEOREG_POSE_FIRST (1: frames of the
  * draw numbered below it, as the log numbers them from 1, are drawn but not pushed, to
  * replay one frame of a long run), GEOREG_POSE_REQUIRE (per mille within 0.5 px for
- * full,position,none, e.g. 980,950,950; default: report only), GEOREG_TEST_VERBOSE.
+ * full,position,none, e.g. 980,950,950; default: report only), GEOREG_POSE_SEARCH_MIN/MAX
+ * (nmilocalize's scale-min / scale-max instead of its defaults, 0.25-4: a 4K frame
+ * covers aukerman.png at about 0.2 at most), GEOREG_TEST_VERBOSE (each frame, with
+ * nmilocalize's own time from its bus message).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
@@ -261,14 +264,25 @@ main (int argc, char **argv)
   const int first = (int) env_double ("GEOREG_POSE_FIRST", 1);
   const gchar *be = g_getenv ("GEOREG_TEST_BACKEND") ? g_getenv ("GEOREG_TEST_BACKEND")
       : "cpu";
+  /* the searched scales: the element's defaults unless asked */
+  const double search_min = env_double ("GEOREG_POSE_SEARCH_MIN", 0.25);
+  const double search_max = env_double ("GEOREG_POSE_SEARCH_MAX", 4.0);
+  gchar *search_scales = g_getenv ("GEOREG_POSE_SEARCH_MIN") ||
+      g_getenv ("GEOREG_POSE_SEARCH_MAX") ? g_strdup_printf ("scale-min=%g scale-max=%g",
+      search_min, search_max) : g_strdup ("");
   gchar *desc = g_strdup_printf ("nmilocalize control-location=\"%s\" crs=EPSG:32617 "
-      "backend=%s ! nmiregister control-location=\"%s\" backend=%s", path, be, path, be);
+      "backend=%s %s ! nmiregister control-location=\"%s\" backend=%s", path, be,
+      search_scales, path, be);
+  g_free (search_scales);
   GstHarness *h = gst_harness_new_parse (desc);
   g_free (desc);
   gchar *caps = g_strdup_printf ("video/x-raw,format=GRAY8,width=%d,height=%d,"
       "framerate=10/1", W, H);
   gst_harness_set_src_caps_str (h, caps);
   g_free (caps);
+  /* nmilocalize's result messages: its own time a frame, apart from nmiregister's */
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
 
   const unsigned bad_loc = FLIGHT_DOUBTFUL_LOCALIZE_FLAGS;
   const unsigned bad_reg = FLIGHT_DOUBTFUL_REGISTER_FLAGS;
@@ -333,7 +347,19 @@ main (int argc, char **argv)
 
       const gint64 t0 = g_get_monotonic_time ();
       GstBuffer *out = gst_harness_push_and_pull (h, in);
-      ms += (g_get_monotonic_time () - t0) / 1000.0;
+      const double frame_ms = (g_get_monotonic_time () - t0) / 1000.0;
+      ms += frame_ms;
+      double loc_ms = NAN, loc_down_ms = NAN;
+      GstMessage *msg;
+      while ((msg = gst_bus_pop (bus))) {
+        if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT &&
+            gst_message_has_name (msg, "nmilocalize")) {
+          const GstStructure *ms_st = gst_message_get_structure (msg);
+          gst_structure_get_double (ms_st, "search-ms", &loc_ms);
+          gst_structure_get_double (ms_st, "downscale-ms", &loc_down_ms);
+        }
+        gst_message_unref (msg);
+      }
       done++;
       CHECK (out != NULL, "no output buffer");
       if (!out)
@@ -356,9 +382,9 @@ main (int argc, char **argv)
         /* a searched scale stays within nmilocalize's scale-min .. scale-max (0.25-4
          * by default: the sweep's fine stage once reported 0.2313) */
         if (lm->has_prior_transform && (lm->flags & GST_NMI_LOCALIZE_FLAG_SCALE_SEARCHED))
-          CHECK (lm->scale >= 0.25 * (1.0 - 1e-6) && lm->scale <= 4.0 * (1.0 + 1e-6),
-              "%s %d: scale %.4f outside the searched 0.25-4", prior_names[kind], done,
-              lm->scale);
+          CHECK (lm->scale >= search_min * (1.0 - 1e-6) &&
+              lm->scale <= search_max * (1.0 + 1e-6), "%s %d: scale %.4f outside the "
+              "searched %g-%g", prior_names[kind], done, lm->scale, search_min, search_max);
         const gboolean bad = (lm->flags & bad_loc) || (rm->flags & bad_reg) ||
             !rm->has_transform;
         within05 += rms <= 0.5 && !bad;
@@ -375,9 +401,11 @@ main (int argc, char **argv)
         if (verbose || (rms > 2.0 && !bad))
           printf ("  %s %d: heading %5.1f scale %.3f pitch %5.1f roll %5.1f -> coarse "
               "heading %6.2f scale %.4f (%.1f px, flags 0x%x), registered %u/%u inliers "
-              "%.3f px RMS over the frame, flags 0x%x\n", prior_names[kind], done,
+              "%.3f px RMS over the frame, flags 0x%x; nmilocalize %.0f ms (downscales "
+              "%.0f), frame %.0f ms\n", prior_names[kind], done,
               cam.heading_deg, cam.scale, cam.pitch_deg, cam.roll_deg, lm->heading_deg,
-              lm->scale, coarse, lm->flags, rm->inliers, rm->matches, rms, rm->flags);
+              lm->scale, coarse, lm->flags, rm->inliers, rm->matches, rms, rm->flags, loc_ms,
+              loc_down_ms, frame_ms);
         /* the prior is used exactly when there is one */
         if (kind == PRIOR_NONE)
           CHECK (!(lm->flags & GST_NMI_LOCALIZE_FLAG_PRIOR_USED), "no prior, flags 0x%x",
@@ -422,6 +450,8 @@ main (int argc, char **argv)
           "per mille", prior_names[kind], good, done, require[kind]);
   }
 
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
   gst_harness_teardown (h);
   g_unlink (path);
   g_unlink (wld);
