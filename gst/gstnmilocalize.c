@@ -436,18 +436,31 @@ gst_nmi_localize_set_info (GstGeoregBase * base, GstCaps * incaps,
   const GstVideoInfo info = *vinfo;
   gdouble fs;
   GstNmiLocalizeSearch search;
+  gboolean scales_given;
 
   GST_OBJECT_LOCK (self);
   fs = self->settings.frame_scale;
   search = self->settings.search;
+  scales_given = self->settings.scales_given;
   GST_OBJECT_UNLOCK (self);
   const gint fw = GST_VIDEO_INFO_WIDTH (&info), fh = GST_VIDEO_INFO_HEIGHT (&info);
+  const gboolean fits = MAX (1, (gint) floor (fw * fs + 0.5)) <= self->ctl_w &&
+      MAX (1, (gint) floor (fh * fs + 0.5)) <= self->ctl_h;
   self->translation_ok = search != GST_NMI_LOCALIZE_SEARCH_FULL;
   /* search=full scales the frame itself (any ground resolution): frame-scale only
-   * sizes the translation search's buffers, which stay unused.  auto keeps the
-   * translation search's check: a frame larger than the control at frame-scale is a
-   * setting to correct (or a case for search=full) */
-  if (search == GST_NMI_LOCALIZE_SEARCH_FULL)
+   * sizes the translation search's buffers, which stay unused.  So does auto when the
+   * frame at frame-scale is larger than the control and neither scale was set: the
+   * usual 4K video against a coarser orthomosaic, which only the sweep or a pose prior
+   * can place (the translation search is then never tried).  With frame-scale or
+   * control-scale set, such a frame is a setting to correct (or a case for
+   * search=full). */
+  if (search == GST_NMI_LOCALIZE_SEARCH_AUTO && !fits && !scales_given) {
+    GST_INFO_OBJECT (self, "the %dx%d frame is larger than the %dx%d control at "
+        "frame-scale %g: no translation search, every frame swept (or placed by its "
+        "pose prior)", fw, fh, self->ctl_w, self->ctl_h, fs);
+    self->translation_ok = FALSE;
+  }
+  if (!self->translation_ok)
     fs = MIN (fs, MIN ((gdouble) self->ctl_w / fw, (gdouble) self->ctl_h / fh));
 
   const gint tw = MAX (1, (gint) floor (fw * fs + 0.5));

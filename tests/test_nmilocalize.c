@@ -492,6 +492,60 @@ GST_START_TEST (test_frame_larger_than_control)
 }
 GST_END_TEST;
 
+/* The usual video case: a frame with more pixels than the control (finer ground
+ * resolution, any heading).  Without frame-scale or control-scale, search=auto takes
+ * it (no translation search: every frame is swept) instead of refusing the caps. */
+GST_START_TEST (test_frame_finer_than_control_swept)
+{
+  enum { BW = 400, BH = 300 };
+  GstHarness *h = new_harness (NULL, "video/x-raw,format=GRAY8,width=400,height=300,"
+      "framerate=10/1");
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
+  /* frame pixel (u, v) -> control (index coordinates): 0.35 control px a frame px,
+   * turned by 30 degrees, centred on control point (160, 118) */
+  const double sc = 0.35, a = 30.0 * G_PI / 180.0, cx = 160.0, cy = 118.0;
+  const double c = cos (a) * sc, sn = sin (a) * sc;
+  const double hm[9] = { c, -sn, cx - c * 0.5 * (BW - 1) + sn * 0.5 * (BH - 1),
+    sn, c, cy - sn * 0.5 * (BW - 1) - c * 0.5 * (BH - 1), 0, 0, 1
+  };
+  GrPlaneF l = control_luma (), cut;
+  fail_unless (gr_synth_cut (&l, hm, BW, BH, 1, &cut) == GR_OK);
+  gr_synth_plane_free (&l);
+  GstBuffer *in = gst_buffer_new_allocate (NULL, BW * BH, NULL);
+  GstMapInfo map;
+  gst_buffer_map (in, &map, GST_MAP_WRITE);
+  for (int i = 0; i < BW * BH; i++)
+    map.data[i] = (guint8) CLAMP (floorf (cut.data[i] + 0.5f), 0, 255);
+  gst_buffer_unmap (in, &map);
+  gr_synth_plane_free (&cut);
+  GstBuffer *out = gst_harness_push_and_pull (h, in);
+  fail_unless (out != NULL);
+  GstNmiLocalizeMeta *m = gst_buffer_get_nmi_localize_meta (out);
+  fail_unless (m != NULL);
+  fail_unless (m->flags & GST_NMI_LOCALIZE_FLAG_HEADING_SEARCHED, "flags 0x%x", m->flags);
+  fail_unless (m->has_prior_transform);
+  /* the frame's centre (pixel-corner coordinates) where it belongs, within 2 px */
+  fail_unless (hypot (m->center_x - (cx + 0.5), m->center_y - (cy + 0.5)) < 2.0,
+      "centre (%.2f, %.2f), want (%.2f, %.2f), flags 0x%x", m->center_x, m->center_y,
+      cx + 0.5, cy + 0.5, m->flags);
+  double dh = fmod (fabs (m->heading_deg - 30.0), 360.0);
+  dh = dh > 180.0 ? 360.0 - dh : dh;
+  fail_unless (dh < 2.0, "heading %.2f", m->heading_deg);
+  fail_unless (fabs (m->scale / sc - 1.0) < 0.03, "scale %.4f", m->scale);
+  GstMessage *msg = pop_element_message (bus);
+  fail_unless (msg != NULL);
+  fail_unless_equals_string (gst_structure_get_string (gst_message_get_structure (msg),
+          "search"), "sweep");
+  gst_message_unref (msg);
+  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) == NULL, "an error was posted");
+  gst_buffer_unref (out);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+}
+GST_END_TEST;
+
 GST_START_TEST (test_unsupported_caps)
 {
   GstElement *e = gst_element_factory_make ("nmilocalize", NULL);
@@ -656,6 +710,7 @@ nmilocalize_suite (void)
   tcase_add_test (tc, test_score_map_file);
   tcase_add_test (tc, test_bad_control);
   tcase_add_test (tc, test_frame_larger_than_control);
+  tcase_add_test (tc, test_frame_finer_than_control_swept);
   tcase_add_test (tc, test_unsupported_caps);
   tcase_add_test (tc, test_no_overlap_flag);
   tcase_add_test (tc, test_nodata_and_mask_file);
