@@ -24,6 +24,7 @@ enum {
   PROP_MIN_INLIERS,
   PROP_MIN_INLIER_RATIO,
   PROP_MAX_PREDICTED_ERROR,
+  PROP_CAMERA_FIT,
   PROP_COARSE_FALLBACK,
   PROP_INITIAL_OFFSET_X,
   PROP_INITIAL_OFFSET_Y,
@@ -44,6 +45,7 @@ enum {
 #define DEFAULT_MIN_INLIERS 12
 #define DEFAULT_MIN_INLIER_RATIO 0.3
 #define DEFAULT_MAX_PREDICTED_ERROR 1.0
+#define DEFAULT_CAMERA_FIT TRUE
 #define DEFAULT_COARSE_FALLBACK GST_NMI_REGISTER_COARSE_NONE
 #define DEFAULT_INITIAL_OFFSET 0.0
 #define DEFAULT_INITIAL_SCALE 1.0
@@ -102,6 +104,7 @@ gst_nmi_register_settings_init (GstNmiRegisterSettings * s)
   s->min_inliers = DEFAULT_MIN_INLIERS;
   s->min_inlier_ratio = DEFAULT_MIN_INLIER_RATIO;
   s->max_predicted_error = DEFAULT_MAX_PREDICTED_ERROR;
+  s->camera_fit = DEFAULT_CAMERA_FIT;
   s->coarse_fallback = DEFAULT_COARSE_FALLBACK;
   s->initial_offset_x = s->initial_offset_y = DEFAULT_INITIAL_OFFSET;
   s->initial_scale = DEFAULT_INITIAL_SCALE;
@@ -180,6 +183,13 @@ gst_nmi_register_install_properties (GObjectClass * gobject_class)
           "transform moves when a ninth of the frame's inliers is left out) is larger "
           "are flagged imprecise; 0 = never", 0.0, G_MAXDOUBLE,
           DEFAULT_MAX_PREDICTED_ERROR, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_CAMERA_FIT,
+      g_param_spec_boolean ("camera-fit", "Calibrated camera fit",
+          "For frames whose pose meta carries calibrated intrinsics (a calibration "
+          "file, an application's camera model, or a lens with distortion): the final "
+          "fit is the plane homography of that camera (6 parameters instead of 8) when "
+          "it fits the inliers as well, so the transform holds where the matches do not "
+          "reach (model=homography only)", DEFAULT_CAMERA_FIT, rw_playing));
   g_object_class_install_property (gobject_class, PROP_COARSE_FALLBACK,
       g_param_spec_enum ("coarse-fallback", "Coarse fallback",
           "What frames without a GstNmiLocalizeMeta (no nmilocalize upstream) use as "
@@ -263,6 +273,9 @@ gst_nmi_register_settings_set (GstNmiRegisterSettings * s, guint prop_id,
     case PROP_MAX_PREDICTED_ERROR:
       s->max_predicted_error = g_value_get_double (value);
       break;
+    case PROP_CAMERA_FIT:
+      s->camera_fit = g_value_get_boolean (value);
+      break;
     case PROP_COARSE_FALLBACK:
       s->coarse_fallback = g_value_get_enum (value);
       break;
@@ -328,6 +341,9 @@ gst_nmi_register_settings_get (const GstNmiRegisterSettings * s, guint prop_id,
       break;
     case PROP_MAX_PREDICTED_ERROR:
       g_value_set_double (value, s->max_predicted_error);
+      break;
+    case PROP_CAMERA_FIT:
+      g_value_set_boolean (value, s->camera_fit);
       break;
     case PROP_COARSE_FALLBACK:
       g_value_set_enum (value, s->coarse_fallback);

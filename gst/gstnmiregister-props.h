@@ -28,6 +28,7 @@ typedef struct {
   guint min_inliers;
   gdouble min_inlier_ratio;
   gdouble max_predicted_error;
+  gboolean camera_fit;
   GstNmiRegisterCoarseFallback coarse_fallback;
   gdouble initial_offset_x, initial_offset_y, initial_scale;
   GstNmiRegisterOverlayMode overlay;

@@ -118,6 +118,7 @@ gst_nmi_register_fill_meta (const GstNmiRegisterMap * map, const GrRegisterResul
   m->rms = res->rms;
   m->predicted_error = res->predicted_error;
   memcpy (m->frame_to_control, res->h, sizeof m->frame_to_control);
+  m->camera_fit = res->has_transform && res->camera_fit;
   if (res->undistorted) {
     const GrCamera *L = &res->lens;
     const double lens[9] = { L->fx, L->fy, L->cx, L->cy, L->k1, L->k2, L->k3, L->p1,
@@ -205,7 +206,8 @@ gst_nmi_register_result_structure (const GstNmiRegisterMeta * m,
     return st;
   set_double_array (st, "frame-to-control", m->frame_to_control, 9);
   /* the transforms take undistorted frame pixels: say so, with the lens */
-  gst_structure_set (st, "undistorted", G_TYPE_BOOLEAN, m->undistorted, NULL);
+  gst_structure_set (st, "undistorted", G_TYPE_BOOLEAN, m->undistorted,
+      "camera-fit", G_TYPE_BOOLEAN, m->camera_fit, NULL);
   if (m->undistorted)
     set_double_array (st, "lens", m->lens, 9);
   set_double_array (st, "footprint-control", m->footprint_control, 8);
@@ -231,13 +233,10 @@ gst_nmi_register_result_structure (const GstNmiRegisterMeta * m,
   return st;
 }
 
-gboolean
-gst_nmi_register_frame_lens (GstBuffer * buf, gint fw, gint fh, GrCamera * cam)
+/* the meta's intrinsics scaled to the fw x fh frame, distortion included */
+static void
+meta_camera (const GstGeoregPoseMeta * pm, gint fw, gint fh, GrCamera * cam)
 {
-  const GstGeoregPoseMeta *pm = gst_buffer_get_georeg_pose_meta (buf);
-  if (!pm || !pm->have_intrinsics || (pm->k1 == 0.0 && pm->k2 == 0.0 &&
-          pm->k3 == 0.0 && pm->p1 == 0.0 && pm->p2 == 0.0))
-    return FALSE;
   /* intrinsics of another resolution of the same image: scaled about pixel corners
    * (OpenCV's centres sit half a pixel in) */
   const gdouble sx = pm->image_width > 0 ? (gdouble) fw / pm->image_width : 1.0;
@@ -254,5 +253,35 @@ gst_nmi_register_frame_lens (GstBuffer * buf, gint fw, gint fh, GrCamera * cam)
   cam->k3 = pm->k3;
   cam->p1 = pm->p1;
   cam->p2 = pm->p2;
+}
+
+static gboolean
+meta_distorts (const GstGeoregPoseMeta * pm)
+{
+  return pm->k1 != 0.0 || pm->k2 != 0.0 || pm->k3 != 0.0 || pm->p1 != 0.0 ||
+      pm->p2 != 0.0;
+}
+
+gboolean
+gst_nmi_register_frame_lens (GstBuffer * buf, gint fw, gint fh, GrCamera * cam)
+{
+  const GstGeoregPoseMeta *pm = gst_buffer_get_georeg_pose_meta (buf);
+  if (!pm || !pm->have_intrinsics || !meta_distorts (pm))
+    return FALSE;
+  meta_camera (pm, fw, fh, cam);
+  return TRUE;
+}
+
+gboolean
+gst_nmi_register_frame_calibrated (GstBuffer * buf, gint fw, gint fh, GrCamera * cam)
+{
+  const GstGeoregPoseMeta *pm = gst_buffer_get_georeg_pose_meta (buf);
+  /* a focal length from EXIF alone (a sensor width from a table, a 35 mm equivalent)
+   * is a few percent off: not calibrated */
+  if (!pm || !pm->have_intrinsics || !((pm->sources &
+              (GST_GEOREG_POSE_SOURCE_CALIBRATION | GST_GEOREG_POSE_SOURCE_APP)) ||
+          meta_distorts (pm)))
+    return FALSE;
+  meta_camera (pm, fw, fh, cam);
   return TRUE;
 }

@@ -45,6 +45,12 @@ void gst_nmi_register_fill_meta (const GstNmiRegisterMap * map,
  * when the frame has none. */
 gboolean gst_nmi_register_frame_lens (GstBuffer * buf, gint fw, gint fh,
     GrCamera * cam);
+/* The frame's intrinsics (scaled to fw x fh) when its pose meta says they were
+ * calibrated: from a calibration file, an application's own camera model, or with
+ * distortion coefficients (someone measured the lens).  FALSE otherwise (no meta, no
+ * intrinsics, or a focal length from EXIF only). */
+gboolean gst_nmi_register_frame_calibrated (GstBuffer * buf, gint fw, gint fh,
+    GrCamera * cam);
 
 /* What the message says besides the meta. */
 typedef struct {

@@ -426,6 +426,7 @@ engine_params (const GstNmiRegisterSettings * s, GrRegisterParams * p)
   p->min_inliers = s->min_inliers;
   p->min_inlier_ratio = s->min_inlier_ratio;
   p->max_predicted_error = s->max_predicted_error;
+  p->camera_fit = s->camera_fit;
   p->keep_matches = s->overlay != GST_NMI_REGISTER_OVERLAY_NONE;
 }
 
@@ -735,6 +736,13 @@ gst_nmi_register_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
     if (!gr_register_set_lens (self->engine, has_lens ? &lens : NULL))
       GST_WARNING_OBJECT (self, "the frame's lens is unusable (focal length %g): "
           "registering without it", lens.fx);
+    /* calibrated intrinsics: the camera's own plane homography (camera-fit) */
+    GrCamera intrinsics;
+    const gboolean calibrated = gst_nmi_register_frame_calibrated (buf,
+        GST_VIDEO_INFO_WIDTH (vi), GST_VIDEO_INFO_HEIGHT (vi), &intrinsics);
+    if (!gr_register_set_camera (self->engine, calibrated ? &intrinsics : NULL))
+      GST_WARNING_OBJECT (self, "the frame's intrinsics are unusable (focal length "
+          "%g): fitting a general homography", intrinsics.fx);
   }
   GrRegisterPrior wprior = prior;
   gboolean skip = FALSE;

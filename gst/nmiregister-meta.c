@@ -48,6 +48,7 @@ nmi_register_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
   m->undistorted = FALSE;
   for (int i = 0; i < 9; i++)
     m->lens[i] = NAN;
+  m->camera_fit = FALSE;
   return TRUE;
 }
 

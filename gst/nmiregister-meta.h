@@ -120,6 +120,13 @@ struct _GstNmiRegisterMeta {
    * show); NAN without a transform or when it cannot be told.  Above the element's
    * max-predicted-error the result is flagged IMPRECISE. */
   gdouble predicted_error;
+
+  /* ---- appended for the calibrated camera fit (issue 13); ABI: append only */
+
+  /* TRUE when the transform is the plane homography of the frame's calibrated camera
+   * (the pose meta's intrinsics; nmiregister's camera-fit), FALSE for a general fit of
+   * the element's model */
+  gboolean camera_fit;
 };
 
 GType gst_nmi_register_meta_api_get_type (void);

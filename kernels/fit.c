@@ -1030,14 +1030,12 @@ gr_fit_check_plausible (const double h[9], int width, int height,
 /* ---- predicted error over the frame ------------------------------------------------ */
 
 double
-gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
-    const double *dst, const uint8_t *inlier_mask, int n, int width, int height)
+gr_fit_jackknife_error (const double h[9], const double *src,
+    const uint8_t *inlier_mask, int n, int width, int height, int min_points,
+    GrFitRefit refit, void *user)
 {
   enum { BX = 3, BY = 3, GX = 9, GY = 7 };
-  if (!h || !src || !dst || n < 1 || width < 1 || height < 1)
-    return NAN;
-  Ctx c;
-  if (!ctx_open (&c, src, dst, n, model))
+  if (!h || !src || !refit || n < 1 || width < 1 || height < 1)
     return NAN;
   int *idx = malloc (sizeof (int) * n);
   /* the grid's positions under each leave-one-block-out fit, GX * GY * 2 a block */
@@ -1069,7 +1067,7 @@ gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
     double hb[9];
     if (!left)
       continue;                 /* an empty block changes nothing */
-    if (k < 2 * model_min (model) || !fit_model (&c, idx, k, false, false, hb))
+    if (k < min_points || !refit (user, idx, k, hb))
       goto out;                 /* the rest cannot carry the model: undetermined */
     for (int j = 0; j < GY; j++)
       for (int i = 0; i < GX; i++) {
@@ -1106,8 +1104,29 @@ gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
     }
   result = sqrt (sum / (GX * GY));
 out:
-  ctx_close (&c);
   free (idx);
   free (pos);
   return result;
+}
+
+/* gr_fit_predicted_error's refit: the model by least squares on the points */
+static bool
+refit_model (void *user, const int *idx, int k, double h[9])
+{
+  return fit_model ((Ctx *) user, idx, k, false, false, h);
+}
+
+double
+gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
+    const double *dst, const uint8_t *inlier_mask, int n, int width, int height)
+{
+  if (!h || !src || !dst || n < 1 || width < 1 || height < 1)
+    return NAN;
+  Ctx c;
+  if (!ctx_open (&c, src, dst, n, model))
+    return NAN;
+  const double e = gr_fit_jackknife_error (h, src, inlier_mask, n, width, height,
+      2 * model_min (model), refit_model, &c);
+  ctx_close (&c);
+  return e;
 }

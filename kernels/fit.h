@@ -58,6 +58,16 @@ GrFitResult gr_fit_robust (const double *src, const double *dst, const double *w
 double gr_fit_predicted_error (const double h[9], GrModel model, const double *src,
     const double *dst, const uint8_t *inlier_mask, int n, int width, int height);
 
+/* The jackknife behind gr_fit_predicted_error, for any model: the inliers are cut
+ * into 3 x 3 blocks of the width x height frame, refit (user, idx, k, h) fits the
+ * model to the inliers idx[0 .. k) without one block (false: cannot), and the spread
+ * of those fits over a grid of the frame, in frame pixels through h's local scale, is
+ * the result.  Fewer than min_points left without a block: undetermined (NAN). */
+typedef bool (*GrFitRefit) (void *user, const int *idx, int k, double h[9]);
+double gr_fit_jackknife_error (const double h[9], const double *src,
+    const uint8_t *inlier_mask, int n, int width, int height, int min_points,
+    GrFitRefit refit, void *user);
+
 /* (x', y') = H (x, y); false when the point maps to infinity. */
 bool gr_fit_apply (const double h[9], double x, double y, double *xo, double *yo);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "camera_fit.h"
 #include "descriptors.h"
 #include "nmi_dense.h"
 #include "nmi_sparse.h"
@@ -20,6 +21,12 @@
 #define PASS1_THRESHOLD_FACTOR 2.0
 /* the full search brings the frame's shorter side to about this many pixels */
 #define FULL_SEARCH_SIDE 64.0
+/* the calibrated camera's fit is kept when its RMS over the inliers is at most this
+ * factor of the general homography's plus the slack (control pixels): with the right
+ * intrinsics over flat ground the two fit alike (two fewer parameters cost little);
+ * intrinsics that are off or ground that is not flat show as a larger residual */
+#define CAMERA_FIT_RMS_FACTOR 1.1
+#define CAMERA_FIT_RMS_SLACK 0.02
 /* the robust fits' seed: results do not depend on anything but the frame */
 #define FIT_SEED 0x6e6d6972u
 
@@ -59,6 +66,9 @@ struct GrRegister {
   /* the frame's lens (gr_register_set_lens) */
   bool has_lens;
   GrCamera lens;
+  /* the frame camera's calibrated intrinsics (gr_register_set_camera) */
+  bool has_camera;
+  GrCamera camera;
 };
 
 void
@@ -77,6 +87,7 @@ gr_register_params_init (GrRegisterParams *p)
   p->min_inliers = 12;
   p->min_inlier_ratio = 0.3;
   p->max_predicted_error = 1.0;
+  p->camera_fit = true;
 }
 
 void
@@ -220,6 +231,23 @@ gr_register_set_lens (GrRegister *r, const GrCamera *lens)
     return false;
   r->lens = *lens;
   r->has_lens = true;
+  return true;
+}
+
+bool
+gr_register_set_camera (GrRegister *r, const GrCamera *intrinsics)
+{
+  if (!r)
+    return false;
+  r->has_camera = false;
+  if (!intrinsics)
+    return true;
+  if (!(intrinsics->fx > 0.0) || !(intrinsics->fy > 0.0) || !isfinite (intrinsics->fx)
+      || !isfinite (intrinsics->fy) || !isfinite (intrinsics->cx) ||
+      !isfinite (intrinsics->cy))
+    return false;
+  r->camera = *intrinsics;
+  r->has_camera = true;
   return true;
 }
 
@@ -806,6 +834,25 @@ register_from_prior (GrRegister *r, const GrRegisterParams *s, const GrKeypoint 
       spread_known = false;
     }
   }
+  /* the calibrated camera's plane homography on the same inliers, kept when it fits
+   * them as well: two parameters fewer, so it holds beyond the inliers' hull */
+  if (s->camera_fit && r->has_camera && s->model == GR_MODEL_HOMOGRAPHY &&
+      spread_known) {
+    int *idx = malloc (nk1 * sizeof *idx), k = 0;
+    double hc[9], rms_c;
+    if (idx) {
+      for (int i = 0; i < c.n; i++)
+        if (inl[i])
+          idx[k++] = i;
+      if (gr_camera_fit_homography (&r->camera, fit.h, c.src, c.dst, idx, k, c.n, hc,
+              &rms_c) && rms_c <= CAMERA_FIT_RMS_FACTOR * fit.rms + CAMERA_FIT_RMS_SLACK) {
+        memcpy (fit.h, hc, sizeof hc);
+        fit.rms = rms_c;
+        res->camera_fit = true;
+      }
+      free (idx);
+    }
+  }
   res->has_transform = true;
   memcpy (res->h_index, fit.h, sizeof res->h_index);
   shift_homography (fit.h, 0.5, res->h);
@@ -820,8 +867,9 @@ register_from_prior (GrRegister *r, const GrRegisterParams *s, const GrKeypoint 
    * wrong; this said 1.35 px, and 0.03-0.14 px on frames at 0.5-2 that were 0.05-0.18
    * px off.  It is a lower bound: a bias common to every match cannot show.  After a
    * failed refinement the matches are not the transform's: unknown. */
-  res->predicted_error = spread_known ? gr_fit_predicted_error (fit.h, s->model, c.src,
-      c.dst, inl, c.n, fw, fh) : NAN;
+  res->predicted_error = !spread_known ? NAN : res->camera_fit ?
+      gr_camera_fit_predicted_error (&r->camera, fit.h, c.src, c.dst, inl, c.n, fw, fh) :
+      gr_fit_predicted_error (fit.h, s->model, c.src, c.dst, inl, c.n, fw, fh);
   if (s->max_predicted_error > 0.0 && res->predicted_error > s->max_predicted_error)
     res->flags |= GR_REGISTER_IMPRECISE;
   if (fit.inliers < (int) s->min_inliers ||

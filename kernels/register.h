@@ -53,6 +53,10 @@ typedef struct {
   double max_predicted_error;   /* frame pixels: a larger predicted_error is flagged
                                  * IMPRECISE, 1; 0: never */
   bool keep_matches;            /* the result keeps keypoints, matches, inlier mask */
+  bool camera_fit;              /* with calibrated intrinsics (gr_register_set_camera)
+                                 * and model homography: the final fit is the camera's
+                                 * 6-parameter plane homography when it fits as well,
+                                 * true */
 } GrRegisterParams;
 
 void gr_register_params_init (GrRegisterParams *p);
@@ -111,6 +115,9 @@ typedef struct {
    * (gr_register_result_apply); match_frame stays in the delivered frame's pixels */
   bool undistorted;
   GrCamera lens;
+  /* the transform is the calibrated camera's plane homography (camera_fit.h), not a
+   * general one; predicted_error is then that model's */
+  bool camera_fit;
 } GrRegisterResult;
 
 void gr_register_result_clear (GrRegisterResult *r);
@@ -169,6 +176,16 @@ GrStatus gr_register_run (GrRegister *r, const GrRegisterParams *params,
  * coordinates costs nothing next to warping whole frames.  false (lens cleared) for
  * intrinsics that are not finite or a focal length <= 0. */
 bool gr_register_set_lens (GrRegister *r, const GrCamera *lens);
+
+/* The frame camera's calibrated intrinsics (fx fy cx cy of `intrinsics`, the frame's
+ * own size, OpenCV's convention; the distortion is gr_register_set_lens's), or NULL:
+ * unknown.  Kept until changed.  With params->camera_fit and model homography the
+ * final fit becomes the plane homography such a camera can make (camera_fit.h) when
+ * its RMS residual over the inliers is within 10% + 0.02 px of the general fit's: it
+ * holds where the inliers do not reach (a textureless third of a tilted frame).  Only
+ * intrinsics that were calibrated belong here: a focal length from EXIF alone is a
+ * few percent off.  false (cleared) for a focal length <= 0 or values not finite. */
+bool gr_register_set_camera (GrRegister *r, const GrCamera *intrinsics);
 
 /* A frame position as delivered (pixel corners) -> control pixel corners through the
  * result's full mapping (undistortion, then h); false when it has no transform or the
