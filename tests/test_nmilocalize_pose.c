@@ -34,7 +34,8 @@
  * replay one frame of a long run), GEOREG_POSE_REQUIRE (per mille within 0.5 px for
  * full,position,none, e.g. 980,950,950; default: report only), GEOREG_POSE_SEARCH_MIN/MAX
  * (nmilocalize's scale-min / scale-max instead of its defaults, 0.25-4: a 4K frame
- * covers aukerman.png at about 0.2 at most), GEOREG_TEST_VERBOSE (each frame, with
+ * covers aukerman.png at about 0.2 at most), GEOREG_POSE_REGISTER_PROPS (more
+ * nmiregister properties, e.g. "refine-window=31"), GEOREG_TEST_VERBOSE (each frame, with
  * nmilocalize's own time from its bus message).
  * SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
@@ -270,9 +271,12 @@ main (int argc, char **argv)
   gchar *search_scales = g_getenv ("GEOREG_POSE_SEARCH_MIN") ||
       g_getenv ("GEOREG_POSE_SEARCH_MAX") ? g_strdup_printf ("scale-min=%g scale-max=%g",
       search_min, search_max) : g_strdup ("");
+  /* GEOREG_POSE_REGISTER_PROPS: more nmiregister properties, to try a setting on the
+   * same frames (the issue's figures are taken at the defaults) */
+  const gchar *reg_props = g_getenv ("GEOREG_POSE_REGISTER_PROPS");
   gchar *desc = g_strdup_printf ("nmilocalize control-location=\"%s\" crs=EPSG:32617 "
-      "backend=%s %s ! nmiregister control-location=\"%s\" backend=%s", path, be,
-      search_scales, path, be);
+      "backend=%s %s ! nmiregister control-location=\"%s\" backend=%s %s", path, be,
+      search_scales, path, be, reg_props ? reg_props : "");
   g_free (search_scales);
   GstHarness *h = gst_harness_new_parse (desc);
   g_free (desc);
