@@ -7,7 +7,8 @@
  *    posts any ERROR beyond that one and the source's standard report of the failed
  *    flow ("Internal data stream error", STREAM/FAILED from a GstBaseSrc, which
  *    GStreamer's sources post for every fatal flow return).
- * Cases: a frame larger than the control (nmilocalize, refused in set_caps),
+ * Cases: a frame larger than the control (nmilocalize search=translation, refused in
+ * set_caps; search=auto without scales sweeps such frames instead),
  * landmarkshoot's "loss is not finite", pointsetparse ! identity error-after=1 !
  * pointsetenc, and a point-set caps negotiation that fails (a 3-D set into a 2-D
  * template).
@@ -48,7 +49,7 @@ typedef struct {
 static const Case cases[] = {
   {"frame larger than the control", "loc",
       "videotestsrc num-buffers=5 ! video/x-raw,format=GRAY8,width=800,height=600 ! "
-        "nmilocalize name=loc control-location=%1$s/small.png ! fakesink"},
+        "nmilocalize name=loc control-location=%1$s/small.png search=translation ! fakesink"},
   {"landmarkshoot loss not finite", "shoot",
       "filesrc location=%1$s/huge.csv ! pointsetparse ! landmarkshoot name=shoot "
         "template-location=%1$s/template.csv lambda=1e30 ! pointsetenc ! fakesink"},
