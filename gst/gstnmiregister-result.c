@@ -118,7 +118,7 @@ gst_nmi_register_fill_meta (const GstNmiRegisterMap * map, const GrRegisterResul
   m->rms = res->rms;
   m->predicted_error = res->predicted_error;
   memcpy (m->frame_to_control, res->h, sizeof m->frame_to_control);
-  m->camera_fit = res->has_transform && res->camera_fit;
+  m->camera_fit = res->camera_fit;
   if (res->undistorted) {
     const GrCamera *L = &res->lens;
     const double lens[9] = { L->fx, L->fy, L->cx, L->cy, L->k1, L->k2, L->k3, L->p1,

@@ -405,8 +405,8 @@ sum_sq (const double *r, int n)
 /* Solves the symmetric positive definite n x n system a x = b (the damped normal
  * equations) by Cholesky factorisation, a overwritten by L; false when not positive
  * definite. */
-static bool
-solve_spd (double *a, const double *b, int n, double *x)
+bool
+gr_camera_solve_spd (double *a, const double *b, int n, double *x)
 {
   for (int c = 0; c < n; c++) {
     for (int r = c; r < n; r++) {
@@ -499,7 +499,7 @@ gr_camera_boresight_estimate (const GrCameraPair *pairs, int n_pairs,
       for (int d = 0; d < np; d++)
         a[d * np + d] *= 1 + lambda;
       memcpy (xn, x, sizeof x);
-      if (solve_spd (a, b, np, dx)) {
+      if (gr_camera_solve_spd (a, b, np, dx)) {
         for (int d = 0; d < np; d++)
           xn[d] += dx[d];
         double c;

@@ -151,6 +151,11 @@ bool gr_camera_boresight_estimate (const GrCameraPair *pairs, int n_pairs,
 double gr_camera_pair_disagreement (const GrCameraPair *pair, const GrBoresight *bs,
     double *overlap);
 
+/* Solves the symmetric positive definite n x n system a x = b (damped normal
+ * equations of the camera fits here and in camera_fit.c) by Cholesky, a overwritten
+ * by its factor; false when not positive definite. */
+bool gr_camera_solve_spd (double *a, const double *b, int n, double *x);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,40 +80,6 @@ sum_squares (const double *r, int m)
   return s;
 }
 
-/* solves A x = b for the symmetric positive definite NPARAM x NPARAM A (Cholesky) */
-static bool
-solve_spd (const double A[NPARAM * NPARAM], const double b[NPARAM], double x[NPARAM])
-{
-  double L[NPARAM * NPARAM] = { 0 };
-  for (int i = 0; i < NPARAM; i++)
-    for (int j = 0; j <= i; j++) {
-      double s = A[i * NPARAM + j];
-      for (int q = 0; q < j; q++)
-        s -= L[i * NPARAM + q] * L[j * NPARAM + q];
-      if (i == j) {
-        if (!(s > 0.0))
-          return false;
-        L[i * NPARAM + i] = sqrt (s);
-      } else {
-        L[i * NPARAM + j] = s / L[j * NPARAM + j];
-      }
-    }
-  double y[NPARAM];
-  for (int i = 0; i < NPARAM; i++) {
-    double s = b[i];
-    for (int q = 0; q < i; q++)
-      s -= L[i * NPARAM + q] * y[q];
-    y[i] = s / L[i * NPARAM + i];
-  }
-  for (int i = NPARAM - 1; i >= 0; i--) {
-    double s = y[i];
-    for (int q = i + 1; q < NPARAM; q++)
-      s -= L[q * NPARAM + i] * x[q];
-    x[i] = s / L[i * NPARAM + i];
-  }
-  return true;
-}
-
 /* The start: B0 = K^-1 h0^-1, its first two columns brought to the nearest orthonormal
  * pair (polar decomposition of the 3 x 2 matrix) at their common length s, the third
  * column divided by s. */
@@ -219,7 +185,7 @@ gr_camera_fit_homography (const GrCamera *cam, const double h0[9],
       memcpy (Ad, A, sizeof Ad);
       for (int a = 0; a < NPARAM; a++)
         Ad[a * NPARAM + a] *= 1.0 + lambda;
-      if (solve_spd (Ad, g, dx)) {
+      if (gr_camera_solve_spd (Ad, g, NPARAM, dx)) {
         for (int a = 0; a < NPARAM; a++)
           xn[a] = x[a] + dx[a];
         if (residuals (&p, xn, rt)) {
